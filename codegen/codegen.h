@@ -1,0 +1,36 @@
+// Code generation: validated KernelSpecs -> kernel plans (every template parameter decided and
+// explained) -> standalone .cu/.h files per kernel plus manifest.json.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "dsl/diagnostics.h"
+#include "dsl/source.h"
+#include "dsl/spec.h"
+
+namespace kdl::codegen {
+
+struct KernelPlan;  // codegen/plan.h
+
+struct EmittedFile {
+  std::string path;      // relative to the output directory, e.g. "gemm_bf16_tn.cu"
+  std::string contents;
+};
+
+struct EmitOptions {
+  std::string specName;   // the spec file as the user named it, for the header comment (no absolute path)
+  std::string specHash;   // sha256 of the spec and every file it imports
+  bool torch = false;     // also emit a PyTorch extension wrapper
+};
+
+// Lowers every spec; specs this version cannot generate yet get an [unsupported] error at the field
+// that makes them so, and no plan.
+std::vector<KernelPlan> lower(const std::vector<KernelSpec>& specs, DiagEngine& diags);
+
+// Renders plans as text for `kdlc list --plan`: each decision with its reason.
+std::string renderPlans(const std::vector<KernelPlan>& plans);
+
+// The files of every plan plus manifest.json, deterministic, in a stable order.
+std::vector<EmittedFile> emit(const std::vector<KernelPlan>& plans, const EmitOptions& options);
+
+}  // namespace kdl::codegen

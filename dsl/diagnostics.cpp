@@ -1,0 +1,130 @@
+#include "dsl/diagnostics.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace kdl {
+
+const std::vector<DiagKindInfo>& allDiagKinds() {
+  static const std::vector<DiagKindInfo> kinds = {
+#define KDL_DIAG(E, ID, DESC) {DiagKind::E, ID, DESC},
+#include "dsl/diagnostic_kinds.def"
+#undef KDL_DIAG
+  };
+  return kinds;
+}
+
+const char* diagId(DiagKind k) { return allDiagKinds()[static_cast<size_t>(k)].id; }
+
+Diagnostic& DiagEngine::error(DiagKind k, SourceLoc loc, std::string message) {
+  ++errorCount_;
+  if (errorCount_ > errorCap_) {
+    overflow_ = Diagnostic{k, Severity::Error, loc, std::move(message), {}};
+    return overflow_;
+  }
+  diags_.push_back(Diagnostic{k, Severity::Error, loc, std::move(message), {}});
+  return diags_.back();
+}
+
+Diagnostic& DiagEngine::warning(DiagKind k, SourceLoc loc, std::string message) {
+  diags_.push_back(Diagnostic{k, Severity::Warning, loc, std::move(message), {}});
+  return diags_.back();
+}
+
+std::vector<Diagnostic> DiagEngine::sorted() const {
+  std::vector<Diagnostic> out = diags_;
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Diagnostic& a, const Diagnostic& b) { return locBefore(a.loc, b.loc); });
+  return out;
+}
+
+static const char* severityName(Severity s) {
+  switch (s) {
+    case Severity::Error: return "error";
+    case Severity::Warning: return "warning";
+    case Severity::Note: return "note";
+  }
+  return "error";
+}
+
+static void renderOne(std::string& out, const SourceManager& sm, SourceLoc loc, Severity sev,
+                      const std::string& message, const char* id, bool color) {
+  const char* bold = color ? "\x1b[1m" : "";
+  const char* reset = color ? "\x1b[0m" : "";
+  const char* sevColor = !color ? "" : sev == Severity::Error ? "\x1b[1;31m" : sev == Severity::Warning ? "\x1b[1;35m" : "\x1b[1;36m";
+  if (loc.valid())
+    out += fmt::format("{}{}:{}:{}:{} ", bold, sm.path(loc.file), loc.line, loc.col, reset);
+  else
+    out += fmt::format("{}kdlc:{} ", bold, reset);
+  out += fmt::format("{}{}:{} {}", sevColor, severityName(sev), reset, message);
+  if (id) out += fmt::format(" [{}]", id);
+  out += '\n';
+  if (!loc.valid()) return;
+  std::string_view line = sm.lineText(loc.file, loc.line);
+  if (line.size() > 400) return;  // an enormous line helps nobody
+  std::string gutter = fmt::format("{:>5}", loc.line);
+  out += fmt::format("{} | {}\n", gutter, line);
+  std::string marker;
+  uint32_t col = std::max<uint32_t>(loc.col, 1);
+  for (uint32_t i = 1; i < col && i - 1 < line.size(); ++i) marker += line[i - 1] == '\t' ? '\t' : ' ';
+  marker += '^';
+  uint32_t len = loc.length;
+  if (col - 1 + len > line.size()) len = line.size() >= col - 1 ? static_cast<uint32_t>(line.size()) - (col - 1) : 1;
+  for (uint32_t i = 1; i < len; ++i) marker += '~';
+  out += fmt::format("{} | {}{}{}\n", std::string(gutter.size(), ' '), color ? "\x1b[1;32m" : "", marker, reset);
+}
+
+std::string renderText(const SourceManager& sm, const DiagEngine& diags, bool color) {
+  std::string out;
+  for (const Diagnostic& d : diags.sorted()) {
+    renderOne(out, sm, d.loc, d.severity, d.message, diagId(d.kind), color);
+    for (const DiagNote& n : d.notes) renderOne(out, sm, n.loc, Severity::Note, n.message, nullptr, color);
+  }
+  if (diags.capped())
+    out += fmt::format("kdlc: note: {} errors in all; only the first {} are shown\n", diags.errorCount(),
+                       diags.errorCap());
+  return out;
+}
+
+std::string jsonEscape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) out += fmt::format("\\u{:04x}", c);
+        else out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+static std::string jsonLoc(const SourceManager& sm, SourceLoc loc) {
+  if (!loc.valid()) return "\"file\":null,\"line\":null,\"column\":null,\"length\":null";
+  return fmt::format("\"file\":\"{}\",\"line\":{},\"column\":{},\"length\":{}", jsonEscape(sm.path(loc.file)),
+                     loc.line, loc.col, loc.length);
+}
+
+std::string renderJson(const SourceManager& sm, const DiagEngine& diags) {
+  std::string out = "{\"diagnostics\":[";
+  bool first = true;
+  for (const Diagnostic& d : diags.sorted()) {
+    if (!first) out += ',';
+    first = false;
+    out += fmt::format("{{\"id\":\"{}\",\"severity\":\"{}\",\"message\":\"{}\",{},\"notes\":[", diagId(d.kind),
+                       severityName(d.severity), jsonEscape(d.message), jsonLoc(sm, d.loc));
+    for (size_t i = 0; i < d.notes.size(); ++i)
+      out += fmt::format("{}{{\"message\":\"{}\",{}}}", i ? "," : "", jsonEscape(d.notes[i].message),
+                         jsonLoc(sm, d.notes[i].loc));
+    out += "]}";
+  }
+  out += fmt::format("],\"errors\":{}}}\n", diags.errorCount());
+  return out;
+}
+
+}  // namespace kdl

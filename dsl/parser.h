@@ -1,0 +1,17 @@
+// Text -> AST. The only entry into dsl/parser/, which holds the ANTLR-generated code's users.
+#pragma once
+#include <memory>
+
+#include "dsl/ast.h"
+#include "dsl/diagnostics.h"
+#include "dsl/source.h"
+
+namespace kdl {
+
+// Parses file `fileId` of `sm`. Syntax errors (and number literals out of range, non-text bytes) are
+// reported to `diags`; the returned tree then holds what could be built and must not be evaluated.
+// Never throws; nesting deeper than `maxDepth` is a syntax error, not a stack overflow.
+std::unique_ptr<ast::File> parseFile(const SourceManager& sm, uint32_t fileId, DiagEngine& diags,
+                                     int maxDepth = 200);
+
+}  // namespace kdl

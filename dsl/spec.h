@@ -1,0 +1,148 @@
+// A validated kernel spec: every field typed, resolved (defaults and `auto` decided) and explicit,
+// each with the place its value came from. The input of lowering (codegen/) and of `kdlc list`.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dsl/source.h"
+
+namespace kdl {
+
+enum class DType { F16, BF16, F32, TF32, F64, E4M3, E5M2, S8, U8, S32 };
+enum class Layout { Row, Col, NHWC, KRSC };
+enum class Arch { SM80, SM86, SM89, SM90a, SM100a };
+enum class Op { Gemm, Conv2dFprop, Conv2dDgrad, Conv2dWgrad };
+enum class Schedule { Multistage, Cooperative, Pingpong };
+enum class Raster { AlongM, AlongN };
+enum class SplitKMode { None, Serial, Parallel, StreamK };
+
+const char* name(DType);
+const char* name(Layout);
+const char* name(Arch);
+const char* name(Op);
+const char* name(Schedule);
+const char* name(Raster);
+const char* name(SplitKMode);
+int bitsOf(DType);
+inline int bytesOf(DType t) { return (bitsOf(t) + 7) / 8; }
+bool isFloat8(DType);
+bool isInteger(DType);
+int archNumber(Arch);  // 80, 86, 89, 90, 100
+int maxSharedMemoryPerBlock(Arch);  // bytes, opt-in limit
+
+// Where a resolved value came from.
+enum class Origin { Explicit, Template, Default, Auto };
+const char* name(Origin);
+
+template <class T>
+struct Field {
+  T value{};
+  SourceLoc loc;  // where it was set (for defaults: the kernel's name)
+  Origin origin = Origin::Default;
+};
+
+struct Operand {
+  std::string name;  // A, B, C, D, X, W, Y
+  DType dtype;
+  Layout layout;
+  int align;  // elements
+  SourceLoc loc;
+  Origin alignOrigin = Origin::Default;
+  SourceLoc alignLoc;
+};
+
+// ---- the typed epilogue ---------------------------------------------------------------------------
+
+enum class Broadcast { Row, Col, Channel, Scalar };
+const char* name(Broadcast);
+
+struct EpiParam {
+  std::string name;
+  double defaultValue;
+  SourceLoc loc;
+};
+struct EpiInput {
+  std::string name;
+  DType dtype;
+  Broadcast broadcast;
+  SourceLoc loc;
+};
+
+// Epilogue expression: a tree of typed nodes. Values are computed in f32.
+enum class EpiOp {
+  Const, Acc, Source /* the operand C */, Param, Input, Let, Output /* value of an assigned output, e.g. D in amax */,
+  Neg, Add, Sub, Mul, Div, Lt, Le, Gt, Ge, Eq, Ne, And, Or, Not,
+  Min, Max, Abs, Clamp, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Relu, Gelu, GeluTanh, Silu, LeakyRelu, Select, Cast
+};
+const char* name(EpiOp);
+
+struct EpiNode {
+  EpiOp op = EpiOp::Const;
+  double constant = 0;      // Const
+  int index = -1;           // Param/Input/Let/Output: index into the epilogue's vectors
+  DType castTo = DType::F32; // Cast
+  std::vector<EpiNode> args;
+  SourceLoc loc;
+};
+
+struct EpiLet {
+  std::string name;
+  EpiNode value;
+  SourceLoc loc;
+};
+
+// An output of the epilogue: the op's output operand (D/Y/...), an extra tensor, or a reduction.
+struct EpiOutput {
+  enum class Kind { Main, Tensor, AmaxReduction };
+  Kind kind = Kind::Main;
+  std::string name;
+  DType dtype;
+  Layout layout = Layout::Row;  // Main/Tensor
+  EpiNode value;                // for AmaxReduction: the operand of max(abs(...))
+  SourceLoc loc;
+};
+
+struct Epilogue {
+  std::vector<EpiParam> params;
+  std::vector<EpiInput> inputs;
+  std::vector<EpiLet> lets;        // in order; a Let node refers to an earlier one
+  std::vector<EpiOutput> outputs;  // outputs[0] is the main output
+  bool usesSource = false;         // reads C
+  bool implicit = false;           // no epilogue block: D = alpha * acc (+ beta * C)
+  SourceLoc loc;
+};
+
+// ---- the kernel ----------------------------------------------------------------------------------
+
+struct KernelSpec {
+  std::string name;
+  SourceLoc loc;  // the kernel's name in its statement
+  std::string templateName;
+  Field<Op> op;
+  Field<Arch> arch;
+  std::vector<Operand> operands;  // gemm: A, B, [C], D; conv: X, W, Y (inputs first, output last)
+  Field<DType> accum;
+  Field<std::array<int, 3>> tile;
+  Field<std::array<int, 3>> cluster;
+  Field<int> stages;
+  Field<Schedule> schedule;
+  Field<Raster> raster;
+  Field<SplitKMode> splitK;
+  Field<int> splitKSlices;  // for serial/parallel; 1 otherwise
+  // conv only: compile-time fixed filter (R, S) and stride, 0 = runtime
+  Field<std::array<int, 2>> filter;
+  Field<std::array<int, 2>> stride;
+  Epilogue epilogue;
+  size_t sharedMemoryBytes = 0;  // of the chosen stages
+
+  const Operand* operand(const std::string& n) const {
+    for (const Operand& o : operands)
+      if (o.name == n) return &o;
+    return nullptr;
+  }
+};
+
+}  // namespace kdl

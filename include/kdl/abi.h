@@ -1,0 +1,71 @@
+/* The C ABI of every kernel kdlc emits, for dlopen users (PyTorch loaders, test harnesses, other
+ * languages). Plain C; needs only <stddef.h>/<stdint.h>.
+ *
+ * For a kernel NAME the emitted library exports:
+ *   const kdl_kernel_info* kdl_NAME_info(void);
+ *   const char* kdl_NAME_can_implement(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs);
+ *        NULL when the kernel can run these arguments on the current device, else a message saying
+ *        exactly what is wrong (alignment, sizes, null pointers, the device's arch). The string is
+ *        static or thread-local; copy it before the next call.
+ *   size_t kdl_NAME_workspace_size(const kdl_gemm_shape* shape);
+ *   int kdl_NAME_run(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs,
+ *                    void* workspace, size_t workspace_bytes, void* stream);   -- a cudaStream_t
+ *        returns 0 on success, KDL_ERR_INVALID when can_implement rejects the arguments, or
+ *        KDL_ERR_CUDA + the cudaError_t of a failed launch.
+ *
+ * Arguments (`args`, `nargs` of them) come in the order of kdl_kernel_info::arg_names, which is the
+ * order kdlc documents and manifest.json lists: the op's operands in declaration order (gemm: A, B,
+ * [C], D), then the epilogue's params, inputs and extra outputs in the order the spec declares them.
+ */
+#ifndef KDL_ABI_H
+#define KDL_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KDL_ABI_VERSION 1
+#define KDL_OK 0
+#define KDL_ERR_INVALID 1
+#define KDL_ERR_CUDA 1000
+
+typedef enum kdl_arg_kind {
+  KDL_ARG_TENSOR = 0,      /* full-size matrix: data, ld (elements), batch_stride (elements) */
+  KDL_ARG_VECTOR = 1,      /* broadcast vector ([row]/[col]/[channel]): data, batch_stride */
+  KDL_ARG_DEVICE_SCALAR = 2, /* one device scalar ([] input, or an amax output): data */
+  KDL_ARG_PARAM = 3        /* a runtime scalar: value */
+} kdl_arg_kind;
+
+typedef struct kdl_arg {
+  void* data;
+  int64_t ld;
+  int64_t batch_stride;
+  double value;
+} kdl_arg;
+
+typedef struct kdl_gemm_shape {
+  int64_t m, n, k;
+  int64_t batch;    /* >= 1 */
+  int32_t split_k;  /* serial split-K slices for kernels with split_k = serial(N): 1..N; else 1 */
+} kdl_gemm_shape;
+
+typedef struct kdl_kernel_info {
+  int32_t abi_version;
+  const char* name;
+  const char* op;       /* "gemm" */
+  const char* arch;     /* "sm80", "sm90a", ... */
+  int32_t nargs;
+  const char* const* arg_names;        /* "A", "B", "C", "D", "alpha", "bias", ... */
+  const int32_t* arg_kinds;            /* kdl_arg_kind */
+  const char* const* arg_dtypes;       /* "bf16", "f32", ...; params: "f32" */
+  const char* const* arg_broadcasts;   /* vectors: "row", "col", "channel"; others: "" */
+  const double* param_defaults;        /* per argument; 0 for non-params */
+} kdl_kernel_info;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KDL_ABI_H */

@@ -1,0 +1,173 @@
+#include "tools/kdlc/commands.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dsl/ast.h"
+#include "dsl/diagnostics.h"
+#include "dsl/frontend.h"
+#include "dsl/list.h"
+#include "dsl/parser.h"
+#include "tools/kdlc/options.h"
+
+#ifndef KDL_VERSION
+#define KDL_VERSION "0.0.0"
+#endif
+
+namespace kdlc {
+
+static const char* kMainHelp = R"(kdlc — the KDL kernel compiler
+
+Usage: kdlc <command> [options] FILE...
+
+Commands:
+  check FILE...           parse, evaluate and validate; print diagnostics only
+  list FILE [--json]      print every kernel with every field resolved and where it came from
+  emit FILE -o DIR        write standalone .cu/.h per kernel and manifest.json to DIR
+  build FILE -o DIR       emit, then compile with nvcc into a library (content-hashed cache)
+
+Options for every command:
+  --diagnostics=text|json   how errors are printed (default text, on stderr)
+  --color=auto|always|never colour in text diagnostics (default auto: when stderr is a terminal)
+  --max-errors=N            stop listing errors after N (default 50)
+  --max-kernels=N           cap on the kernels one run may produce (default 100000)
+  --max-depth=N             cap on call and nesting depth (default 256)
+  -h, --help                help (also `kdlc <command> --help`)
+  --version                 print the version
+
+Exit codes: 0 success, 1 the input has errors, 2 bad command line, 3 internal error.
+)";
+
+static const char* kCheckHelp = R"(Usage: kdlc check [options] FILE...
+
+Parses, evaluates and validates each FILE and reports every error in source order, like a compiler:
+  gemm.kdl:12:10: error: tile M = 96 is not a multiple of 64, which the sm90a wgmma path needs [tile-shape]
+A file that passes check describes kernels that kdlc can generate.
+
+Options:
+  --diagnostics=text|json   text on stderr (default), or one JSON document on stdout
+  --emit=ast|specs          also print the AST (with locations) or the resolved specs of each file
+  --color, --max-errors, --max-kernels, --max-depth   see `kdlc --help`
+)";
+
+static const char* kListHelp = R"(Usage: kdlc list [options] FILE
+
+Prints every kernel FILE produces with every field resolved and explicit: defaults and `auto` choices
+included, each with its origin (explicit, template, default, auto) and the place its value came from.
+
+Options:
+  --json                    one JSON document: {"kernels": [{"name": ..., "op": {...}, ...}]}
+  --plan                    also print the code generation plan of each kernel
+  --diagnostics=text|json, --color, --max-errors, --max-kernels, --max-depth   see `kdlc --help`
+)";
+
+static bool stderrIsTty() { return isatty(2) != 0; }
+
+static int reportDiagnostics(const kdl::SourceManager& sm, const kdl::DiagEngine& diags, const CommonOptions& o) {
+  if (o.jsonDiagnostics) {
+    std::cout << kdl::renderJson(sm, diags);
+  } else if (!diags.all().empty()) {
+    bool color = o.color == ColorMode::Always || (o.color == ColorMode::Auto && stderrIsTty());
+    std::cerr << kdl::renderText(sm, diags, color);
+    if (diags.hasErrors())
+      std::cerr << fmt::format("{} error{} generated.\n", diags.errorCount(), diags.errorCount() == 1 ? "" : "s");
+  }
+  return diags.hasErrors() ? kInputErrors : kOk;
+}
+
+static int runCheck(Args& args) {
+  CommonOptions o;
+  std::optional<std::string> emitWhat;
+  std::vector<std::string> files;
+  while (!args.done()) {
+    std::string a = args.next();
+    if (a == "-h" || a == "--help") { std::cout << kCheckHelp; return kOk; }
+    if (parseCommon(a, args, o)) continue;
+    if (a.rfind("--emit=", 0) == 0) {
+      emitWhat = a.substr(7);
+      if (*emitWhat != "ast" && *emitWhat != "specs") return usageError("--emit takes `ast` or `specs`, not `" + *emitWhat + "`");
+      continue;
+    }
+    if (a.size() > 1 && a[0] == '-') return usageError("unknown option `" + a + "` for `kdlc check`");
+    files.push_back(a);
+  }
+  if (o.bad) return kUsage;
+  if (files.empty()) return usageError("`kdlc check` needs at least one FILE");
+  kdl::SourceManager sm;
+  kdl::DiagEngine diags(o.maxErrors);
+  for (const std::string& f : files) {
+    if (emitWhat == std::string("ast")) {
+      kdl::DiagEngine parseDiags(o.maxErrors);
+      std::string text;
+      if (readFile(f, text)) {
+        uint32_t id = sm.add(f, text);
+        auto tree = kdl::parseFile(sm, id, parseDiags);
+        if (tree) std::cout << kdl::ast::dump(*tree);
+      }
+    }
+    kdl::FrontendResult r = kdl::runFrontend(sm, f, diags, o.limits);
+    if (emitWhat == std::string("specs")) std::cout << kdl::renderSpecsText(sm, r.specs);
+  }
+  return reportDiagnostics(sm, diags, o);
+}
+
+int runListPlan(const kdl::SourceManager& sm, const std::vector<kdl::KernelSpec>& specs, kdl::DiagEngine& diags);
+
+static int runList(Args& args) {
+  CommonOptions o;
+  bool json = false, plan = false;
+  std::vector<std::string> files;
+  while (!args.done()) {
+    std::string a = args.next();
+    if (a == "-h" || a == "--help") { std::cout << kListHelp; return kOk; }
+    if (parseCommon(a, args, o)) continue;
+    if (a == "--json") { json = true; continue; }
+    if (a == "--plan") { plan = true; continue; }
+    if (a.size() > 1 && a[0] == '-') return usageError("unknown option `" + a + "` for `kdlc list`");
+    files.push_back(a);
+  }
+  if (o.bad) return kUsage;
+  if (files.size() != 1) return usageError("`kdlc list` takes exactly one FILE");
+  kdl::SourceManager sm;
+  kdl::DiagEngine diags(o.maxErrors);
+  kdl::FrontendResult r = kdl::runFrontend(sm, files[0], diags, o.limits);
+  if (!diags.hasErrors()) {
+    if (plan) {
+      int rc = runListPlan(sm, r.specs, diags);
+      if (rc != kOk) return std::max(rc, reportDiagnostics(sm, diags, o));
+    } else {
+      std::cout << (json ? kdl::renderSpecsJson(sm, r.specs) : kdl::renderSpecsText(sm, r.specs));
+    }
+  }
+  return reportDiagnostics(sm, diags, o);
+}
+
+int runEmit(Args& args, bool build);
+
+int runCommand(int argc, char** argv) {
+  Args args(argc, argv);
+  if (args.done()) {
+    std::cerr << kMainHelp;
+    return kUsage;
+  }
+  std::string cmd = args.next();
+  if (cmd == "-h" || cmd == "--help" || cmd == "help") { std::cout << kMainHelp; return kOk; }
+  if (cmd == "--version" || cmd == "version") {
+    std::cout << "kdlc " << KDL_VERSION << "\n";
+    return kOk;
+  }
+  if (cmd == "check") return runCheck(args);
+  if (cmd == "list") return runList(args);
+  if (cmd == "emit") return runEmit(args, false);
+  if (cmd == "build") return runEmit(args, true);
+  return usageError("unknown command `" + cmd + "`; the commands are check, list, emit, build (see `kdlc --help`)");
+}
+
+}  // namespace kdlc

@@ -1,0 +1,39 @@
+// Command-line plumbing shared by kdlc's commands.
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include "dsl/evaluator.h"
+
+namespace kdlc {
+
+class Args {
+ public:
+  Args(int argc, char** argv) : argc_(argc), argv_(argv) {}
+  bool done() const { return i_ >= argc_; }
+  std::string next() { return argv_[i_++]; }
+
+ private:
+  int argc_;
+  char** argv_;
+  int i_ = 1;
+};
+
+enum class ColorMode { Auto, Always, Never };
+
+struct CommonOptions {
+  bool jsonDiagnostics = false;
+  ColorMode color = ColorMode::Auto;
+  size_t maxErrors = 50;
+  kdl::EvalLimits limits;
+  bool bad = false;  // an option was malformed (already reported)
+};
+
+// Consumes one option common to every command; returns false when `a` is not one of them.
+bool parseCommon(const std::string& a, Args& args, CommonOptions& o);
+// Prints "kdlc: error: ..." plus a hint and returns the usage exit code.
+int usageError(const std::string& message);
+// Reads a whole file; false (and nothing printed) when it cannot be read.
+bool readFile(const std::string& path, std::string& out);
+
+}  // namespace kdlc
