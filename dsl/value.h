@@ -64,6 +64,9 @@ class Value {
   std::string toString() const;
   // Text used by ${...} interpolation: like toString, but strings appear without quotes.
   std::string interpolate() const;
+  // interpolate() appended to `out`, stopping once `out` is longer than `maxBytes`; false when it
+  // stopped (so a huge list never builds a huge string).
+  bool interpolateInto(std::string& out, size_t maxBytes) const;
   // Structural equality (1 == 1.0 is true; different kinds otherwise unequal).
   bool equals(const Value& other) const;
 

@@ -1,0 +1,29 @@
+# Tests of lowering, emission and the build integration (included from the top-level CMakeLists).
+find_package(Python3 COMPONENTS Interpreter)
+
+# Golden files of `kdlc emit` for the sample specs (scripts/update-goldens.sh emit regenerates them).
+add_test(NAME "codegen: emit goldens"
+         COMMAND ${PROJECT_SOURCE_DIR}/scripts/update-goldens.sh --check --kdlc $<TARGET_FILE:kdlc> emit)
+set_tests_properties("codegen: emit goldens" PROPERTIES LABELS "cpu;golden")
+
+# Every emitted sm80-path kernel (samples and the spec examples) compiles with nvcc for its arch.
+if(Python3_FOUND)
+  add_test(NAME "codegen: nvcc compiles emitted kernels"
+           COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/nvcc/compile_emitted.py
+                   --kdlc $<TARGET_FILE:kdlc> --include ${PROJECT_SOURCE_DIR}/include
+                   --specs ${PROJECT_SOURCE_DIR}/samples/kernels ${PROJECT_SOURCE_DIR}/../shared/spec/examples)
+  set_tests_properties("codegen: nvcc compiles emitted kernels" PROPERTIES LABELS "nvcc" TIMEOUT 1800
+                       SKIP_REGULAR_EXPRESSION "^SKIP:")
+endif()
+
+# include/kdl/runtime.h: the default driver entry-point provider compiles (host compiler + CUDA
+# headers + cudart, no libcuda) and replacing it works without a GPU.
+find_package(CUDAToolkit QUIET)
+find_package(Catch2 REQUIRED)
+if(CUDAToolkit_FOUND)
+  add_executable(kdl_runtime_tests ${PROJECT_SOURCE_DIR}/tests/runtime/test_runtime.cpp)
+  target_include_directories(kdl_runtime_tests PRIVATE ${PROJECT_SOURCE_DIR}/include)
+  target_link_libraries(kdl_runtime_tests PRIVATE CUDA::cudart Catch2::Catch2)
+  add_test(NAME "codegen: runtime driver provider" COMMAND kdl_runtime_tests)
+  set_tests_properties("codegen: runtime driver provider" PROPERTIES LABELS "cpu;unit")
+endif()

@@ -1,0 +1,212 @@
+#include "codegen/epilogue_expr.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "codegen/plan.h"
+
+namespace kdl::codegen {
+
+std::string floatLiteral(double v) {
+  if (std::isnan(v)) return "__int_as_float(0x7fffffff)";
+  if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+  float f = static_cast<float>(v);
+  if (std::isinf(f)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+  std::string s = fmt::format("{}", f);  // shortest round-trip form of the float
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  else if (s.find('.') == std::string::npos && s.find('e') != std::string::npos) {
+    // "1e-05" is a valid float literal with an f suffix; keep it
+  }
+  return s + "f";
+}
+
+static bool isComparison(EpiOp op) {
+  switch (op) {
+    case EpiOp::Lt: case EpiOp::Le: case EpiOp::Gt: case EpiOp::Ge: case EpiOp::Eq: case EpiOp::Ne:
+    case EpiOp::And: case EpiOp::Or: case EpiOp::Not:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool isBoolExpr(const Epilogue& e, const EpiNode& n) {
+  if (isComparison(n.op)) return true;
+  if (n.op == EpiOp::Let && n.index >= 0 && size_t(n.index) < e.lets.size()) return isBoolExpr(e, e.lets[n.index].value);
+  return false;
+}
+
+static std::string asFloat(const Epilogue& e, const EpiNode& n) {
+  std::string s = cppExpr(e, n);
+  return isBoolExpr(e, n) ? fmt::format("({} ? 1.0f : 0.0f)", s) : s;
+}
+static std::string asBool(const Epilogue& e, const EpiNode& n) {
+  std::string s = cppExpr(e, n);
+  return isBoolExpr(e, n) ? s : fmt::format("({} != 0.0f)", s);
+}
+
+static std::string castExpr(DType t, const std::string& x) {
+  switch (t) {
+    case DType::F32: case DType::F64: return x;
+    case DType::TF32: return fmt::format("__uint_as_float(kdl::float_to_tf32(__float_as_uint({})))", x);
+    default: {
+      const char* c = cppElementType(t);
+      return fmt::format("kdl::to_float<{0}>(kdl::convert_out<{0}>({1}))", c, x);
+    }
+  }
+}
+
+std::string cppExpr(const Epilogue& e, const EpiNode& n) {
+  auto a = [&](size_t i) { return asFloat(e, n.args.at(i)); };
+  auto call = [&](const char* f) {
+    std::string s = fmt::format("kdl::{}(", f);
+    for (size_t i = 0; i < n.args.size(); ++i) s += (i ? ", " : "") + a(i);
+    return s + ")";
+  };
+  auto bin = [&](const char* op) { return fmt::format("({} {} {})", a(0), op, a(1)); };
+  switch (n.op) {
+    case EpiOp::Const: return floatLiteral(n.constant);
+    case EpiOp::Acc: return "acc[i]";
+    case EpiOp::Source: return "src_C[i]";
+    case EpiOp::Param: return "p." + e.params.at(n.index).name;
+    case EpiOp::Input: {
+      const EpiInput& in = e.inputs.at(n.index);
+      return in.broadcast == Broadcast::Scalar ? "in_" + in.name : "in_" + in.name + "[i]";
+    }
+    case EpiOp::Let: return "let_" + e.lets.at(n.index).name;
+    case EpiOp::Output: return "out_" + e.outputs.at(n.index).name + "[i]";
+    case EpiOp::Neg: return fmt::format("(-{})", a(0));
+    case EpiOp::Add: return bin("+");
+    case EpiOp::Sub: return bin("-");
+    case EpiOp::Mul: return bin("*");
+    case EpiOp::Div: return bin("/");
+    case EpiOp::Lt: return bin("<");
+    case EpiOp::Le: return bin("<=");
+    case EpiOp::Gt: return bin(">");
+    case EpiOp::Ge: return bin(">=");
+    case EpiOp::Eq: return bin("==");
+    case EpiOp::Ne: return bin("!=");
+    case EpiOp::And: return fmt::format("({} && {})", asBool(e, n.args.at(0)), asBool(e, n.args.at(1)));
+    case EpiOp::Or: return fmt::format("({} || {})", asBool(e, n.args.at(0)), asBool(e, n.args.at(1)));
+    case EpiOp::Not: return fmt::format("(!{})", asBool(e, n.args.at(0)));
+    case EpiOp::Min: return call("min");
+    case EpiOp::Max: return call("max");
+    case EpiOp::Abs: return call("abs");
+    case EpiOp::Clamp: return call("clamp");
+    case EpiOp::Exp: return call("exp");
+    case EpiOp::Log: return call("log");
+    case EpiOp::Sqrt: return call("sqrt");
+    case EpiOp::Rsqrt: return call("rsqrt");
+    case EpiOp::Tanh: return call("tanh");
+    case EpiOp::Sigmoid: return call("sigmoid");
+    case EpiOp::Relu: return call("relu");
+    case EpiOp::Gelu: return call("gelu");
+    case EpiOp::GeluTanh: return call("gelu_tanh");
+    case EpiOp::Silu: return call("silu");
+    case EpiOp::LeakyRelu: return call("leaky_relu");
+    case EpiOp::Select:
+      return fmt::format("kdl::select({}, {}, {})", asBool(e, n.args.at(0)), a(1), a(2));
+    case EpiOp::Cast: return castExpr(n.castTo, a(0));
+  }
+  return "0.0f";
+}
+
+// ---- source-like text ----------------------------------------------------------------------------
+
+static int precedence(EpiOp op) {
+  switch (op) {
+    case EpiOp::Or: return 1;
+    case EpiOp::And: return 2;
+    case EpiOp::Eq: case EpiOp::Ne: return 3;
+    case EpiOp::Lt: case EpiOp::Le: case EpiOp::Gt: case EpiOp::Ge: return 4;
+    case EpiOp::Add: case EpiOp::Sub: return 5;
+    case EpiOp::Mul: case EpiOp::Div: return 6;
+    case EpiOp::Neg: case EpiOp::Not: return 7;
+    default: return 8;
+  }
+}
+
+static const char* funcName(EpiOp op) {
+  switch (op) {
+    case EpiOp::Min: return "min";
+    case EpiOp::Max: return "max";
+    case EpiOp::Abs: return "abs";
+    case EpiOp::Clamp: return "clamp";
+    case EpiOp::Exp: return "exp";
+    case EpiOp::Log: return "log";
+    case EpiOp::Sqrt: return "sqrt";
+    case EpiOp::Rsqrt: return "rsqrt";
+    case EpiOp::Tanh: return "tanh";
+    case EpiOp::Sigmoid: return "sigmoid";
+    case EpiOp::Relu: return "relu";
+    case EpiOp::Gelu: return "gelu";
+    case EpiOp::GeluTanh: return "gelu_tanh";
+    case EpiOp::Silu: return "silu";
+    case EpiOp::LeakyRelu: return "leaky_relu";
+    case EpiOp::Select: return "select";
+    default: return nullptr;
+  }
+}
+
+static const char* binOp(EpiOp op) {
+  switch (op) {
+    case EpiOp::Add: return "+";
+    case EpiOp::Sub: return "-";
+    case EpiOp::Mul: return "*";
+    case EpiOp::Div: return "/";
+    case EpiOp::Lt: return "<";
+    case EpiOp::Le: return "<=";
+    case EpiOp::Gt: return ">";
+    case EpiOp::Ge: return ">=";
+    case EpiOp::Eq: return "==";
+    case EpiOp::Ne: return "!=";
+    case EpiOp::And: return "&&";
+    case EpiOp::Or: return "||";
+    default: return nullptr;
+  }
+}
+
+std::string renderExpr(const Epilogue& e, const EpiNode& n) {
+  auto sub = [&](const EpiNode& c, int minPrec) {
+    std::string s = renderExpr(e, c);
+    return precedence(c.op) < minPrec ? "(" + s + ")" : s;
+  };
+  switch (n.op) {
+    case EpiOp::Const: return fmt::format("{}", n.constant);
+    case EpiOp::Acc: return "acc";
+    case EpiOp::Source: return "C";
+    case EpiOp::Param: return e.params.at(n.index).name;
+    case EpiOp::Input: return e.inputs.at(n.index).name;
+    case EpiOp::Let: return e.lets.at(n.index).name;
+    case EpiOp::Output: return e.outputs.at(n.index).name;
+    case EpiOp::Neg: return "-" + sub(n.args.at(0), 7);
+    case EpiOp::Not: return "!" + sub(n.args.at(0), 7);
+    case EpiOp::Cast: return fmt::format("cast({}, {})", dtypeWord(n.castTo), renderExpr(e, n.args.at(0)));
+    default: break;
+  }
+  if (const char* op = binOp(n.op)) {
+    int p = precedence(n.op);
+    return fmt::format("{} {} {}", sub(n.args.at(0), p), op, sub(n.args.at(1), p + 1));
+  }
+  std::string s = std::string(funcName(n.op) ? funcName(n.op) : "?") + "(";
+  for (size_t i = 0; i < n.args.size(); ++i) s += (i ? ", " : "") + renderExpr(e, n.args[i]);
+  return s + ")";
+}
+
+std::string renderEpilogueSummary(const Epilogue& e) {
+  std::string s;
+  for (const EpiLet& l : e.lets) s += fmt::format("let {} = {}; ", l.name, renderExpr(e, l.value));
+  for (size_t i = 0; i < e.outputs.size(); ++i) {
+    const EpiOutput& o = e.outputs[i];
+    if (i) s += "; ";
+    if (o.kind == EpiOutput::Kind::AmaxReduction)
+      s += fmt::format("{} = max(abs({}))", o.name, renderExpr(e, o.value));
+    else
+      s += fmt::format("{} = {}", o.name, renderExpr(e, o.value));
+  }
+  return s;
+}
+
+}  // namespace kdl::codegen

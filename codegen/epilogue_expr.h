@@ -1,0 +1,23 @@
+// The epilogue expression tree as C++ (for the generated functor) and as source-like text (for
+// plans and manifests).
+#pragma once
+#include <string>
+
+#include "dsl/spec.h"
+
+namespace kdl::codegen {
+
+// C++ float (or bool, for comparisons) expression of `node`, evaluated at column i of the apply loop.
+// Names: acc[i]; C -> src_C[i]; params -> p.NAME; [row]/[col] inputs -> in_NAME[i];
+// [] inputs -> in_NAME; lets -> let_NAME; outputs -> out_NAME[i].
+std::string cppExpr(const Epilogue& e, const EpiNode& node);
+// True when cppExpr(node) has type bool.
+bool isBoolExpr(const Epilogue& e, const EpiNode& node);
+// A float literal for a constant ("1.0f", "0.5f", "INFINITY").
+std::string floatLiteral(double v);
+// Source-like rendering: gelu(alpha * acc + bias).
+std::string renderExpr(const Epilogue& e, const EpiNode& node);
+// "D = relu(acc + bias); Z = acc" — every let and output.
+std::string renderEpilogueSummary(const Epilogue& e);
+
+}  // namespace kdl::codegen

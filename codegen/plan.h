@@ -1,0 +1,95 @@
+// The kernel plan: a validated KernelSpec lowered to every template parameter the emitters need,
+// each decided once here and explained (`decisions`), so emitters only write what the plan says.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "dsl/spec.h"
+
+namespace kdl::codegen {
+
+// One decision of lowering, for `kdlc list --plan` and manifest.json.
+struct Decision {
+  std::string what;   // "warps", "mma", ...
+  std::string value;  // "2 x 2 (warp tile 64 x 64)"
+  std::string why;    // the reason, in the domain's words
+};
+
+struct OperandPlan {
+  std::string name;       // A, B, C, D, or an extra output's name
+  DType dtype = DType::F16;
+  std::string cppType;    // "__nv_bfloat16"
+  Layout layout = Layout::Row;
+  std::string cppLayout;  // "kdl::RowMajor"
+  int align = 1;          // elements
+  // C++ member names in Arguments / Epilogue::Params
+  std::string ldName;           // "lda"
+  std::string batchStrideName;  // "batch_stride_A"
+};
+
+// One argument of the emitted kernel, in the order of the C ABI (include/kdl/abi.h).
+struct ArgPlan {
+  enum class Kind { Tensor, Vector, DeviceScalar, Param };  // == kdl_arg_kind
+  enum class Role { OperandIn, OperandOut, Param, Input, TensorOutput, AmaxOutput };
+  std::string name;
+  Kind kind = Kind::Tensor;
+  Role role = Role::OperandIn;
+  DType dtype = DType::F32;
+  std::string cppType;        // element type ("float" for params)
+  std::string broadcast;      // "row" | "col" | "" (vectors only)
+  double defaultValue = 0;    // params only
+  int index = -1;             // into operands / epilogue params / inputs / outputs
+};
+
+// Which device template the kernel instantiates.
+enum class KernelPath { GemmSm80 };
+
+struct KernelPlan {
+  std::string name;
+  KernelSpec spec;  // the validated spec this plan was lowered from
+  KernelPath path = KernelPath::GemmSm80;
+
+  // Target
+  Arch arch = Arch::SM80;
+  std::string archName;               // "sm80"
+  int minComputeCapability = 80;      // major*10 + minor
+  bool exactComputeCapability = false;  // sm90a code runs only on 9.0
+  std::vector<std::string> gencode;   // nvcc flags, e.g. -gencode=arch=compute_80,code=sm_80
+  std::string cmakeArchitectures;     // CUDA_ARCHITECTURES equivalent, e.g. "80-real;90"
+
+  // Operands and mainloop
+  OperandPlan a, b, d;
+  bool hasSource = false;
+  OperandPlan c;
+  std::vector<OperandPlan> extraOutputs;  // epilogue `output Z : dt row = ...`, by output index
+  std::string accumCpp;                   // "float" | "int32_t"
+  int tileM = 128, tileN = 128, tileK = 32;
+  int warpsM = 2, warpsN = 2;
+  int warpTileM = 64, warpTileN = 64;
+  int threads = 128;
+  std::string mmaShape;                   // "m16n8k16"
+  int stages = 3;
+  bool rasterAlongM = false;
+  bool serialSplitK = false;
+  int maxSplitK = 1;                      // slices allowed at run time (serial(N) -> N)
+  size_t mainloopSmemBytes = 0;
+  size_t epilogueSmemBytes = 0;
+  size_t smemBytes = 0;                   // dynamic shared memory per block
+  int epilogueVectorWidth = 8;            // columns per Epilogue::apply call
+
+  Epilogue epilogue;                      // the typed expression tree (spec.epilogue)
+  std::vector<ArgPlan> args;              // ABI order
+  std::vector<Decision> decisions;
+
+  std::string templateInstance() const;   // "kdl::GemmSm80<...>" without the epilogue argument's name
+};
+
+// C++ spelling of an element type ("__nv_bfloat16"); tf32 operands are stored as float.
+const char* cppElementType(DType t);
+const char* dtypeWord(DType t);   // "bf16", as the language spells it
+const char* layoutWord(Layout l);
+const char* archWord(Arch a);
+const char* opWord(Op o);
+
+}  // namespace kdl::codegen

@@ -1,0 +1,187 @@
+#include "dsl/parser/token_scan.h"
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "KDLLexer.h"
+#include "dsl/parser/string_scan.h"
+
+namespace kdl::parser {
+
+using L = grammar::KDLLexer;
+
+namespace {
+
+// The length of the UTF-8 sequence at `i`, or 0 when it is not valid UTF-8 (overlong forms and
+// surrogates included).
+size_t utf8Length(std::string_view s, size_t i) {
+  auto byte = [&](size_t k) { return k < s.size() ? static_cast<unsigned char>(s[k]) : 0u; };
+  auto cont = [&](size_t k) { return (byte(k) & 0xC0) == 0x80; };
+  unsigned c = byte(i);
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return cont(i + 1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    return byte(i + 1) >= lo && byte(i + 1) <= hi && cont(i + 2) ? 3 : 0;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    return byte(i + 1) >= lo && byte(i + 1) <= hi && cont(i + 2) && cont(i + 3) ? 4 : 0;
+  }
+  return 0;
+}
+
+bool isControl(unsigned char c) { return (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F; }
+
+bool isOperator(size_t type) {
+  switch (type) {
+    case L::PLUS: case L::MINUS: case L::STAR: case L::SLASH: case L::PERCENT: case L::NOT:
+    case L::LT: case L::LE: case L::GT: case L::GE: case L::EQ: case L::NE: case L::AND: case L::OR:
+    case L::QUESTION: case L::COLON:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Tokens after which `(` is a call and `[` an index: each adds a level to the tree like an operator.
+bool endsOperand(size_t type) {
+  return type == L::IDENT || type == L::RPAREN || type == L::RBRACK || type == L::STRING;
+}
+
+// Tokens that end an expression or start a statement: the operator chain count starts again.
+bool resetsChain(size_t type, size_t prev) {
+  switch (type) {
+    case L::SEMI: case L::COMMA: case L::ASSIGN: case L::LET: case L::FN: case L::TEMPLATE: case L::KERNEL:
+    case L::FOR: case L::IMPORT: case L::ASSERT: case L::EPILOGUE: case L::PARAM: case L::INPUT: case L::OUTPUT:
+      return true;
+    case L::IF:
+      return prev != L::ELSE;
+    default:
+      return false;
+  }
+}
+
+std::string strayHint(std::string_view text) {
+  if (text == "'") return "; strings are written in double quotes";
+  if (text == "\\") return "; a backslash escape belongs inside a string";
+  if (text == "$") return "; `${...}` interpolates only inside a string";
+  return "";
+}
+
+// Counts how deep the tree for the tokens seen so far would nest: open brackets, plus the operators
+// (and calls, indexes, `else if`s) since the last separator at each open level.
+class DepthCounter {
+ public:
+  DepthCounter(int maxDepth, int startDepth) : maxDepth_(maxDepth), sum_(startDepth) {}
+  // Returns the nesting after the token.
+  long add(size_t type) {
+    bool open = type == L::LPAREN || type == L::LBRACK || type == L::LBRACE;
+    if ((type == L::LPAREN || type == L::LBRACK) && endsOperand(prev_)) ++ops_.back(), ++sum_;
+    if (isOperator(type) || (type == L::IF && prev_ == L::ELSE)) ++ops_.back(), ++sum_;
+    if (resetsChain(type, prev_)) sum_ -= ops_.back(), ops_.back() = 0;
+    if (open) ops_.push_back(0);
+    if ((type == L::RPAREN || type == L::RBRACK || type == L::RBRACE) && ops_.size() > 1) {
+      sum_ -= ops_.back();
+      ops_.pop_back();
+    }
+    prev_ = type;
+    return static_cast<long>(ops_.size() - 1) + sum_;
+  }
+  bool tooDeep(long depth) const { return depth > maxDepth_; }
+
+ private:
+  int maxDepth_;
+  std::vector<long> ops_{0};
+  long sum_;
+  size_t prev_ = 0;
+};
+
+}  // namespace
+
+bool checkEncoding(const FileLines& lines, DiagEngine& diags) {
+  std::string_view text = lines.text();
+  for (size_t i = 0; i < text.size();) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    size_t n = utf8Length(text, i);
+    if (n == 0 || isControl(c)) {
+      std::string what = c == 0 ? "a NUL byte"
+                         : n == 0 ? fmt::format("the byte 0x{:02x}, which is not valid UTF-8", c)
+                                  : fmt::format("the control byte 0x{:02x}", c);
+      diags.error(DiagKind::Encoding, lines.at(i, i + 1),
+                  "the file holds " + what + "; KDL files are UTF-8 text, with tab, CR and LF the only control bytes");
+      return false;
+    }
+    i += n;
+  }
+  return true;
+}
+
+// Says which opener a string that reached the end of its line left open: the string's own quote,
+// a `${`, or the quote of a string inside a `${...}`.
+static void reportUnterminatedString(const SegmentMap& map, const antlr4::Token* t, DiagEngine& diags) {
+  size_t start = map.begin(t);
+  std::string_view text = map.lines().text().substr(start, map.end(t) - start);
+  size_t unclosed = 0;
+  scanToClose(text, 1, 0, true, &unclosed);
+  if (text.substr(unclosed, 2) == "${")
+    diags.error(DiagKind::Syntax, map.lines().at(start + unclosed, start + unclosed + 2),
+                "unterminated `${` in a string: expected `}` before the end of the line (write `\\${` for a "
+                "literal `${`)");
+  else
+    diags.error(DiagKind::Syntax, map.lines().at(start + unclosed, start + unclosed + 1),
+                "unterminated string: expected `\"` before the end of the line");
+}
+
+bool scanTokens(antlr4::CommonTokenStream& tokens, const SegmentMap& map, DiagEngine& diags, int maxDepth,
+                int startDepth, std::vector<int>& depthAt) {
+  tokens.fill();
+  DepthCounter depth(maxDepth, startDepth);
+  const std::vector<antlr4::Token*> all = tokens.getTokens();
+  depthAt.assign(all.size(), startDepth);
+  for (size_t i = 0; i < all.size(); ++i) {
+    auto* t = dynamic_cast<antlr4::WritableToken*>(all[i]);
+    if (!t) continue;
+    switch (t->getType()) {
+      case L::ERROR_CHAR: {
+        // One message for a run of adjacent stray characters.
+        size_t last = i;
+        while (last + 1 < all.size() && all[last + 1]->getType() == L::ERROR_CHAR &&
+               map.begin(all[last + 1]) == map.end(all[last]))
+          static_cast<antlr4::WritableToken*>(all[++last])->setChannel(antlr4::Token::HIDDEN_CHANNEL);
+        std::string_view text = map.lines().text().substr(map.begin(t), map.end(all[last]) - map.begin(t));
+        diags.error(DiagKind::Syntax, map.span(t, all[last]),
+                    fmt::format("unexpected character{} `{}`{}", last > i ? "s" : "", text, strayHint(text)));
+        t->setChannel(antlr4::Token::HIDDEN_CHANNEL);
+        i = last;
+        continue;
+      }
+      case L::UNTERMINATED_COMMENT:
+        diags.error(DiagKind::Syntax, map.lines().at(map.begin(t), map.begin(t) + 2),
+                    "unterminated comment: `/*` has no `*/` after it");
+        t->setChannel(antlr4::Token::HIDDEN_CHANNEL);
+        continue;
+      case L::UNTERMINATED_STRING:
+        reportUnterminatedString(map, t, diags);
+        // Parsed as a string so that the statement around it still makes sense.
+        t->setType(L::STRING);
+        break;
+      default:
+        break;
+    }
+    long level = depth.add(t->getType());
+    depthAt[i] = static_cast<int>(level);
+    if (depth.tooDeep(level)) {
+      diags.error(DiagKind::Syntax, map.token(t),
+                  fmt::format("nesting deeper than {} levels (brackets, operators and `else if` chains); "
+                              "name the inner parts with `let`",
+                              maxDepth));
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace kdl::parser

@@ -1,0 +1,130 @@
+// kdl/epilogue.cuh -- helpers called by generated epilogue functors.
+//
+// The GEMM kernel stages its accumulators through shared memory and then calls
+//   Epilogue::apply<V>(params, state, coord, acc[V])
+// for V consecutive output columns coord.n .. coord.n+V-1 of row coord.m
+// (coord.valid of them are < N; rows >= M are never passed), and finally
+//   Epilogue::finish(params, state)
+// once on every thread of the block.
+//
+// All tensors addressed here are row-major: element (b, m, n) lives at
+//   base + b * batch_stride + m * ld + n        (strides in elements).
+#pragma once
+#include <stdint.h>
+#include "kdl/numeric.cuh"
+
+namespace kdl {
+
+struct EpilogueCoord { int batch; int m; int n; int valid; };
+
+namespace detail {
+template <int Bytes> struct VecOf;
+template <> struct VecOf<16> { using type = uint4; };
+template <> struct VecOf<8>  { using type = uint2; };
+template <> struct VecOf<4>  { using type = uint32_t; };
+template <> struct VecOf<2>  { using type = uint16_t; };
+template <> struct VecOf<1>  { using type = uint8_t; };
+
+// Largest power-of-two access (<= 16 bytes) that evenly divides V elements of T.
+template <class T, int V> struct VecAccess {
+  static constexpr int kBytes = V * (int)sizeof(T);
+  static constexpr int kChunk = kBytes >= 16 ? 16 : (kBytes >= 8 ? 8 : (kBytes >= 4 ? 4 : (kBytes >= 2 ? 2 : 1)));
+  static constexpr bool kOk = (kBytes % kChunk) == 0;
+  static constexpr int kN = kBytes / kChunk;
+  using Vec = typename VecOf<kChunk>::type;
+};
+
+// V contiguous elements from p into float (out[i] = 0 for i >= valid).
+template <class T, int V>
+__device__ __forceinline__ void load_contig(const T* p, int valid, float (&out)[V]) {
+  using A = VecAccess<T, V>;
+  if (A::kOk && valid == V && (reinterpret_cast<uintptr_t>(p) % A::kChunk) == 0) {
+    typename A::Vec tmp[A::kN];
+#pragma unroll
+    for (int i = 0; i < A::kN; ++i) tmp[i] = reinterpret_cast<const typename A::Vec*>(p)[i];
+    const T* e = reinterpret_cast<const T*>(tmp);
+#pragma unroll
+    for (int i = 0; i < V; ++i) out[i] = to_float<T>(e[i]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) out[i] = (i < valid) ? to_float<T>(p[i]) : 0.f;
+  }
+}
+}  // namespace detail
+
+// Source tile (e.g. C): out[i] = base[b, m, n+i] for i < c.valid, else 0.
+template <class T, int V>
+__device__ __forceinline__ void load_tile(const T* base, int64_t ld, int64_t batch_stride,
+                                          const EpilogueCoord& c, float (&out)[V]) {
+  const T* p = base + (int64_t)c.batch * batch_stride + (int64_t)c.m * ld + c.n;
+  detail::load_contig<T, V>(p, c.valid, out);
+}
+
+// Output tile: base[b, m, n+i] = convert_out<T>(v[i]) for i < c.valid.
+// 16-byte (or the widest aligned) stores when the address allows and all V are valid.
+template <class T, int V>
+__device__ __forceinline__ void store_tile(T* base, int64_t ld, int64_t batch_stride,
+                                           const EpilogueCoord& c, const float (&v)[V]) {
+  using A = detail::VecAccess<T, V>;
+  T* p = base + (int64_t)c.batch * batch_stride + (int64_t)c.m * ld + c.n;
+  if (A::kOk && c.valid == V && (reinterpret_cast<uintptr_t>(p) % A::kChunk) == 0) {
+    typename A::Vec tmp[A::kN];
+    T* e = reinterpret_cast<T*>(tmp);
+#pragma unroll
+    for (int i = 0; i < V; ++i) e[i] = convert_out<T>(v[i]);
+#pragma unroll
+    for (int i = 0; i < A::kN; ++i) reinterpret_cast<typename A::Vec*>(p)[i] = tmp[i];
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i)
+      if (i < c.valid) p[i] = convert_out<T>(v[i]);
+  }
+}
+
+// Per-column vector (length N per batch): out[i] = vec[b * batch_stride + n + i].
+template <class T, int V>
+__device__ __forceinline__ void load_col_broadcast(const T* vec, int64_t batch_stride,
+                                                   const EpilogueCoord& c, float (&out)[V]) {
+  detail::load_contig<T, V>(vec + (int64_t)c.batch * batch_stride + c.n, c.valid, out);
+}
+
+// Per-row vector (length M per batch): out[i] = vec[b * batch_stride + m] for all i.
+template <class T, int V>
+__device__ __forceinline__ void load_row_broadcast(const T* vec, int64_t batch_stride,
+                                                   const EpilogueCoord& c, float (&out)[V]) {
+  float x = to_float<T>(vec[(int64_t)c.batch * batch_stride + c.m]);
+#pragma unroll
+  for (int i = 0; i < V; ++i) out[i] = x;
+}
+
+// A device scalar.
+template <class T>
+__device__ __forceinline__ float load_scalar(const T* p) { return to_float<T>(*p); }
+
+// ---- amax -------------------------------------------------------------------
+// Per-thread running max of |v|. NaNs are ignored (fmaxf semantics).
+__device__ __forceinline__ void amax_accumulate(float& state, float v) { state = fmaxf(state, fabsf(v)); }
+
+// Block-wide reduction of `state`, then one atomicMax per block into *dst.
+// Must be called by EVERY thread of the block (it uses __syncthreads); blockDim.x
+// must be a multiple of 32. The HOST MUST ZERO *dst BEFORE THE LAUNCH (the
+// float bit pattern of non-negative values orders like int32, so the atomic is
+// an integer atomicMax). dst == nullptr: no-op (still synchronises).
+__device__ __forceinline__ void amax_finish(float* dst, float state) {
+  __shared__ float kdl_amax_red[32];
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) state = fmaxf(state, __shfl_xor_sync(0xffffffffu, state, o));
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int nwarps = (blockDim.x * blockDim.y * blockDim.z) >> 5;
+  if (lane == 0) kdl_amax_red[warp] = state;
+  __syncthreads();
+  if (warp == 0) {
+    float v = lane < nwarps ? kdl_amax_red[lane] : 0.f;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    if (lane == 0 && dst != nullptr) atomicMax(reinterpret_cast<int*>(dst), __float_as_int(v));
+  }
+  __syncthreads();  // kdl_amax_red may be reused by a following amax_finish
+}
+
+}  // namespace kdl

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Regenerates (or, with --check, compares) the golden files of the tests, one function per area.
+#   scripts/update-goldens.sh [--check] [--kdlc PATH] [AREA...]      AREA: emit (default: every area)
+# Review the diff (git diff tests/golden) before committing regenerated goldens.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+MODE=update
+KDLC="${KDLC:-}"
+AREAS=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --check) MODE=check ;;
+    --kdlc) KDLC="$2"; shift ;;
+    --kdlc=*) KDLC="${1#--kdlc=}" ;;
+    -h|--help) sed -n '2,4p' "$0"; exit 0 ;;
+    *) AREAS+=("$1") ;;
+  esac
+  shift
+done
+if [ -z "$KDLC" ]; then
+  for c in "$ROOT"/build/kdlc "$ROOT"/build-*/kdlc; do [ -x "$c" ] && KDLC="$c" && break; done
+fi
+[ -x "$KDLC" ] || { echo "update-goldens: no kdlc found; pass --kdlc PATH" >&2; exit 2; }
+[ ${#AREAS[@]} -gt 0 ] || AREAS=(emit)
+FAILED=0
+
+# ---- emit: the files `kdlc emit` writes for every sample spec (samples/kernels/*.kdl) ----
+goldens_emit() {
+  local tmp; tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' RETURN
+  (cd "$ROOT" && for spec in samples/kernels/*.kdl; do
+     local stem; stem="$(basename "$spec" .kdl)"
+     "$KDLC" emit "$spec" -o "$tmp/$stem" --color=never 2>"$tmp/$stem.log" || { cat "$tmp/$stem.log" >&2; exit 1; }
+   done) || { FAILED=1; return; }
+  if [ "$MODE" = check ]; then
+    if diff -ru "$ROOT/tests/golden/emit" "$tmp" -x '*.log'; then
+      echo "emit goldens: match"
+    else
+      echo "emit goldens: differ (run scripts/update-goldens.sh emit and review the diff)" >&2
+      FAILED=1
+    fi
+  else
+    rm -rf "$ROOT/tests/golden/emit"
+    mkdir -p "$ROOT/tests/golden/emit"
+    for d in "$tmp"/*/; do cp -r "$d" "$ROOT/tests/golden/emit/"; done
+    echo "emit goldens: regenerated in tests/golden/emit"
+  fi
+}
+
+for area in "${AREAS[@]}"; do
+  if declare -F "goldens_$area" >/dev/null; then "goldens_$area"; else echo "update-goldens: unknown area $area" >&2; exit 2; fi
+done
+exit $FAILED

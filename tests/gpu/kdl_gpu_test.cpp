@@ -1,0 +1,985 @@
+// The GPU test suite: every kernel of one or more KDL spec files, driven through the C ABI of the
+// library `kdlc build` made for it (dlopen), checked against a CPU reference of the spec.
+//
+//   kdl_gpu_test [--seed N] [--kernel NAME]... [--quick] [--threads N] SPEC.kdl LIB.so [SPEC.kdl LIB.so]...
+//
+// Per kernel: the exported info is checked against the spec; then, for each problem size (odd M
+// and N, K in multiples of the alignment, one large size), batch 1 and a batched case, and serial
+// split-K slices where the kernel has them: fresh random inputs (never zeros; padding of every
+// input holds NaN so a read outside the matrix shows), outputs poisoned with NaN bytes (so an
+// unwritten element shows, and padding must stay poisoned), one launch through kdl_NAME_run, and
+// a comparison with the reference: an fp64 accumulator on the CPU for small sizes, cuBLASLt's
+// (f32 / s32 accumulation) for large ones, the epilogue in fp64 on the CPU either way. Then the
+// rejections can_implement must make. One line per case; "N passed, M failed" last; exit 1 on any
+// failure. The seed is printed first: --seed replays a run.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dsl/diagnostics.h"
+#include "dsl/frontend.h"
+#include "tests/gpu/harness.h"
+#include "tests/gpu/reference.h"
+
+using namespace kdl;
+using namespace kdl::gputest;
+
+namespace {
+
+struct Options {
+  uint64_t seed = 0;
+  bool seedGiven = false;
+  std::vector<std::pair<std::string, std::string>> files;  // (spec, library)
+  std::vector<std::string> kernels;                        // filter
+  int threads = 0;
+  bool quick = false;
+  double hangSeconds = 30;
+  bool amaxZeroInit = false;  // zero amax outputs before the launch instead of poisoning them
+  double cpuReferenceLimit = 4e8;  // M*N*K*batch above which cuBLASLt gives the accumulator
+};
+
+struct Stats {
+  int passed = 0, failed = 0, skipped = 0;
+  std::vector<std::string> failures;
+};
+
+Stats gStats;
+
+void report(bool ok, const std::string& line) {
+  std::printf("%s %s\n", ok ? "PASS" : "FAIL", line.c_str());
+  std::fflush(stdout);
+  if (ok) ++gStats.passed;
+  else {
+    ++gStats.failed;
+    gStats.failures.push_back(line);
+  }
+}
+void skip(const std::string& line) {
+  std::printf("SKIP %s\n", line.c_str());
+  std::fflush(stdout);
+  ++gStats.skipped;
+}
+
+uint64_t splitmix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+uint64_t hashString(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+int64_t roundUp(int64_t x, int64_t a) { return a <= 1 ? x : (x + a - 1) / a * a; }
+
+bool isFloatType(DType t) { return !isInteger(t) && t != DType::S32; }
+int poisonByte(DType t) { return isFloatType(t) ? 0xff : 0x7b; }  // NaN bytes; 123 for integers
+
+// Relative rounding error of one store into t (half an ulp), 0 for exact types.
+double outEps(DType t) {
+  switch (t) {
+    case DType::BF16: return std::ldexp(1.0, -8);
+    case DType::F16: return std::ldexp(1.0, -11);
+    case DType::E4M3: return std::ldexp(1.0, -4);
+    case DType::E5M2: return std::ldexp(1.0, -3);
+    case DType::TF32: return std::ldexp(1.0, -11);
+    case DType::F32: return std::ldexp(1.0, -24);
+    default: return 0;
+  }
+}
+
+// Tolerances of one compared output: relative Frobenius error and max-abs error relative to max|ref|.
+struct Tolerance {
+  double rel, maxRel;
+  bool exact;  // integer output: every element equal (ties of the reference may go either way)
+};
+
+void collectCasts(const EpiNode& n, double& eps) {
+  if (n.op == EpiOp::Cast) eps = std::max(eps, 2 * outEps(n.castTo));
+  for (const EpiNode& a : n.args) collectCasts(a, eps);
+}
+
+Tolerance toleranceFor(DType in, DType out, const EpiNode* tree, const Epilogue& epi) {
+  double acc;  // relative error of the accumulator (order of summation, tf32 rounding)
+  switch (in) {
+    case DType::TF32: case DType::F32: acc = 2e-3; break;
+    case DType::S8: case DType::U8: acc = 1e-6; break;
+    default: acc = 1e-5; break;  // f16 / bf16 operands, f32 accumulation
+  }
+  double castEps = 0;
+  if (tree) collectCasts(*tree, castEps);
+  for (const EpiLet& l : epi.lets) collectCasts(l.value, castEps);
+  Tolerance t;
+  t.exact = !isFloatType(out) && castEps == 0 && (in == DType::S8 || in == DType::U8);
+  const double e = outEps(out);
+  if (in == DType::TF32 || in == DType::F32) {
+    t.rel = std::max(2e-3, 2 * e + castEps);  // the brief's tf32 figure
+    t.maxRel = std::max(8e-3, 2 * e + castEps);
+  } else if (isFloatType(out)) {
+    t.rel = std::max(acc, 2 * e + castEps);  // bf16 out: 7.8e-3; f16: 9.8e-4; f32 out: 1e-5
+    t.maxRel = 1.01 * e + acc + castEps;
+  } else {
+    t.rel = t.maxRel = std::max(acc, castEps);
+  }
+  return t;
+}
+
+// ---- the kernel under test ----------------------------------------------------------------------
+
+enum class Role { A, B, C, D, Param, Input, OutTensor, OutAmax };
+
+struct ArgRole {
+  Role role;
+  int index = -1;  // Param/Input: index in Epilogue::params/inputs; Out*: index in Epilogue::outputs
+  DType dtype = DType::F32;
+  std::string name;
+};
+
+struct KernelUnderTest {
+  const KernelSpec* spec = nullptr;
+  Epilogue epi;
+  KernelEntry entry;
+  std::vector<ArgRole> args;
+  const Operand *A = nullptr, *B = nullptr, *C = nullptr, *D = nullptr;
+  int alignK = 1;  // K multiple: max(alignA, alignB)
+};
+
+const char* kindName(int k) {
+  switch (k) {
+    case KDL_ARG_TENSOR: return "tensor";
+    case KDL_ARG_VECTOR: return "vector";
+    case KDL_ARG_DEVICE_SCALAR: return "device_scalar";
+    case KDL_ARG_PARAM: return "param";
+  }
+  return "?";
+}
+
+// Builds the argument roles from the kernel's exported info and checks them against the spec.
+bool bindArguments(KernelUnderTest& k, std::string& problems) {
+  const kdl_kernel_info* info = k.entry.info();
+  if (!info) {
+    problems = "kdl_" + k.spec->name + "_info() returned NULL";
+    return false;
+  }
+  std::string p;
+  if (info->abi_version != KDL_ABI_VERSION) p += "abi_version " + std::to_string(info->abi_version) + "; ";
+  if (!info->name || k.spec->name != info->name) p += std::string("name '") + (info->name ? info->name : "(null)") + "'; ";
+  if (!info->op || std::string(info->op) != "gemm") p += std::string("op '") + (info->op ? info->op : "(null)") + "'; ";
+  if (!info->arch || std::string(info->arch) != name(k.spec->arch.value))
+    p += std::string("arch '") + (info->arch ? info->arch : "(null)") + "' (spec " + name(k.spec->arch.value) + "); ";
+  size_t expected = k.spec->operands.size() + k.epi.params.size() + k.epi.inputs.size() +
+                    (k.epi.outputs.empty() ? 0 : k.epi.outputs.size() - 1);
+  if ((size_t)info->nargs != expected)
+    p += "nargs " + std::to_string(info->nargs) + " (the spec has " + std::to_string(expected) + "); ";
+  for (int i = 0; i < info->nargs; ++i) {
+    const std::string n = info->arg_names[i] ? info->arg_names[i] : "";
+    const int kind = info->arg_kinds[i];
+    const std::string dt = info->arg_dtypes[i] ? info->arg_dtypes[i] : "";
+    const std::string bc = info->arg_broadcasts && info->arg_broadcasts[i] ? info->arg_broadcasts[i] : "";
+    ArgRole r;
+    r.name = n;
+    int wantKind = -1;
+    std::string wantDtype;
+    if (const Operand* o = k.spec->operand(n); o && (n == "A" || n == "B" || n == "C" || n == "D")) {
+      r.role = n == "A" ? Role::A : n == "B" ? Role::B : n == "C" ? Role::C : Role::D;
+      r.dtype = o->dtype;
+      wantKind = KDL_ARG_TENSOR;
+      wantDtype = name(o->dtype);
+    } else {
+      bool found = false;
+      for (size_t j = 0; j < k.epi.params.size() && !found; ++j)
+        if (k.epi.params[j].name == n) {
+          r.role = Role::Param, r.index = (int)j, r.dtype = DType::F32, wantKind = KDL_ARG_PARAM, wantDtype = "f32";
+          found = true;
+        }
+      for (size_t j = 0; j < k.epi.inputs.size() && !found; ++j)
+        if (k.epi.inputs[j].name == n) {
+          const EpiInput& in = k.epi.inputs[j];
+          r.role = Role::Input, r.index = (int)j, r.dtype = in.dtype;
+          wantKind = in.broadcast == Broadcast::Scalar ? KDL_ARG_DEVICE_SCALAR : KDL_ARG_VECTOR;
+          wantDtype = name(in.dtype);
+          if (in.broadcast != Broadcast::Scalar && bc != name(in.broadcast))
+            p += "arg " + n + " broadcast '" + bc + "' (spec " + name(in.broadcast) + "); ";
+          found = true;
+        }
+      for (size_t j = 1; j < k.epi.outputs.size() && !found; ++j)
+        if (k.epi.outputs[j].name == n) {
+          const EpiOutput& o = k.epi.outputs[j];
+          const bool amax = o.kind == EpiOutput::Kind::AmaxReduction;
+          r.role = amax ? Role::OutAmax : Role::OutTensor, r.index = (int)j, r.dtype = o.dtype;
+          wantKind = amax ? KDL_ARG_DEVICE_SCALAR : KDL_ARG_TENSOR;
+          wantDtype = name(o.dtype);
+          found = true;
+        }
+      if (!found) {
+        p += "arg '" + n + "' is not in the spec; ";
+        continue;
+      }
+    }
+    if (kind != wantKind) p += "arg " + n + " kind " + kindName(kind) + " (expected " + kindName(wantKind) + "); ";
+    if (dt != wantDtype) p += "arg " + n + " dtype '" + dt + "' (expected " + wantDtype + "); ";
+    if (r.role == Role::Param && info->param_defaults &&
+        std::fabs(info->param_defaults[i] - k.epi.params[(size_t)r.index].defaultValue) > 1e-6)
+      p += "param " + n + " default " + fmtDouble(info->param_defaults[i]) + " (spec " +
+           fmtDouble(k.epi.params[(size_t)r.index].defaultValue) + "); ";
+    k.args.push_back(r);
+  }
+  problems = p;
+  bool haveA = false, haveB = false, haveD = false;
+  for (const ArgRole& r : k.args) haveA |= r.role == Role::A, haveB |= r.role == Role::B, haveD |= r.role == Role::D;
+  if (!(haveA && haveB && haveD)) {
+    problems += "A, B or D missing from the arguments; ";
+    return false;
+  }
+  return true;
+}
+
+// ---- one case ------------------------------------------------------------------------------------
+
+struct Case {
+  Case(int64_t m_, int64_t n_, int64_t k_, int64_t batch_ = 1) : m(m_), n(n_), k(k_), batch(batch_) {}
+  int64_t m, n, k, batch = 1;
+  int split = 1;
+  bool padLd = false;        // leading dimensions padded beyond the alignment
+  bool defaultParams = false;
+  bool optional = false;     // a rejection is a SKIP, not a failure (exploratory cases)
+  std::string note;
+};
+
+// A strided batched matrix on host and device.
+struct Buffer {
+  HostTensor host;
+  void* dev = nullptr;
+  int64_t ld = 0, batchStride = 0;
+  Layout layout = Layout::Row;
+  int64_t rows = 0, cols = 0;  // logical extent of one batch
+  void release() {
+    if (dev) cudaFree(dev);
+    dev = nullptr;
+  }
+};
+
+double randomValue(std::mt19937_64& rng, DType t, double scale) {
+  if (t == DType::S8) return (double)std::uniform_int_distribution<int>(-8, 8)(rng);
+  if (t == DType::U8) return (double)std::uniform_int_distribution<int>(0, 8)(rng);
+  if (t == DType::S32) return (double)std::uniform_int_distribution<int>(-100, 100)(rng);
+  double v = roundThrough(t, std::uniform_real_distribution<double>(-scale, scale)(rng));
+  if (v == 0) v = roundThrough(t, scale * 0.5);
+  return v;
+}
+
+// NaN (float types) or the largest value (integers): an element outside the matrix that the
+// kernel reads must spoil the result.
+double paddingValue(DType t) {
+  if (isFloatType(t)) return std::nan("");
+  return t == DType::S32 ? 1e6 : 100;
+}
+
+Buffer makeMatrix(std::mt19937_64& rng, DType t, Layout layout, int64_t rows, int64_t cols, int64_t batch, int align,
+                  bool pad, bool fill, double scale) {
+  Buffer b;
+  b.layout = layout;
+  b.rows = rows, b.cols = cols;
+  const int64_t contig = layout == Layout::Row ? cols : rows;
+  const int64_t other = layout == Layout::Row ? rows : cols;
+  b.ld = roundUp(std::max<int64_t>(contig, 1), align) + (pad ? 2 * align : 0);
+  b.batchStride = roundUp(b.ld * std::max<int64_t>(other, 1) + (pad ? align : 0), align);
+  const int64_t total = b.batchStride * batch;
+  b.host.dtype = t;
+  b.host.resize((size_t)total);
+  if (fill) {
+    const double padv = paddingValue(t);
+    for (int64_t i = 0; i < total; ++i) b.host.set((size_t)i, padv);
+    for (int64_t bb = 0; bb < batch; ++bb)
+      for (int64_t o = 0; o < other; ++o)
+        for (int64_t c = 0; c < contig; ++c) b.host.set((size_t)(bb * b.batchStride + o * b.ld + c), randomValue(rng, t, scale));
+    KDL_CUDA_CHECK(cudaMalloc(&b.dev, std::max<size_t>(b.host.bytes.size(), 16)));
+    KDL_CUDA_CHECK(cudaMemcpy(b.dev, b.host.bytes.data(), b.host.bytes.size(), cudaMemcpyHostToDevice));
+  } else {
+    std::memset(b.host.bytes.data(), poisonByte(t), b.host.bytes.size());
+    b.dev = deviceAllocFilled(b.host.bytes.size(), poisonByte(t));
+  }
+  return b;
+}
+
+Buffer makeVector(std::mt19937_64& rng, DType t, int64_t len, int64_t batch, double lo, double hi) {
+  Buffer b;
+  b.layout = Layout::Row;
+  b.rows = 1, b.cols = len;
+  b.ld = len;
+  b.batchStride = len;
+  b.host.dtype = t;
+  b.host.resize((size_t)std::max<int64_t>(len * batch, 1));
+  for (size_t i = 0; i < b.host.elements(); ++i) {
+    double v = isFloatType(t) ? roundThrough(t, std::uniform_real_distribution<double>(lo, hi)(rng))
+                              : randomValue(rng, t, hi);
+    b.host.set(i, v);
+  }
+  KDL_CUDA_CHECK(cudaMalloc(&b.dev, std::max<size_t>(b.host.bytes.size(), 16)));
+  KDL_CUDA_CHECK(cudaMemcpy(b.dev, b.host.bytes.data(), b.host.bytes.size(), cudaMemcpyHostToDevice));
+  return b;
+}
+
+// Compares one output tensor (row-major, as the epilogue writes it) against the reference.
+struct CompareResult {
+  bool ok = true;
+  std::string text;
+};
+
+CompareResult compareTensor(const std::string& what, const Buffer& out, const std::vector<double>& ref,
+                            const std::vector<double>* unrounded, int64_t M, int64_t N, int64_t batch,
+                            const Tolerance& tol) {
+  CompareResult r;
+  const DType t = out.host.dtype;
+  const size_t eb = storageBytes(t);
+  double sumD = 0, sumR = 0, maxD = 0, maxR = 0;
+  int64_t nan = 0, unwritten = 0, oob = 0, mismatches = 0, firstBad = -1;
+  std::vector<uint8_t> poison(eb, (uint8_t)poisonByte(t));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        const size_t off = (size_t)(b * out.batchStride + m * out.ld + n);
+        const uint8_t* p = out.host.bytes.data() + off * eb;
+        const double v = loadElement(t, p);
+        const double rv = ref[(size_t)((b * M + m) * N + n)];
+        const bool isPoison = std::memcmp(p, poison.data(), eb) == 0;
+        if (isPoison && isFloatType(t)) {
+          ++unwritten;
+          if (firstBad < 0) firstBad = (b * M + m) * N + n;
+          continue;
+        }
+        if (std::isnan(v) && !std::isnan(rv)) {
+          ++nan;
+          if (firstBad < 0) firstBad = (b * M + m) * N + n;
+          continue;
+        }
+        const double d = std::fabs(v - rv);
+        sumD += d * d;
+        sumR += rv * rv;
+        maxR = std::max(maxR, std::fabs(rv));
+        if (tol.exact) {
+          bool tie = false;
+          if (unrounded && d == 1) {
+            const double u = (*unrounded)[(size_t)((b * M + m) * N + n)];
+            tie = std::fabs(std::fabs(u - std::trunc(u)) - 0.5) < 1e-3;  // f32 vs fp64 on a near-tie
+          }
+          if (d != 0 && !tie) {
+            ++mismatches;
+            if (firstBad < 0) firstBad = (b * M + m) * N + n;
+          }
+        }
+        if (d > maxD) maxD = d;
+      }
+  // Padding and the gap between batches must still hold the poison.
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = N; n < out.ld; ++n) {
+        const size_t off = (size_t)(b * out.batchStride + m * out.ld + n);
+        if (std::memcmp(out.host.bytes.data() + off * eb, poison.data(), eb) != 0) ++oob;
+      }
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = M * out.ld; i < out.batchStride; ++i)
+      if (std::memcmp(out.host.bytes.data() + (size_t)(b * out.batchStride + i) * eb, poison.data(), eb) != 0) ++oob;
+
+  const double rel = sumR > 0 ? std::sqrt(sumD / sumR) : std::sqrt(sumD);
+  const double maxRel = maxR > 0 ? maxD / maxR : maxD;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s rel=%.2e max=%.2e", what.c_str(), rel, maxRel);
+  r.text = buf;
+  if (nan || unwritten || oob) {
+    std::snprintf(buf, sizeof buf, " NaN=%lld unwritten=%lld out-of-bounds-writes=%lld", (long long)nan,
+                  (long long)unwritten, (long long)oob);
+    r.text += buf;
+    r.ok = false;
+  }
+  if (tol.exact) {
+    if (mismatches) {
+      std::snprintf(buf, sizeof buf, " mismatches=%lld (exact expected)", (long long)mismatches);
+      r.text += buf;
+      r.ok = false;
+    }
+  } else if (!(rel <= tol.rel) || !(maxRel <= tol.maxRel)) {
+    std::snprintf(buf, sizeof buf, " (tolerance rel %.1e, max %.1e)", tol.rel, tol.maxRel);
+    r.text += buf;
+    r.ok = false;
+  }
+  if (!r.ok && firstBad < 0 && maxD > 0) {
+    // locate the worst element for the message
+    double worst = -1;
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          const size_t off = (size_t)(b * out.batchStride + m * out.ld + n);
+          const double d = std::fabs(loadElement(t, out.host.bytes.data() + off * eb) - ref[(size_t)((b * M + m) * N + n)]);
+          if (d > worst) worst = d, firstBad = (b * M + m) * N + n;
+        }
+  }
+  if (!r.ok && firstBad >= 0) {
+    const int64_t b = firstBad / (M * N), m = (firstBad / N) % M, n = firstBad % N;
+    const size_t off = (size_t)(b * out.batchStride + m * out.ld + n);
+    std::snprintf(buf, sizeof buf, " first/worst at (b=%lld,m=%lld,n=%lld): got %.6g want %.6g", (long long)b,
+                  (long long)m, (long long)n, loadElement(t, out.host.bytes.data() + off * eb), ref[(size_t)firstBad]);
+    r.text += buf;
+  }
+  return r;
+}
+
+struct Harness {
+  Options opt;
+  CublasLt lt;
+  int threads = 1;
+  int deviceCC = 0;
+  uint64_t caseCounter = 0;
+};
+
+std::string caseLabel(const KernelUnderTest& k, const Case& c) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%-34s M=%-4lld N=%-4lld K=%-4lld batch=%lld split=%d%s%s", k.spec->name.c_str(),
+                (long long)c.m, (long long)c.n, (long long)c.k, (long long)c.batch, c.split, c.padLd ? " ld+pad" : "",
+                c.note.empty() ? "" : (" [" + c.note + "]").c_str());
+  return buf;
+}
+
+// Everything one launch needs, allocated and filled.
+struct CaseBuffers {
+  std::vector<Buffer> bufs;       // per argument (empty for params)
+  std::vector<kdl_arg> args;
+  std::vector<double> paramValues; // per Epilogue::params
+  void release() {
+    for (Buffer& b : bufs) b.release();
+  }
+};
+
+CaseBuffers prepare(Harness& h, const KernelUnderTest& k, const Case& c, std::mt19937_64& rng) {
+  CaseBuffers cb;
+  cb.bufs.resize(k.args.size());
+  cb.args.resize(k.args.size());
+  cb.paramValues.assign(k.epi.params.size(), 0.0);
+  static const double kDyadic[] = {0.5, 1.5, 1.25, -0.75, 2.0, 0.75};
+  static const double kFactors[] = {0.5, 1.5, 1.25, 2.0};
+  for (size_t i = 0; i < k.epi.params.size(); ++i) {
+    const double def = k.epi.params[i].defaultValue;
+    if (c.defaultParams) cb.paramValues[i] = def;
+    else if (def == 0) cb.paramValues[i] = kDyadic[rng() % 6];
+    else cb.paramValues[i] = def * kFactors[rng() % 4];
+  }
+  (void)h;
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    const ArgRole& r = k.args[i];
+    kdl_arg& a = cb.args[i];
+    a = kdl_arg{nullptr, 0, 0, 0.0};
+    Buffer& b = cb.bufs[i];
+    switch (r.role) {
+      case Role::A: b = makeMatrix(rng, r.dtype, k.A->layout, c.m, c.k, c.batch, k.A->align, c.padLd, true, 1.0); break;
+      case Role::B: b = makeMatrix(rng, r.dtype, k.B->layout, c.k, c.n, c.batch, k.B->align, c.padLd, true, 1.0); break;
+      case Role::C: b = makeMatrix(rng, r.dtype, k.C->layout, c.m, c.n, c.batch, k.C->align, c.padLd, true, 2.0); break;
+      case Role::D: b = makeMatrix(rng, r.dtype, k.D->layout, c.m, c.n, c.batch, k.D->align, c.padLd, false, 0); break;
+      case Role::OutTensor: {
+        const EpiOutput& o = k.epi.outputs[(size_t)r.index];
+        const int align = std::max<int>(1, 16 / (int)storageBytes(o.dtype));
+        b = makeMatrix(rng, r.dtype, o.layout, c.m, c.n, c.batch, align, c.padLd, false, 0);
+        break;
+      }
+      case Role::OutAmax: {
+        b.host.dtype = r.dtype;
+        b.host.resize(1);
+        const int fill = h.opt.amaxZeroInit ? 0 : poisonByte(r.dtype);
+        std::memset(b.host.bytes.data(), fill, b.host.bytes.size());
+        b.dev = deviceAllocFilled(b.host.bytes.size(), fill);
+        break;
+      }
+      case Role::Input: {
+        const EpiInput& in = k.epi.inputs[(size_t)r.index];
+        const int64_t len = in.broadcast == Broadcast::Row ? c.m : in.broadcast == Broadcast::Scalar ? 1 : c.n;
+        const int64_t batches = in.broadcast == Broadcast::Scalar ? 1 : c.batch;
+        if (in.broadcast == Broadcast::Scalar) b = makeVector(rng, r.dtype, 1, 1, 0.5, 1.5);
+        else b = makeVector(rng, r.dtype, len, batches, -1.0, 1.0);
+        if (in.broadcast == Broadcast::Scalar) b.batchStride = 0;
+        break;
+      }
+      case Role::Param: a.value = cb.paramValues[(size_t)r.index]; continue;
+    }
+    a.data = b.dev;
+    a.ld = b.ld;
+    a.batch_stride = b.batchStride;
+  }
+  return cb;
+}
+
+const Buffer* bufferOf(const KernelUnderTest& k, const CaseBuffers& cb, Role role, int index = -1) {
+  for (size_t i = 0; i < k.args.size(); ++i)
+    if (k.args[i].role == role && (index < 0 || k.args[i].index == index)) return &cb.bufs[i];
+  return nullptr;
+}
+
+void runCase(Harness& h, const KernelUnderTest& k, const Case& c) {
+  const uint64_t caseSeed = splitmix(h.opt.seed ^ hashString(k.spec->name) ^ splitmix(++h.caseCounter));
+  std::mt19937_64 rng(caseSeed);
+  const std::string label = caseLabel(k, c);
+  CaseBuffers cb = prepare(h, k, c, rng);
+  kdl_gemm_shape shape{c.m, c.n, c.k, c.batch, c.split};
+  const char* msg = k.entry.canImplement(&shape, cb.args.data(), (int32_t)cb.args.size());
+  if (msg) {
+    const std::string m = msg;
+    if (c.optional) skip(label + " can_implement declined: " + m);
+    else report(false, label + " can_implement rejected a valid case: " + m);
+    cb.release();
+    return;
+  }
+  const size_t wsBytes = k.entry.workspaceSize(&shape);
+  void* ws = wsBytes ? deviceAllocFilled(wsBytes, 0xff) : nullptr;
+  const int rc = k.entry.run(&shape, cb.args.data(), (int32_t)cb.args.size(), ws, wsBytes, nullptr);
+  if (rc != KDL_OK) {
+    report(false, label + " run returned " + std::to_string(rc));
+    if (ws) cudaFree(ws);
+    cb.release();
+    return;
+  }
+  if (!waitIdle(h.opt.hangSeconds)) {
+    report(false, label + " the kernel did not finish within " + fmtDouble(h.opt.hangSeconds) + " s (hang); stopping");
+    std::printf("%d passed, %d failed\n", gStats.passed, gStats.failed);
+    std::exit(1);
+  }
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    Buffer& b = cb.bufs[i];
+    const Role r = k.args[i].role;
+    if (r == Role::D || r == Role::OutTensor || r == Role::OutAmax)
+      KDL_CUDA_CHECK(cudaMemcpy(b.host.bytes.data(), b.dev, b.host.bytes.size(), cudaMemcpyDeviceToHost));
+  }
+
+  // Reference accumulator.
+  const Buffer* A = bufferOf(k, cb, Role::A);
+  const Buffer* B = bufferOf(k, cb, Role::B);
+  const DType inType = k.A->dtype;
+  std::vector<double> acc;
+  const double work = (double)c.m * c.n * c.k * c.batch;
+  const bool viaCublas = work > h.opt.cpuReferenceLimit;
+  if (!viaCublas) {
+    MatView va{&A->host, A->layout, A->ld, A->batchStride};
+    MatView vb{&B->host, B->layout, B->ld, B->batchStride};
+    acc = referenceAccumulator(va, vb, c.m, c.n, c.k, c.batch, h.threads, inType == DType::TF32);
+  } else {
+    const size_t count = (size_t)(c.batch * c.m * c.n);
+    void* out = nullptr;
+    KDL_CUDA_CHECK(cudaMalloc(&out, count * 4));
+    h.lt.matmul(inType, A->dev, A->layout, A->ld, A->batchStride, B->dev, B->layout, B->ld, B->batchStride, out, c.m,
+                c.n, c.k, c.batch);
+    KDL_CUDA_CHECK(cudaDeviceSynchronize());
+    acc.resize(count);
+    if (inType == DType::S8 || inType == DType::U8) {
+      std::vector<int32_t> tmp(count);
+      KDL_CUDA_CHECK(cudaMemcpy(tmp.data(), out, count * 4, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < count; ++i) acc[i] = tmp[i];
+    } else {
+      std::vector<float> tmp(count);
+      KDL_CUDA_CHECK(cudaMemcpy(tmp.data(), out, count * 4, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < count; ++i) acc[i] = tmp[i];
+    }
+    cudaFree(out);
+  }
+
+  EpilogueInputs ei;
+  ei.epi = &k.epi;
+  ei.params = cb.paramValues;
+  ei.inputs.assign(k.epi.inputs.size(), nullptr);
+  ei.inputBatchStride.assign(k.epi.inputs.size(), 0);
+  for (size_t i = 0; i < k.args.size(); ++i)
+    if (k.args[i].role == Role::Input) {
+      ei.inputs[(size_t)k.args[i].index] = &cb.bufs[i].host;
+      ei.inputBatchStride[(size_t)k.args[i].index] = cb.bufs[i].batchStride;
+    }
+  if (const Buffer* C = bufferOf(k, cb, Role::C)) {
+    ei.C = MatView{&C->host, C->layout, C->ld, C->batchStride};
+    ei.hasC = true;
+  }
+  const EpilogueResult ref = evalEpilogue(ei, acc, c.m, c.n, c.batch, h.threads);
+
+  bool ok = true;
+  std::string text;
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    const ArgRole& r = k.args[i];
+    if (r.role == Role::D || r.role == Role::OutTensor) {
+      const size_t o = r.role == Role::D ? 0 : (size_t)r.index;
+      const Tolerance tol = toleranceFor(inType, r.dtype, &k.epi.outputs[o].value, k.epi);
+      const CompareResult cr = compareTensor(r.name, cb.bufs[i], ref.outputs[o], o == 0 ? &ref.unrounded0 : nullptr,
+                                             c.m, c.n, c.batch, tol);
+      ok &= cr.ok;
+      text += " " + cr.text;
+    } else if (r.role == Role::OutAmax) {
+      const size_t o = (size_t)r.index;
+      const double got = cb.bufs[i].host.at(0);
+      // The operand may name another output (D); accept the amax over that output's values before
+      // or after their rounding, to within the output's tolerance.
+      const Tolerance tol = toleranceFor(inType, k.epi.outputs[0].dtype, &k.epi.outputs[o].value, k.epi);
+      const double slack = std::max(tol.maxRel, 1e-5);
+      auto close = [&](double want) { return std::fabs(got - want) <= slack * std::max(std::fabs(want), 1e-30); };
+      const bool good = !std::isnan(got) && (close(ref.amax[o]) || close(ref.amaxRounded[o]));
+      char buf[160];
+      std::snprintf(buf, sizeof buf, " %s=%.6g (want %.6g)", r.name.c_str(), got, ref.amax[o]);
+      text += buf;
+      if (!good) text += " AMAX MISMATCH";
+      ok &= good;
+    }
+  }
+  if (viaCublas) text += " (acc: cuBLASLt)";
+  report(ok, label + text + (ok ? "" : "  seed=" + std::to_string(h.opt.seed)));
+  if (ws) cudaFree(ws);
+  cb.release();
+}
+
+// ---- rejections ----------------------------------------------------------------------------------
+
+void runRejections(Harness& h, KernelUnderTest& k) {
+  const int64_t K0 = roundUp(64, k.alignK);
+  Case base{128, 128, K0};
+  base.note = "reject";
+  std::mt19937_64 rng(splitmix(h.opt.seed ^ hashString(k.spec->name + "/reject")));
+  CaseBuffers cb = prepare(h, k, base, rng);
+  const std::string who = k.spec->name;
+  auto idx = [&](Role r) -> int {
+    for (size_t i = 0; i < k.args.size(); ++i)
+      if (k.args[i].role == r) return (int)i;
+    return -1;
+  };
+  kdl_gemm_shape shape{base.m, base.n, base.k, 1, 1};
+  if (const char* m = k.entry.canImplement(&shape, cb.args.data(), (int32_t)cb.args.size())) {
+    report(false, who + " reject/baseline: a valid 128x128x" + std::to_string(K0) + " problem was rejected: " + m);
+    cb.release();
+    return;
+  }
+  auto expectReject = [&](const std::string& what, const kdl_gemm_shape& s, const std::vector<kdl_arg>& args) {
+    const char* m = k.entry.canImplement(&s, args.data(), (int32_t)args.size());
+    if (m) report(true, who + " reject/" + what + ": \"" + m + "\"");
+    else report(false, who + " reject/" + what + ": accepted (can_implement returned NULL)");
+  };
+  const int ia = idx(Role::A), ib = idx(Role::B), id = idx(Role::D);
+  const size_t ebA = storageBytes(k.A->dtype);
+  if (k.A->align > 1) {
+    std::vector<kdl_arg> a = cb.args;
+    a[(size_t)ia].data = static_cast<char*>(a[(size_t)ia].data) + ebA;
+    expectReject("misaligned-A-pointer", shape, a);
+  } else {
+    skip(who + " reject/misaligned-A-pointer: A's alignment is one element");
+  }
+  {
+    // K (or M) not a multiple of the alignment, with the leading dimension equal to it.
+    std::vector<kdl_arg> a = cb.args;
+    kdl_gemm_shape s = shape;
+    if (k.A->layout == Layout::Row && k.A->align > 1) {
+      s.k = K0 - k.alignK + 1;  // fewer columns than the buffer: still in bounds
+      a[(size_t)ia].ld = s.k;
+      expectReject("K-not-multiple-of-alignment(lda=K=" + std::to_string(s.k) + ")", s, a);
+    } else if (k.B->layout == Layout::Col && k.B->align > 1) {
+      s.k = K0 - k.alignK + 1;
+      a[(size_t)ib].ld = s.k;
+      expectReject("K-not-multiple-of-alignment(ldb=K=" + std::to_string(s.k) + ")", s, a);
+    } else if (k.A->align > 1) {
+      s.m = 127;
+      a[(size_t)ia].ld = 127;
+      expectReject("lda-not-multiple-of-alignment(lda=M=127)", s, a);
+    } else {
+      skip(who + " reject/K-not-multiple-of-alignment: alignment is one element");
+    }
+  }
+  {
+    std::vector<kdl_arg> a = cb.args;
+    a[(size_t)ia].data = nullptr;
+    expectReject("null-A", shape, a);
+  }
+  {
+    std::vector<kdl_arg> a = cb.args;
+    a[(size_t)id].data = nullptr;
+    expectReject("null-D", shape, a);
+  }
+  {
+    kdl_gemm_shape s = shape;
+    s.batch = 0;
+    expectReject("batch-0", s, cb.args);
+    const int rc = k.entry.run(&s, cb.args.data(), (int32_t)cb.args.size(), nullptr, 0, nullptr);
+    if (rc == KDL_ERR_INVALID) report(true, who + " reject/run-batch-0: run returned KDL_ERR_INVALID");
+    else report(false, who + " reject/run-batch-0: run returned " + std::to_string(rc) + " (expected KDL_ERR_INVALID)");
+    KDL_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  {
+    kdl_gemm_shape s = shape;
+    const bool serial = k.spec->splitK.value == SplitKMode::Serial;
+    s.split_k = serial ? k.spec->splitKSlices.value + 1 : 2;
+    expectReject(std::string("split_k=") + std::to_string(s.split_k) +
+                     (serial ? "-beyond-serial(" + std::to_string(k.spec->splitKSlices.value) + ")" : "-without-split-k"),
+                 s, cb.args);
+  }
+  cb.release();
+}
+
+// ---- the size matrix -----------------------------------------------------------------------------
+
+std::vector<Case> casesFor(const KernelUnderTest& k, bool quick) {
+  std::vector<Case> cs;
+  const int64_t al = k.alignK;
+  const std::vector<int64_t> mn = quick ? std::vector<int64_t>{1, 127, 269} : std::vector<int64_t>{1, 7, 127, 269, 1000};
+  const std::vector<int64_t> ks = {al, roundUp(64, al), roundUp(264, al)};
+  int i = 0;
+  for (int64_t m : mn)
+    for (int64_t n : mn)
+      for (int64_t kk : ks) {
+        Case c{m, n, kk};
+        c.padLd = (i % 3) == 1;
+        c.defaultParams = i == 0;
+        if (c.defaultParams) c.note = "param defaults";
+        cs.push_back(c);
+        ++i;
+      }
+  // Batched.
+  for (auto [m, n, kk] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {127, 269, roundUp(64, al)}, {7, 1000, roundUp(264, al)}, {269, 127, al}, {1000, 269, roundUp(264, al)}}) {
+    Case c{m, n, kk, 3};
+    c.padLd = true;
+    cs.push_back(c);
+  }
+  // A ragged K with padded leading dimensions: the template zero-fills the K edge; a kernel may
+  // also decline it (SKIP then).
+  {
+    Case c{127, 269, roundUp(64, al) + 1};
+    c.padLd = true;
+    c.optional = true;
+    c.note = "ragged K";
+    cs.push_back(c);
+  }
+  // Serial split-K.
+  if (k.spec->splitK.value == SplitKMode::Serial) {
+    const int maxSlices = std::max(1, k.spec->splitKSlices.value);
+    const int64_t kk = roundUp(1024, al);
+    const int64_t ktiles = (kk + k.spec->tile.value[2] - 1) / k.spec->tile.value[2];
+    std::vector<int> splits = {2, maxSlices};
+    if (maxSlices > 3) splits.push_back(3);
+    for (int s : splits) {
+      if (s < 2 || s > ktiles) continue;
+      for (auto [m, n, b] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{127, 269, 1}, {1000, 7, 1}, {269, 1000, 2}}) {
+        Case c{m, n, kk, b};
+        c.split = s;
+        c.padLd = b > 1;
+        cs.push_back(c);
+      }
+    }
+    // Fewer K tiles than slices would want: slices of one K tile.
+    Case c{269, 127, roundUp(k.spec->tile.value[2] * 2, al)};
+    c.split = 2;
+    c.note = "one K tile per slice";
+    cs.push_back(c);
+  }
+  // Large: cuBLASLt gives the accumulator.
+  cs.push_back(Case{2048, 2048, roundUp(1024, al)});
+  if (!quick) {
+    Case c{1000, 1000 + 24, roundUp(512, al), 2};
+    c.padLd = true;
+    cs.push_back(c);
+  }
+  return cs;
+}
+
+int archNumberOfDevice() {
+  int dev = 0, major = 0, minor = 0;
+  KDL_CUDA_CHECK(cudaGetDevice(&dev));
+  KDL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  KDL_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  return major * 10 + minor;
+}
+
+void testFile(Harness& h, const std::string& specPath, const std::string& libPath) {
+  std::printf("== %s  (library %s)\n", specPath.c_str(), libPath.c_str());
+  SourceManager sm;
+  DiagEngine diags;
+  FrontendResult fr = runFrontend(sm, specPath, diags);
+  if (diags.hasErrors()) {
+    std::fputs(renderText(sm, diags).c_str(), stdout);
+    report(false, specPath + ": the front end reported errors");
+    return;
+  }
+  KernelLibrary lib;
+  std::string err;
+  const bool libOk = lib.open(libPath, err);
+  if (!libOk) {
+    report(false, specPath + ": cannot open " + libPath + ": " + err);
+    return;
+  }
+  for (const KernelSpec& spec : fr.specs) {
+    if (!h.opt.kernels.empty() &&
+        std::find(h.opt.kernels.begin(), h.opt.kernels.end(), spec.name) == h.opt.kernels.end())
+      continue;
+    if (spec.op.value != Op::Gemm) {
+      skip(spec.name + ": op " + name(spec.op.value) + " is not covered by this harness (GEMM only)");
+      continue;
+    }
+    KernelUnderTest k;
+    k.spec = &spec;
+    k.epi = effectiveEpilogue(spec);
+    std::string missing;
+    k.entry = lib.lookup(spec.name, missing);
+    if (!k.entry.complete()) {
+      if (spec.arch.value != Arch::SM80 && spec.arch.value != Arch::SM86 && spec.arch.value != Arch::SM89)
+        skip(spec.name + ": arch " + name(spec.arch.value) + " not in the library (missing " + missing + ")");
+      else
+        report(false, spec.name + ": the library lacks " + missing);
+      continue;
+    }
+    if (archNumber(spec.arch.value) > h.deviceCC) {
+      skip(spec.name + ": needs " + name(spec.arch.value) + ", the device is sm" + std::to_string(h.deviceCC));
+      continue;
+    }
+    k.A = spec.operand("A"), k.B = spec.operand("B"), k.C = spec.operand("C"), k.D = spec.operand("D");
+    if (!k.A || !k.B || !k.D) {
+      report(false, spec.name + ": the spec lacks A, B or D");
+      continue;
+    }
+    k.alignK = std::max(k.A->align, k.B->align);
+    std::string problems;
+    const bool bound = bindArguments(k, problems);
+    if (!problems.empty() || !bound) {
+      report(false, spec.name + " info: " + problems);
+      if (!bound) continue;
+    } else {
+      report(true, spec.name + " info: " + std::to_string(k.args.size()) + " arguments match the spec");
+    }
+    for (const Case& c : casesFor(k, h.opt.quick)) runCase(h, k, c);
+    runRejections(h, k);
+  }
+}
+
+// CPU-only checks of the reference's conversions and functions (no GPU needed): `--self-test`.
+int selfTest() {
+  int bad = 0;
+  auto check = [&](bool ok, const std::string& what) {
+    if (!ok) {
+      std::printf("self-test FAIL: %s\n", what.c_str());
+      ++bad;
+    }
+  };
+  for (uint32_t b = 0; b < 65536; ++b) {
+    const float f = f16BitsToF32((uint16_t)b);
+    if (!std::isnan(f)) check(f32ToF16Bits(f) == b, "f16 round trip " + std::to_string(b));
+    const float g = bf16BitsToF32((uint16_t)b);
+    if (!std::isnan(g)) check(f32ToBf16Bits(g) == b, "bf16 round trip " + std::to_string(b));
+  }
+  for (uint32_t b = 0; b < 256; ++b) {
+    const float f = e4m3BitsToF32((uint8_t)b);
+    if (!std::isnan(f)) check(f32ToE4m3Bits(f) == b, "e4m3 round trip " + std::to_string(b));
+    const float g = e5m2BitsToF32((uint8_t)b);
+    if (!std::isnan(g) && !std::isinf(g)) check(f32ToE5m2Bits(g) == b, "e5m2 round trip " + std::to_string(b));
+  }
+  check(f16BitsToF32(0x3c00) == 1.f && f16BitsToF32(0x7bff) == 65504.f && f16BitsToF32(0x0001) == std::ldexp(1.f, -24),
+        "f16 decode");
+  check(roundThrough(DType::F16, 65520.0) == INFINITY && roundThrough(DType::F16, 65519.0) == 65504.0, "f16 overflow");
+  check(roundThrough(DType::F16, 1.0 + std::ldexp(1.0, -11)) == 1.0, "f16 tie to even (down)");
+  check(roundThrough(DType::F16, 1.0 + 3 * std::ldexp(1.0, -11)) == 1.0 + std::ldexp(1.0, -9), "f16 tie to even (up)");
+  check(roundThrough(DType::BF16, 1.0 + std::ldexp(1.0, -8)) == 1.0, "bf16 tie to even");
+  check(roundThrough(DType::BF16, 1.0 + 3 * std::ldexp(1.0, -8)) == 1.0 + std::ldexp(1.0, -6), "bf16 tie up");
+  check(bf16BitsToF32(f32ToBf16Bits(1.0f + std::ldexp(1.f, -8))) == 1.0f, "bf16 bits tie to even");
+  check(roundThrough(DType::E4M3, 500.0) == 448.0 && roundThrough(DType::E4M3, -1e9) == -448.0, "e4m3 saturation");
+  check(roundThrough(DType::E5M2, 1e6) == 57344.0, "e5m2 saturation");
+  check(f32ToE4m3Bits(448.f) == 0x7e && e4m3BitsToF32(0x7f) != e4m3BitsToF32(0x7f), "e4m3 max / NaN encodings");
+  check(roundThrough(DType::S8, 127.5) == 127 && roundThrough(DType::S8, -1000) == -128 && roundThrough(DType::S8, 2.5) == 2 &&
+            roundThrough(DType::S8, 3.5) == 4 && roundThrough(DType::S8, NAN) == 0,
+        "s8 RNE saturation");
+  check(roundThrough(DType::U8, -3) == 0 && roundThrough(DType::U8, 300) == 255, "u8 saturation");
+  check(roundToTf32(1.0f + std::ldexp(1.f, -11)) == 1.0f + std::ldexp(1.f, -10), "tf32 ties away");
+  check(roundToTf32(1.0f + std::ldexp(1.f, -12)) == 1.0f, "tf32 below half");
+  check(std::fabs(refGelu(1.0) - 0.8413447460685429) < 1e-15, "gelu(1)");
+  check(std::fabs(refGeluTanh(1.0) - 0.8411919906082768) < 1e-12, "gelu_tanh(1)");
+  check(std::fabs(refSilu(1.0) - 0.7310585786300049) < 1e-15, "silu(1)");
+  // A tiny GEMM in all four layouts against the obvious triple loop.
+  for (Layout la : {Layout::Row, Layout::Col})
+    for (Layout lb : {Layout::Row, Layout::Col}) {
+      const int64_t M = 3, N = 5, K = 4;
+      HostTensor a, b;
+      a.dtype = b.dtype = DType::F32;
+      a.resize(M * K), b.resize(K * N);
+      MatView va{&a, la, la == Layout::Row ? K : M, 0}, vb{&b, lb, lb == Layout::Row ? N : K, 0};
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t k = 0; k < K; ++k) a.set((size_t)(la == Layout::Row ? m * K + k : k * M + m), (double)(m + 2 * k + 1));
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t n = 0; n < N; ++n) b.set((size_t)(lb == Layout::Row ? k * N + n : n * K + k), (double)(3 * k - n));
+      const std::vector<double> acc = referenceAccumulator(va, vb, M, N, K, 1, 2);
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          double s = 0;
+          for (int64_t k = 0; k < K; ++k) s += (double)(m + 2 * k + 1) * (double)(3 * k - n);
+          check(acc[(size_t)(m * N + n)] == s, "reference accumulator layout");
+        }
+    }
+  std::printf("self-test: %s\n", bad ? "FAILED" : "ok");
+  return bad ? 1 : 0;
+}
+
+void usage() {
+  std::fprintf(stderr,
+               "usage: kdl_gpu_test [--seed N] [--kernel NAME]... [--quick] [--threads N] [--amax-zero-init]\n"
+               "                    SPEC.kdl LIB.so [SPEC.kdl LIB.so]...\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Harness* hp = nullptr;
+  Options opt;
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        usage();
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--seed") opt.seed = std::stoull(next()), opt.seedGiven = true;
+    else if (a == "--kernel") opt.kernels.push_back(next());
+    else if (a == "--quick") opt.quick = true;
+    else if (a == "--threads") opt.threads = std::stoi(next());
+    else if (a == "--amax-zero-init") opt.amaxZeroInit = true;
+    else if (a == "--self-test") return selfTest();
+    else if (a == "--help" || a == "-h") {
+      usage();
+      return 0;
+    } else if (!a.empty() && a[0] == '-') {
+      usage();
+      return 2;
+    } else positional.push_back(a);
+  }
+  if (positional.empty() || positional.size() % 2 != 0) {
+    usage();
+    return 2;
+  }
+  for (size_t i = 0; i < positional.size(); i += 2) opt.files.emplace_back(positional[i], positional[i + 1]);
+  if (!opt.seedGiven)
+    opt.seed = splitmix((uint64_t)std::chrono::high_resolution_clock::now().time_since_epoch().count() ^
+                        ((uint64_t)getpid() << 32));
+  std::printf("kdl_gpu_test seed=%llu (replay with --seed %llu)\n", (unsigned long long)opt.seed,
+              (unsigned long long)opt.seed);
+  cudaDeviceProp prop{};
+  KDL_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, sm_%d%d, %d SMs\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
+  static Harness h;
+  hp = &h;
+  hp->opt = opt;
+  hp->threads = opt.threads > 0 ? opt.threads : (int)std::max(1u, std::thread::hardware_concurrency());
+  hp->deviceCC = archNumberOfDevice();
+  for (const auto& [spec, lib] : opt.files) testFile(*hp, spec, lib);
+  if (!gStats.failures.empty()) {
+    std::printf("\nfailures (%zu):\n", gStats.failures.size());
+    for (size_t i = 0; i < gStats.failures.size() && i < 60; ++i) std::printf("  FAIL %s\n", gStats.failures[i].c_str());
+  }
+  std::printf("seed=%llu, %d skipped\n", (unsigned long long)opt.seed, gStats.skipped);
+  std::printf("%d passed, %d failed\n", gStats.passed, gStats.failed);
+  return gStats.failed ? 1 : 0;
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Builds, on the development machine, everything the GPU run needs into .carry/gpu/ (ignored by git),
+# so that the GPU machine (which has nvcc and cuBLAS but no antlr4 or fmt) only runs carried files:
+#   .carry/gpu/bin/     kdl_gpu_test, kdl_bench (stripped) + the shared libraries they need (libfmt)
+#   .carry/gpu/specs/   the spec files (test matrix, samples, shared examples with their imports, bench)
+#   .carry/gpu/libs/    one library per spec, built by `kdlc build` (stripped)
+#   .carry/gpu/tests.list, bench.list   "SPEC LIB" lines for tests/gpu/run.sh and bench/run.sh
+# Usage: tests/gpu/prepare.sh            (env: BUILD_DIR=build-gpu, JOBS=nproc, KDL_SHARED=../shared)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD_DIR=${BUILD_DIR:-build-gpu}
+CARRY=.carry/gpu
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+SHARED=${KDL_SHARED:-../shared}
+export PATH="$PATH:/usr/local/cuda/bin"
+
+echo "== building kdlc, kdl_gpu_test, kdl_bench in $BUILD_DIR"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKDL_GPU_TESTS=ON >/dev/null
+cmake --build "$BUILD_DIR" -j"$JOBS" --target kdlc kdl_gpu_test kdl_bench
+"$BUILD_DIR/tests-gpu/kdl_gpu_test" --self-test
+
+rm -rf "$CARRY"
+mkdir -p "$CARRY/bin" "$CARRY/specs" "$CARRY/libs"
+cp "$BUILD_DIR/tests-gpu/kdl_gpu_test" "$BUILD_DIR/bench/kdl_bench" "$CARRY/bin/"
+strip "$CARRY/bin/kdl_gpu_test" "$CARRY/bin/kdl_bench"
+# Shared libraries the GPU machine lacks (it has the CUDA toolkit's libcublasLt and the C++ runtime).
+for lib in $(ldd "$CARRY/bin/kdl_gpu_test" "$CARRY/bin/kdl_bench" | awk '/=>/ {print $3}' | sort -u); do
+  case "$(basename "$lib")" in
+    libfmt*|libantlr4*) cp -L "$lib" "$CARRY/bin/" ;;
+  esac
+done
+
+# Specs, grouped: the test matrix, the sample kernels, the shared examples (sm80 ones are tested;
+# others are built when kdlc can and skipped by the harness when their library lacks them), bench.
+mkdir -p "$CARRY/specs/matrix" "$CARRY/specs/samples" "$CARRY/specs/examples" "$CARRY/specs/bench"
+cp tests/gpu/specs/*.kdl "$CARRY/specs/matrix/"
+if compgen -G "samples/kernels/*.kdl" >/dev/null; then cp -r samples/kernels/. "$CARRY/specs/samples/"; fi
+if [ -d "$SHARED/spec/examples" ]; then cp -r "$SHARED/spec/examples/." "$CARRY/specs/examples/"; fi
+cp bench/specs/bench.kdl "$CARRY/specs/bench/"
+
+: >"$CARRY/tests.list"
+: >"$CARRY/bench.list"
+: >"$CARRY/prepare.log"
+status=0
+for spec in "$CARRY"/specs/*/*.kdl; do
+  group=$(basename "$(dirname "$spec")")
+  stem=$(basename "$spec" .kdl)
+  out="$BUILD_DIR/kernels/$group/$stem"
+  echo "== kdlc build $spec"
+  start=$(date +%s)
+  mkdir -p "$(dirname "$out")"
+  if "$BUILD_DIR/kdlc" build "$spec" -o "$out" -j "$JOBS" >"$out.log" 2>&1; then
+    so="$out/lib$stem.so"
+    mkdir -p "$CARRY/libs/$group"
+    cp "$so" "$CARRY/libs/$group/"
+    strip --strip-unneeded "$CARRY/libs/$group/lib$stem.so"
+    rel_spec=${spec#"$CARRY/"}
+    rel_lib="libs/$group/lib$stem.so"
+    if [ "$group" = bench ]; then echo "$rel_spec $rel_lib" >>"$CARRY/bench.list"; else echo "$rel_spec $rel_lib" >>"$CARRY/tests.list"; fi
+    echo "built $spec in $(( $(date +%s) - start )) s" | tee -a "$CARRY/prepare.log"
+  else
+    echo "BUILD FAILED: $spec (log: $out.log)" | tee -a "$CARRY/prepare.log"
+    tail -n 20 "$out.log" || true
+    case "$group" in matrix|bench) status=1 ;; esac
+  fi
+done
+du -sh .carry
+echo "ready: run tests/gpu/run.sh and bench/run.sh on the GPU machine (carry .carry)"
+exit $status

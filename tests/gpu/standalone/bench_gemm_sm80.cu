@@ -1,0 +1,168 @@
+// Benchmark: kdl::GemmSm80 vs cuBLASLt, bf16, A row (MxK), B col (NxK), D row, alpha=1, beta=0.
+// Median over several batches of CUDA-event-timed launches, same process, same buffers.
+#include "common.cuh"
+#include <cublasLt.h>
+#include <algorithm>
+#include <random>
+#include <string>
+#include <cstring>
+#include <functional>
+
+using bf16 = __nv_bfloat16;
+using kdl::RowMajor;
+using kdl::ColMajor;
+
+#define CKL(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { fprintf(stderr, "cublasLt %d at %s:%d\n", (int)s_, __FILE__, __LINE__); exit(3); } } while (0)
+
+__global__ void fill_rand(bf16* p, size_t n, uint32_t seed) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    uint32_t h = (uint32_t)i * 2654435761u ^ seed; h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
+    p[i] = __float2bfloat16((float)(h & 0xffff) / 32768.f - 1.f);
+  }
+}
+__global__ void max_rel_diff(const bf16* a, const bf16* b, size_t n, float* out) {
+  float m = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    float x = __bfloat162float(a[i]), y = __bfloat162float(b[i]);
+    float d = fabsf(x - y) / (fabsf(y) + 1.f);
+    if (!(d <= m)) m = (d != d) ? 1e30f : d;
+  }
+  atomicMax((int*)out, __float_as_int(m));
+}
+
+template <class F>
+static float time_median_ms(F&& f, int iters, int batches) {
+  cudaEvent_t e0, e1; CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
+  for (int i = 0; i < 3; ++i) f();
+  CK(cudaDeviceSynchronize());
+  std::vector<float> t;
+  for (int b = 0; b < batches; ++b) {
+    CK(cudaEventRecord(e0));
+    for (int i = 0; i < iters; ++i) f();
+    CK(cudaEventRecord(e1)); CK(cudaEventSynchronize(e1));
+    float ms; CK(cudaEventElapsedTime(&ms, e0, e1)); t.push_back(ms / iters);
+  }
+  CK(cudaGetLastError());
+  std::sort(t.begin(), t.end());
+  cudaEventDestroy(e0); cudaEventDestroy(e1);
+  return t[t.size() / 2];
+}
+
+struct Bufs { bf16 *A, *B, *D, *Dref; float* diff; void* ws; size_t ws_bytes; void* lt_ws; };
+
+template <int TM, int TN, int TK, int WM, int WN, int S, bool R>
+struct Cfg {
+  using Gemm = kdl::GemmSm80<bf16, RowMajor, 8, bf16, ColMajor, 8, float, TM, TN, TK, WM, WN, S, R, StoreEpilogue<bf16>>;
+  static std::string name() {
+    char b[64]; snprintf(b, sizeof b, "%dx%dx%d w%dx%d s%d %s", TM, TN, TK, WM, WN, S, R ? "rM" : "rN"); return b;
+  }
+};
+
+static double g_flops;
+
+static std::function<void()> g_lt_run;  // cuBLASLt launch of the current shape
+
+template <class C>
+static void bench_cfg(int M, int N, int K, int split, Bufs& b, float t_lt0, int iters) {
+  using Gemm = typename C::Gemm;
+  kdl::GemmProblem p{M, N, K, 1, b.A, K, 0, b.B, K, 0, split};
+  StoreEpilogue<bf16>::Params ep{b.D, N, 0, 1.f};
+  if (const char* w = Gemm::can_implement(p)) { printf("  %-28s skip: %s\n", C::name().c_str(), w); return; }
+  void* ws = nullptr;
+  if (Gemm::workspace_size(p) > b.ws_bytes) { printf("  workspace too small\n"); return; }
+  if (split > 1) ws = b.ws;
+  CK(cudaMemset(b.D, 0xff, (size_t)M * N * 2));
+  CK(Gemm::run(p, ep, ws, 0));
+  CK(cudaDeviceSynchronize());
+  CK(cudaMemset(b.diff, 0, 4));
+  max_rel_diff<<<264, 256>>>(b.D, b.Dref, (size_t)M * N, b.diff);
+  float diff; CK(cudaMemcpy(&diff, b.diff, 4, cudaMemcpyDeviceToHost));
+  float t = time_median_ms([&] { Gemm::run(p, ep, ws, 0); }, iters, 7);
+  // cuBLASLt again right after: the card's clocks drift (power/thermal), so ratios use the adjacent time
+  float t_lt = time_median_ms(g_lt_run, iters, 7);
+  (void)t_lt0;
+  double tf = 2.0 * M * N * K / (t * 1e-3) / 1e12;
+  printf("  %-28s split=%-2d %8.3f ms %7.1f TFLOP/s  (%5.1f%% of adjacent cuBLASLt)  maxreldiff vs Lt %.2e%s\n", C::name().c_str(), split, t, tf,
+         100.0 * t_lt / t, diff, diff > 2e-2 ? "  MISMATCH" : "");
+  printf("CSV,%d,%d,%d,%s,%d,%.4f,%.1f,%.4f\n", M, N, K, C::name().c_str(), split, t, tf, t_lt);
+}
+
+int main(int argc, char** argv) {
+  const char* only = (argc > 1 && strcmp(argv[1], "all") != 0) ? argv[1] : nullptr;
+  struct Shape { int m, n, k; };
+  std::vector<Shape> shapes = {{8192, 8192, 8192}, {4096, 4096, 4096}, {2048, 2048, 2048}, {128, 8192, 8192}, {1024, 1024, 8192}};
+  if (argc > 2) shapes.resize(atoi(argv[2]));  // first N shapes only
+  size_t maxA = 0, maxB = 0, maxD = 0;
+  for (auto s : shapes) { maxA = std::max(maxA, (size_t)s.m * s.k); maxB = std::max(maxB, (size_t)s.n * s.k); maxD = std::max(maxD, (size_t)s.m * s.n); }
+  Bufs b;
+  CK(cudaMalloc(&b.A, maxA * 2)); CK(cudaMalloc(&b.B, maxB * 2)); CK(cudaMalloc(&b.D, maxD * 2)); CK(cudaMalloc(&b.Dref, maxD * 2));
+  CK(cudaMalloc(&b.diff, 4));
+  b.ws_bytes = 256u << 20; CK(cudaMalloc(&b.ws, b.ws_bytes));
+  const size_t lt_ws_bytes = 64u << 20; CK(cudaMalloc(&b.lt_ws, lt_ws_bytes));
+  fill_rand<<<1024, 256>>>(b.A, maxA, 1); fill_rand<<<1024, 256>>>(b.B, maxB, 2);
+  CK(cudaDeviceSynchronize());
+  cublasLtHandle_t lt; CKL(cublasLtCreate(&lt));
+  cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));
+  printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+
+  for (auto s : shapes) {
+    const int M = s.m, N = s.n, K = s.k;
+    if (only && std::string(only) != std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K)) continue;
+    // cuBLASLt column-major view: D^T (N x M, ld N) = op(Bmat) (N x K) * A^T (K x M)
+    cublasLtMatmulDesc_t op; CKL(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    CKL(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    CKL(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    cublasLtMatrixLayout_t la, lb, ld;
+    CKL(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, K, N, K));
+    CKL(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, K, M, K));
+    CKL(cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, N, M, N));
+    cublasLtMatmulPreference_t pref; CKL(cublasLtMatmulPreferenceCreate(&pref));
+    CKL(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &lt_ws_bytes, sizeof lt_ws_bytes));
+    cublasLtMatmulHeuristicResult_t heur; int nres = 0;
+    CKL(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 1, &heur, &nres));
+    float alpha = 1.f, beta = 0.f;
+    auto lt_run = [&] {
+      cublasLtMatmul(lt, op, &alpha, b.B, la, b.A, lb, &beta, b.Dref, ld, b.Dref, ld, &heur.algo, b.lt_ws, lt_ws_bytes, 0);
+    };
+    g_flops = 2.0 * M * N * K;
+    int iters = std::max(3, (int)(20e-3 / (g_flops / 600e12)));
+    iters = std::min(iters, 200);
+    g_lt_run = lt_run;
+    float t_lt = time_median_ms(lt_run, iters, 7);
+    CK(cudaDeviceSynchronize());
+    printf("%dx%dx%d  cuBLASLt %8.3f ms %7.1f TFLOP/s\n", M, N, K, t_lt, g_flops / (t_lt * 1e-3) / 1e12);
+    printf("CSV,%d,%d,%d,cublasLt,1,%.4f,%.1f,%.4f\n", M, N, K, t_lt, g_flops / (t_lt * 1e-3) / 1e12, t_lt);
+#ifdef KDL_BENCH_SWEEP
+    bench_cfg<Cfg<128, 256, 64, 2, 4, 3, false>>(M, N, K, 1, b, t_lt, iters);
+    bench_cfg<Cfg<128, 256, 64, 2, 4, 4, false>>(M, N, K, 1, b, t_lt, iters);
+    bench_cfg<Cfg<128, 256, 64, 2, 4, 4, true>>(M, N, K, 1, b, t_lt, iters);
+    bench_cfg<Cfg<256, 128, 64, 4, 2, 3, false>>(M, N, K, 1, b, t_lt, iters);
+    bench_cfg<Cfg<256, 128, 64, 4, 2, 4, false>>(M, N, K, 1, b, t_lt, iters);
+    bench_cfg<Cfg<128, 256, 32, 2, 4, 4, false>>(M, N, K, 1, b, t_lt, iters);
+    bench_cfg<Cfg<128, 256, 32, 2, 4, 6, false>>(M, N, K, 1, b, t_lt, iters);
+    bench_cfg<Cfg<256, 128, 32, 4, 2, 6, false>>(M, N, K, 1, b, t_lt, iters);
+    bench_cfg<Cfg<128, 256, 64, 2, 4, 3, false>>(M, N, K, 1, b, t_lt, iters);  // repeat: noise
+    bench_cfg<Cfg<128, 256, 64, 2, 4, 4, false>>(M, N, K, 1, b, t_lt, iters);  // repeat: noise
+#else
+    bench_cfg<Cfg<128, 256, 64, 2, 4, 4, false>>(M, N, K, 1, b, t_lt, iters);
+    bench_cfg<Cfg<128, 256, 64, 2, 4, 3, false>>(M, N, K, 1, b, t_lt, iters);
+    bench_cfg<Cfg<128, 256, 32, 2, 4, 4, false>>(M, N, K, 1, b, t_lt, iters);
+    bench_cfg<Cfg<256, 128, 64, 4, 2, 4, false>>(M, N, K, 1, b, t_lt, iters);
+    bench_cfg<Cfg<128, 128, 32, 2, 2, 5, false>>(M, N, K, 1, b, t_lt, iters);
+    bench_cfg<Cfg<128, 128, 64, 2, 2, 4, false>>(M, N, K, 1, b, t_lt, iters);
+#endif
+    if (M * (size_t)N <= 128 * 8192) {
+      bench_cfg<Cfg<128, 128, 32, 2, 2, 5, false>>(M, N, K, 2, b, t_lt, iters);
+      bench_cfg<Cfg<128, 256, 32, 2, 4, 4, false>>(M, N, K, 2, b, t_lt, iters);
+    }
+    if (M * (size_t)N <= 1024 * 1024) {
+      bench_cfg<Cfg<128, 128, 32, 2, 2, 5, false>>(M, N, K, 2, b, t_lt, iters);
+      bench_cfg<Cfg<128, 128, 32, 2, 2, 5, false>>(M, N, K, 4, b, t_lt, iters);
+    }
+    cublasLtMatmulPreferenceDestroy(pref); cublasLtMatrixLayoutDestroy(la); cublasLtMatrixLayoutDestroy(lb);
+    cublasLtMatrixLayoutDestroy(ld); cublasLtMatmulDescDestroy(op);
+  }
+  cublasLtDestroy(lt);
+  return 0;
+}
