@@ -38,6 +38,21 @@ std::string wordHint(const Value& v, const std::vector<std::string>& words) {
   return suggest(text, words);
 }
 
+std::string describe(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::None: return "nothing";
+    case Value::Kind::Word:
+    case Value::Kind::Int:
+    case Value::Kind::Float:
+    case Value::Kind::Bool: return "the " + v.typeName() + " `" + v.toString() + "`";
+    case Value::Kind::String: {
+      std::string s = v.toString();
+      return "the string " + (s.size() > 40 ? s.substr(0, 40) + "...\"" : s);
+    }
+    default: return "`" + v.typeName() + "`";
+  }
+}
+
 std::string quotedList(const std::vector<std::string>& words, const char* lastJoin) {
   std::string out;
   for (size_t i = 0; i < words.size(); ++i) {

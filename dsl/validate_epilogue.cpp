@@ -176,7 +176,7 @@ class EpilogueBuilder {
         return std::nullopt;
       }
     std::string msg = what + " must be a dtype such as `f32`, not " +
-                      (v.isNone() ? std::string("missing") : "`" + v.toString() + "`");
+                      describe(v);
     c_.diags.error(DiagKind::OperandDtype, loc, msg + wordHint(v, wordsOf(WordCategory::DType)));
     return std::nullopt;
   }
@@ -194,7 +194,7 @@ class EpilogueBuilder {
     if (!v.isNumber() || !std::isfinite(v.asFloat())) {
       c_.diags.error(DiagKind::EpilogueType, item.defaultLoc.valid() ? item.defaultLoc : item.loc,
                      "the default of param `" + item.name + "` must be a finite number, not " +
-                         (v.isNone() ? std::string("missing") : "`" + v.toString() + "`"));
+                         describe(v));
     } else {
       value = v.asFloat();
     }
@@ -258,7 +258,7 @@ class EpilogueBuilder {
     Layout want = op_ == Op::Gemm ? Layout::Row : Layout::NHWC;
     const Value& v = item.layout;
     if (v.isWord(WordCategory::Layout) && v.asString() == name(want)) return want;
-    std::string msg = "extra output `" + item.name + "` must be `" + name(want) + "` for now, not `" + v.toString() + "`";
+    std::string msg = "extra output `" + item.name + "` must be `" + name(want) + "` for now, not " + describe(v);
     if (!v.isWord(WordCategory::Layout)) msg += wordHint(v, wordsOf(WordCategory::Layout));
     c_.diags.error(DiagKind::OperandLayout, item.layoutLoc.valid() ? item.layoutLoc : item.loc, msg);
     return want;
@@ -446,9 +446,8 @@ class EpilogueBuilder {
         n.castTo = *t;
         return Typed{n, EType::DType};
       }
-    std::string what = v.isNumber() ? "the non-finite number `" + v.toString() + "`" : "`" + v.toString() + "` (" + v.typeName() + ")";
-    c_.diags.error(DiagKind::EpilogueType, e.loc,
-                   "epilogue values are numbers; " + what + " cannot be used here");
+    std::string what = v.isNumber() ? "the non-finite number `" + v.toString() + "`" : describe(v);
+    c_.diags.error(DiagKind::EpilogueType, e.loc, "epilogue values are numbers; " + what + " cannot be used here");
     return std::nullopt;
   }
 

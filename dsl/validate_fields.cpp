@@ -17,16 +17,6 @@ const std::vector<std::string>& knownFields() {
 
 bool isConv(Op op) { return op != Op::Gemm; }
 
-// " not `list`", " not the dtype `bf16`", " not the string \"sm90\"" — what the value is, for messages.
-std::string whatItIs(const Value& v) {
-  if (v.isWord()) return "the " + v.typeName() + " `" + v.toString() + "`";
-  if (v.isString()) {
-    std::string s = v.toString();
-    return "the string " + (s.size() > 40 ? s.substr(0, 40) + "...\"" : s);
-  }
-  return "`" + v.typeName() + "`";
-}
-
 // A word of one category, e.g. `op = gemm`. Strings and near misses get a suggestion.
 template <class E, size_t N>
 std::optional<E> readWord(KernelCheck& c, const RawField& f, WordCategory cat, const std::array<E, N>& all) {
@@ -35,7 +25,7 @@ std::optional<E> readWord(KernelCheck& c, const RawField& f, WordCategory cat, c
     if (std::optional<E> e = fromName(all, v.asString())) return e;
   std::vector<std::string> words = wordsOf(cat);
   std::string msg = "`" + f.name + "` must be " + (words.size() > 1 ? "one of " : "") + quotedList(words) +
-                    ", not " + whatItIs(v);
+                    ", not " + describe(v);
   c.diags.error(DiagKind::FieldType, f.valueLoc, msg + wordHint(v, words));
   return std::nullopt;
 }
@@ -49,7 +39,7 @@ std::optional<std::array<int, N>> readIntTuple(KernelCheck& c, const RawField& f
   const Value& v = f.value;
   std::string what = "`" + f.name + "` must be a tuple of " + kCount[N] + " ints " + shape;
   if (!v.isTuple()) {
-    c.diags.error(DiagKind::FieldType, f.valueLoc, what + ", not " + whatItIs(v));
+    c.diags.error(DiagKind::FieldType, f.valueLoc, what + ", not " + describe(v));
     return std::nullopt;
   }
   if (v.items().size() != N) {
@@ -63,7 +53,7 @@ std::optional<std::array<int, N>> readIntTuple(KernelCheck& c, const RawField& f
     const Value& e = v.items()[i];
     if (!e.isInt()) {
       c.diags.error(DiagKind::FieldType, f.valueLoc,
-                    what + "; " + f.name + " " + elementNames[i] + " is " + whatItIs(e));
+                    what + "; " + f.name + " " + elementNames[i] + " is " + describe(e));
       ok = false;
       continue;
     }
@@ -120,7 +110,7 @@ void readStages(KernelCheck& c, const RawField& f) {
     return;
   }
   if (!v.isInt()) {
-    c.diags.error(DiagKind::FieldType, f.valueLoc, "`stages` must be an int or `auto`, not " + whatItIs(v));
+    c.diags.error(DiagKind::FieldType, f.valueLoc, "`stages` must be an int or `auto`, not " + describe(v));
     return;
   }
   if (v.asInt() < 2 || v.asInt() > 8) {
@@ -186,7 +176,7 @@ void readSplitK(KernelCheck& c, const RawField& f) {
       return;
     }
   }
-  std::string msg = std::string(allowed) + ", not " + whatItIs(v);
+  std::string msg = std::string(allowed) + ", not " + describe(v);
   if (v.kind() == Value::Kind::Builtin && (v.asString() == "serial" || v.asString() == "parallel"))
     msg = "`split_k = " + v.asString() + "` needs a slice count, e.g. `" + v.asString() + "(4)`";
   c.diags.error(DiagKind::FieldType, f.valueLoc, msg);

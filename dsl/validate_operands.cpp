@@ -38,12 +38,6 @@ std::string describeSet(Op op) {
   return out;
 }
 
-std::string whatItIs(const Value& v) {
-  if (v.isWord()) return "the " + v.typeName() + " `" + v.toString() + "`";
-  if (v.isString()) return "the string " + v.toString();
-  return "`" + v.typeName() + "`";
-}
-
 // Operand names are single letters, so any two are one edit apart; only a change of case is worth
 // suggesting (`c` for `C`).
 std::string sameLetterHint(const std::string& n, const std::vector<std::string>& names) {
@@ -60,7 +54,7 @@ std::optional<DType> readDType(KernelCheck& c, const RawOperand& o) {
   if (v.isWord(WordCategory::DType))
     if (auto t = fromName(kAllDTypes, v.asString())) return t;
   std::string msg = "the dtype of `" + o.name + "` must be one of " + quotedList(wordsOf(WordCategory::DType)) +
-                    ", not " + whatItIs(v);
+                    ", not " + describe(v);
   c.diags.error(DiagKind::OperandDtype, o.dtypeLoc, msg + wordHint(v, wordsOf(WordCategory::DType)));
   return std::nullopt;
 }
@@ -99,7 +93,7 @@ std::optional<Layout> readLayout(KernelCheck& c, const RawOperand& o) {
   if (v.isWord(WordCategory::Layout))
     if (auto l = fromName(kAllLayouts, v.asString())) return l;
   std::vector<std::string> words = wordsOf(WordCategory::Layout);
-  std::string msg = "the layout of `" + o.name + "` must be one of " + quotedList(words) + ", not " + whatItIs(v);
+  std::string msg = "the layout of `" + o.name + "` must be one of " + quotedList(words) + ", not " + describe(v);
   c.diags.error(DiagKind::OperandLayout, o.layoutLoc, msg + wordHint(v, words));
   return std::nullopt;
 }
@@ -130,7 +124,7 @@ std::optional<int> readAlign(KernelCheck& c, const RawOperand& o, DType t) {
   const Value& v = o.align;
   if (!v.isInt()) {
     c.diags.error(DiagKind::Alignment, o.alignLoc,
-                  "the alignment of `" + o.name + "` must be an int (elements), not " + whatItIs(v) + "; use " +
+                  "the alignment of `" + o.name + "` must be an int (elements), not " + describe(v) + "; use " +
                       legalText);
     return std::nullopt;
   }

@@ -38,6 +38,10 @@ std::string suggest(const std::string& text, const std::vector<std::string>& wor
 // quoted word, else suggest() for strings and words, else "".
 std::string wordHint(const Value& v, const std::vector<std::string>& words);
 
+// What a value is, for "..., not X" in messages: "the dtype `bf16`", "the int `3`", "the string \"sm90\""
+// (cut short), "`list`", "nothing".
+std::string describe(const Value& v);
+
 // "`a`, `b` or `c`"
 std::string quotedList(const std::vector<std::string>& words, const char* lastJoin = " or ");
 

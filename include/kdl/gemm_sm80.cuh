@@ -167,21 +167,37 @@ struct TileCopier {
       return ptr[0] + (int64_t)(j * kRowStep) * ld_bytes;
     }
   }
-  // Issue the copies of the next tile into the stage at smem address s, then advance.
-  __device__ __forceinline__ void load(uint32_t s) {
+  // Issue copies J0 <= j < J1 of the next tile into the stage at smem address s (no advance).
+  template <int J0, int J1>
+  __device__ __forceinline__ void load_range(uint32_t s) const {
     if constexpr (ContigK) {
       // K % Align == 0 (can_implement): a vector is entirely in or out of range.
       const bool valid = kpos < ext;
 #pragma unroll
-      for (int j = 0; j < kIters; ++j) cp_async_pred<kVecBytes>(s + smem_offset(j), gptr(j), valid);
+      for (int j = J0; j < J1; ++j) cp_async_pred<kVecBytes>(s + smem_offset(j), gptr(j), valid);
     } else {
 #pragma unroll
-      for (int j = 0; j < kIters; ++j)
+      for (int j = J0; j < J1; ++j)
         cp_async<kVecBytes>(s + smem_offset(j), gptr(j), (kpos + j * kRowStep < ext) ? fixed_bytes : 0);
     }
+  }
+  // Step to the next tile (after all of this tile's copies were issued).
+  __device__ __forceinline__ void advance() {
 #pragma unroll
     for (int j = 0; j < kPtrs; ++j) ptr[j] += step_bytes;
     kpos += TileK;
+  }
+  // Issue the copies of the next tile into the stage at smem address s, then advance.
+  __device__ __forceinline__ void load(uint32_t s) {
+    load_range<0, kIters>(s);
+    advance();
+  }
+  // Part `g` of `G` (copies spread over G k-steps; empty parts are allowed).
+  template <int G>
+  __device__ __forceinline__ void load_part(int g, uint32_t s) const {
+#pragma unroll
+    for (int q = 0; q < G; ++q)
+      if (q == g) load_range<(q * kIters) / G, ((q + 1) * kIters) / G>(s);
   }
 };
 
@@ -247,6 +263,13 @@ struct GemmSm80 {
   static_assert(TileM % WarpsM == 0 && kWarpM % 16 == 0, "warp tile M must be a multiple of 16");
   static_assert(TileN % WarpsN == 0 && kWarpN % 16 == 0, "warp tile N must be a multiple of 16");
   static_assert((TileK * (int)sizeof(ElementA)) % 32 == 0 && kKS >= 2, "TileK must cover >= 64 bytes (2 mma k-steps)");
+#ifdef KDL_SM80_COPY_STEPS
+  // tuning override: 0 = legacy (A at k-step 0, B at k-step 1); -1 = kKS - 1; -2 = kKS
+  static constexpr int kCopySteps = KDL_SM80_COPY_STEPS == -1 ? kKS - 1 : (KDL_SM80_COPY_STEPS == -2 ? kKS : KDL_SM80_COPY_STEPS);
+#else
+  static constexpr int kCopySteps = kKS - 1;
+#endif
+  static_assert(kCopySteps >= 0 && kCopySteps <= kKS, "copy steps must be in [0, kKS]");
 
   using CopyA = detail::TileCopier<ElementA, kAContigK, TileM, TileK, AlignA, kThreads>;
   using CopyB = detail::TileCopier<ElementB, kBContigK, TileN, TileK, AlignB, kThreads>;
@@ -368,18 +391,33 @@ struct GemmSm80 {
     load_frags(0, sA, sB, 0);
 
     // ---- mainloop ----
+    // Copies for tile kt+Stages-1 go to the stage read at tile kt-1 (freed by the barrier of
+    // the previous iteration). kCopySteps: the k-steps they are spread over (one part each,
+    // CUTLASS-style), committed at the last of them; 0 = A at k-step 0 and B at k-step 1.
+    // The cp.async wait + barrier sit once per tile, before the fragment loads of the next
+    // tile's first k-step (issued during the last k-step of this tile).
 #pragma unroll 1
     for (int kt = kt_begin; kt < kt_end; ++kt) {
 #pragma unroll
       for (int ks = 0; ks < kKS; ++ks) {
-        // Copies for tile kt+Stages-1 (A at k-step 0, B at k-step 1), branch-free so they
-        // interleave with the MMAs. The stage written was last read before the previous
-        // iteration's barrier.
-        if (ks == 0) ca.load(sA + write_stage * kStageBytesA);
-        if (ks == 1) {
-          cb.load(sB + write_stage * kStageBytesB);
-          cp_async_commit();
-          write_stage = (write_stage + 1 == Stages) ? 0 : write_stage + 1;
+        if constexpr (kCopySteps == 0) {
+          if (ks == 0) ca.load(sA + write_stage * kStageBytesA);
+          if (ks == 1) {
+            cb.load(sB + write_stage * kStageBytesB);
+            cp_async_commit();
+            write_stage = (write_stage + 1 == Stages) ? 0 : write_stage + 1;
+          }
+        } else {
+          if (ks < kCopySteps) {
+            ca.template load_part<kCopySteps>(ks, sA + write_stage * kStageBytesA);
+            cb.template load_part<kCopySteps>(ks, sB + write_stage * kStageBytesB);
+          }
+          if (ks == kCopySteps - 1) {
+            ca.advance();
+            cb.advance();
+            cp_async_commit();
+            write_stage = (write_stage + 1 == Stages) ? 0 : write_stage + 1;
+          }
         }
         if (ks == kKS - 1) {
           cp_async_wait<Stages - 2>();

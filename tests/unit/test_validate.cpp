@@ -811,6 +811,28 @@ TEST_CASE("[epilogue-output] the output is assigned exactly once", "[validate]")
     REQUIRE(h.only(DiagKind::EpilogueOutput));
   }
   {
+    // Assigning the gemm name in a conv kernel: one error, not also "Y is never assigned".
+    Harness h;
+    Epi e{h};
+    auto b = KernelBuilder::conv(h);
+    b.assign("D", e.name("acc"));
+    run(h, b);
+    const Diagnostic* d = h.only(DiagKind::EpilogueOutput);
+    REQUIRE(d);
+    CHECK(contains(d->message, "`D` is not an output of this kernel; the op's output is `Y`"));
+  }
+  {
+    Harness h;
+    Epi e{h};
+    auto b = KernelBuilder::gemm(h);
+    b.operand("C", dtype("bf16"), layout("row"));
+    b.assign("D", e.name("acc")).assign("C", e.name("acc"));
+    run(h, b);
+    const Diagnostic* d = h.only(DiagKind::EpilogueOutput);
+    REQUIRE(d);
+    CHECK(contains(d->message, "`C` is the source operand (an input), not an output"));
+  }
+  {
     Harness h;
     Epi e{h};
     auto b = KernelBuilder::gemm(h);
