@@ -27,3 +27,13 @@ if(CUDAToolkit_FOUND)
   add_test(NAME "codegen: runtime driver provider" COMMAND kdl_runtime_tests)
   set_tests_properties("codegen: runtime driver provider" PROPERTIES LABELS "cpu;unit")
 endif()
+
+# The consumer sample configures and builds against this build tree through find_package(kdl) and
+# kdl_add_kernels (compile and link only; running it needs a GPU).
+find_program(KDL_TEST_NVCC nvcc HINTS /usr/local/cuda/bin)
+if(KDL_TEST_NVCC)
+  add_test(NAME "samples: consumer project builds with kdl_add_kernels"
+           COMMAND ${CMAKE_COMMAND} -E env CUDACXX=${KDL_TEST_NVCC}
+                   ${PROJECT_SOURCE_DIR}/scripts/build-consumer.sh ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/consumer-sample)
+  set_tests_properties("samples: consumer project builds with kdl_add_kernels" PROPERTIES LABELS "nvcc" TIMEOUT 900)
+endif()

@@ -220,7 +220,7 @@ Value Evaluator::callFunction(const ast::Expr& call, const Value& fn, std::vecto
   EnvPtr closure = closureEnv(fn, call.loc);
   if (!closure || !decl.value) return {};
   if (!step(call.loc)) return {};
-  Depth depth(*this, call.loc);
+  Depth depth(*this, call.loc, true);
   if (!depth.ok()) return {};
   // Nothing an expression builds can capture this scope, so it can live on the stack.
   Env scope(std::move(closure));
@@ -280,7 +280,7 @@ Value Evaluator::builtinRange(const ast::Expr& call, const std::vector<Value>& a
                               : (span < 0 ? (-span - stride - 1) / -stride : 0);
   if (count > static_cast<__int128>(limits_.maxSequence)) {
     diags_.error(DiagKind::EvalLimit, call.loc,
-                 fmt::format("this `range` has {} elements; the cap is {} (--max-sequence)",
+                 fmt::format("this `range` has {} elements; the cap is {}",
                              static_cast<long long>(count > INT64_MAX ? INT64_MAX : count), limits_.maxSequence));
     stop();
     return {};

@@ -160,17 +160,23 @@ class Evaluator {
   void stop() { stopped_ = true; }
   bool stopped() const { return stopped_ || diags_.capped(); }
 
-  // Scoped nesting counter: every statement block, expression and call goes one level deeper.
+  // Scoped nesting counter: every statement block, expression and call goes one level deeper; a
+  // call also records its call site, where a runaway recursion is reported.
   class Depth {
    public:
-    Depth(Evaluator& ev, SourceLoc loc);
-    ~Depth() { --ev_.depth_; }
+    Depth(Evaluator& ev, SourceLoc loc, bool isCall = false);
+    ~Depth() {
+      --ev_.depth_;
+      if (isCall_) ev_.callSites_.pop_back();
+    }
     bool ok() const { return ok_; }
 
    private:
     Evaluator& ev_;
+    bool isCall_;
     bool ok_;
   };
+  void reportTooDeep(SourceLoc loc, bool stackFull);
 
   SourceManager& sm_;
   DiagEngine& diags_;
@@ -182,6 +188,10 @@ class Evaluator {
   std::set<uint32_t> filesWithFailedImports_;  // undefined names there are likely the import's
   size_t steps_ = 0;
   int depth_ = 0;
+  std::vector<SourceLoc> callSites_;  // of the calls in progress, innermost last
+  // Below this address the thread's stack is nearly full: a --max-depth set too high for the stack
+  // becomes a [recursion-limit] instead of a crash. Null where the stack's bounds are unknown.
+  const char* stackLimit_ = nullptr;
   bool stopped_ = false;
 };
 

@@ -94,7 +94,7 @@ bool Evaluator::instantiate(const ast::Stmt& s, const EnvPtr& env, RawKernel& k,
   k.templateLoc = decl.nameLoc;
   EnvPtr closure = closureEnv(t, s.templateLoc);
   if (!closure || !step(s.templateLoc)) return false;
-  Depth depth(*this, s.templateLoc);
+  Depth depth(*this, s.templateLoc, true);
   if (!depth.ok()) return false;
   auto params = std::make_shared<Env>(std::move(closure));
   if (!bindTemplateArgs(s, *env, decl, *params)) return false;

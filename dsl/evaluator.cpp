@@ -27,19 +27,31 @@
 //   Its top-level names (including those it imported itself) are bound in the importing scope; the
 //   same binding arriving twice (a diamond) is fine, two different ones clash. A file with syntax
 //   errors is not evaluated; names that the importer then misses are not reported again.
+// - Kernels. `kernel NAME` takes NAME literally; `kernel "..."` or `kernel (expr)` needs a string. A
+//   field or operand set twice in one body, or a second epilogue, is [duplicate-field]. For
+//   `kernel K = t(args) { overrides }` the template body runs in a scope of its parameters (its fields
+//   marked fromTemplate), then the override body in the kernel statement's own scope (it does not see
+//   the parameters); an override field or operand replaces the template's where it stood, a new one
+//   goes last, and an override epilogue replaces the template's whole epilogue. Kernel names are not
+//   checked here (validation does).
 // - Epilogue expressions are kept symbolic: `acc`, operand names and names the epilogue declares stay
 //   names; other names bound in the script become constants; a call of an epilogue function stays a
 //   call; a call of a script function on constants only, and indexing, tuples and lists of
-//   constants, are evaluated to a constant.
+//   constants, are evaluated to a constant. The symbolic names are those of the final kernel
+//   (template plus overrides); an epilogue's dtypes, layouts and param defaults are script values.
 // - Limits stop the whole run at the first one hit: [recursion-limit] (maxCallDepth, counting calls,
 //   imports, blocks and expression nesting), [eval-limit] (maxSteps counting loop iterations, calls,
 //   4 per list or tuple element built and 1 per 4 string bytes built, which also bounds the memory a
-//   script can hold; maxSequence; maxString), [kernel-limit] (maxKernels).
+//   script can hold; maxSequence; maxString), [kernel-limit] (maxKernels). A depth cap too large
+//   for the thread's stack still ends in [recursion-limit] as the stack nears its end, never a crash.
+//   Once the error cap of the DiagEngine is passed, evaluation stops too.
 #include "dsl/evaluator.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+
+#include <pthread.h>
 
 #include <fmt/format.h>
 
@@ -195,14 +207,27 @@ void Evaluator::execAssert(const ast::Stmt& s, const Env& env) {
 
 // ---- limits --------------------------------------------------------------------------------------
 
-Evaluator::Depth::Depth(Evaluator& ev, SourceLoc loc) : ev_(ev), ok_(true) {
-  if (++ev_.depth_ <= ev_.limits_.maxCallDepth) return;
-  ok_ = false;
-  if (ev_.stopped_) return;
-  ev_.diags_.error(DiagKind::RecursionLimit, loc,
-                   fmt::format("calls and nesting go deeper than {} levels; the cap is {} (--max-depth)",
-                               ev_.limits_.maxCallDepth, ev_.limits_.maxCallDepth));
-  ev_.stop();
+Evaluator::Depth::Depth(Evaluator& ev, SourceLoc loc, bool isCall) : ev_(ev), isCall_(isCall) {
+  ++ev_.depth_;
+  if (isCall_) ev_.callSites_.push_back(loc);
+  bool stackFull = ev_.stackLimit_ && static_cast<const char*>(__builtin_frame_address(0)) < ev_.stackLimit_;
+  ok_ = ev_.depth_ <= ev_.limits_.maxCallDepth && !stackFull;
+  if (!ok_) ev_.reportTooDeep(loc, stackFull);
+}
+
+void Evaluator::reportTooDeep(SourceLoc loc, bool stackFull) {
+  if (stopped_) return;
+  int cap = limits_.maxCallDepth;
+  std::string message =
+      stackFull ? fmt::format("calls and nesting go {} levels deep, more than the stack holds; the cap is {} "
+                              "(--max-depth), lower it",
+                              depth_, cap)
+                : fmt::format("calls and nesting go deeper than {} levels; the cap is {} (--max-depth)", cap, cap);
+  // A runaway recursion is clearest at its innermost call, with the call that started it.
+  Diagnostic& d = diags_.error(DiagKind::RecursionLimit, callSites_.empty() ? loc : callSites_.back(), message);
+  if (callSites_.size() > 1 && callSites_.front() != callSites_.back())
+    d.notes.push_back({callSites_.front(), "reached from this call"});
+  stop();
 }
 
 bool Evaluator::step(SourceLoc loc, size_t n) {
@@ -211,7 +236,7 @@ bool Evaluator::step(SourceLoc loc, size_t n) {
   if (!stopped_) {
     diags_.error(DiagKind::EvalLimit, loc,
                  fmt::format("the script runs more than {} steps (loop iterations, calls and values "
-                             "built); the cap is {} (--max-steps)",
+                             "built); the cap is {}",
                              limits_.maxSteps, limits_.maxSteps));
     stop();
   }
@@ -221,7 +246,7 @@ bool Evaluator::step(SourceLoc loc, size_t n) {
 bool Evaluator::stringFits(size_t bytes, SourceLoc loc) {
   if (bytes > limits_.maxString) {
     diags_.error(DiagKind::EvalLimit, loc,
-                 fmt::format("a string longer than {} bytes; the cap is {} (--max-string)", limits_.maxString,
+                 fmt::format("a string longer than {} bytes; the cap is {}", limits_.maxString,
                              limits_.maxString));
     stop();
     return false;
@@ -232,7 +257,7 @@ bool Evaluator::stringFits(size_t bytes, SourceLoc loc) {
 bool Evaluator::sequenceFits(size_t elements, SourceLoc loc) {
   if (elements > limits_.maxSequence) {
     diags_.error(DiagKind::EvalLimit, loc,
-                 fmt::format("a sequence of {} elements; the cap is {} (--max-sequence)", elements,
+                 fmt::format("a sequence of {} elements; the cap is {}", elements,
                              limits_.maxSequence));
     stop();
     return false;
@@ -267,7 +292,7 @@ std::string readProblem(ReadStatus st, size_t maxBytes) {
     case ReadStatus::Ok: return "";
     case ReadStatus::Missing: return "no such file";
     case ReadStatus::NotAFile: return "not a regular file";
-    case ReadStatus::TooLarge: return fmt::format("larger than {} bytes, the cap (--max-file-bytes)", maxBytes);
+    case ReadStatus::TooLarge: return fmt::format("larger than {} bytes, the cap", maxBytes);
     case ReadStatus::Unreadable: return "it cannot be read";
   }
   return "";
@@ -285,6 +310,23 @@ std::string resolveImport(const std::string& importer, const std::string& import
   fs::path target(imported);
   if (target.is_absolute()) return target.lexically_normal().generic_string();
   return (fs::path(importer).parent_path() / target).lexically_normal().generic_string();
+}
+
+// The lowest address the evaluator lets its stack reach: the thread's stack bottom plus a margin for
+// the work done between depth checks (parsing an import, printing a value).
+const char* stackLimit() {
+#if defined(__GLIBC__)
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return nullptr;
+  void* bottom = nullptr;
+  size_t size = 0;
+  int rc = pthread_attr_getstack(&attr, &bottom, &size);
+  pthread_attr_destroy(&attr);
+  if (rc != 0 || !bottom) return nullptr;
+  return static_cast<const char*>(bottom) + std::min<size_t>(size / 2, 2u << 20);
+#else
+  return nullptr;
+#endif
 }
 
 }  // namespace
@@ -378,6 +420,7 @@ EvalResult Evaluator::run(const std::string& path, std::optional<std::string> te
                  fmt::format("cannot read `{}`: {}", path, readProblem(ReadStatus::TooLarge, limits_.maxFileBytes)));
     return {};
   }
+  stackLimit_ = stackLimit();
   FileUnit* root = loadUnit(canonicalKey(path), path, std::move(*text));
   evaluateUnit(*root);
   return std::move(result_);

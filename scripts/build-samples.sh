@@ -14,4 +14,6 @@ for spec in samples/kernels/*.kdl; do
   echo "== $spec"
   "$BUILD_DIR/kdlc" build "$spec" -o "$OUT_DIR/$stem" -j "$jobs"
 done
-echo "sample kernels are in $OUT_DIR/"
+echo "== samples/consumer (find_package(kdl) + kdl_add_kernels)"
+scripts/build-consumer.sh "$BUILD_DIR" "$OUT_DIR/consumer"
+echo "sample kernels are in $OUT_DIR/; the consumer program is $OUT_DIR/consumer/consumer"

@@ -193,11 +193,13 @@ struct TileCopier {
     advance();
   }
   // Part `g` of `G` (copies spread over G k-steps; empty parts are allowed).
-  template <int G>
+  // (g is a constant once the k-step loop is unrolled, so the dispatch folds away.)
+  template <int G, int Q = 0>
   __device__ __forceinline__ void load_part(int g, uint32_t s) const {
-#pragma unroll
-    for (int q = 0; q < G; ++q)
-      if (q == g) load_range<(q * kIters) / G, ((q + 1) * kIters) / G>(s);
+    if constexpr (Q < G) {
+      if (g == Q) load_range<(Q * kIters) / G, ((Q + 1) * kIters) / G>(s);
+      else load_part<G, Q + 1>(g, s);
+    }
   }
 };
 

@@ -128,7 +128,8 @@ Tolerance toleranceFor(DType in, DType out, const EpiNode* tree, const Epilogue&
     t.maxRel = std::max(8e-3, 2 * e + castEps);
   } else if (isFloatType(out)) {
     t.rel = std::max(acc, 2 * e + castEps);  // bf16 out: 7.8e-3; f16: 9.8e-4; f32 out: 1e-5
-    t.maxRel = 1.01 * e + acc + castEps;
+    // Reference and output are both rounded: values straddling a rounding boundary differ by one ulp.
+    t.maxRel = 2.02 * e + acc + castEps;
   } else {
     t.rel = t.maxRel = std::max(acc, castEps);
   }

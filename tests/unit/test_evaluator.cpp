@@ -6,6 +6,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "dsl/evaluator.h"
@@ -297,9 +298,42 @@ TEST_CASE("unbounded recursion stops at the depth cap", "[eval][fn][limits]") {
   EvalLimits small;
   small.maxCallDepth = 20;
   r = evaluate("fn f(n) = n == 0 ? 0 : 1 + f(n - 1);\nlet x = f(100);", small);
-  CHECK(errorOf(*r, DiagKind::RecursionLimit).message.find("the cap is 20") != std::string::npos);
+  const Diagnostic& at = errorOf(*r, DiagKind::RecursionLimit);
+  CHECK(at.message.find("the cap is 20") != std::string::npos);
+  CHECK(r->text(at.loc) == "f(n - 1)");  // the innermost call
+  REQUIRE(at.notes.size() == 1);
+  CHECK(at.notes[0].message == "reached from this call");
+  CHECK(r->text(at.notes[0].loc) == "f(100)");
   r = evaluate("fn f(n) = n == 0 ? 0 : 1 + f(n - 1);\nlet x = f(50);");
   CHECK(r->diags.errorCount() == 0);
+}
+
+namespace {
+struct StackRun {
+  std::unique_ptr<Run> run;
+  static void* go(void* self) {
+    auto* s = static_cast<StackRun*>(self);
+    EvalLimits deep;
+    deep.maxCallDepth = 1'000'000;
+    s->run = evaluate("fn f(n) = n == 0 ? 0 : 1 + f(n - 1);\nlet x = f(10000000);", deep);
+    return nullptr;
+  }
+};
+}  // namespace
+
+TEST_CASE("a depth cap set too high for the stack is still a recursion-limit", "[eval][fn][limits]") {
+  // A thread with a 4 MiB stack: the evaluator keeps the lower half free.
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 4u << 20);
+  StackRun s;
+  pthread_t thread;
+  REQUIRE(pthread_create(&thread, &attr, &StackRun::go, &s) == 0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  REQUIRE(s.run);
+  const Diagnostic& d = errorOf(*s.run, DiagKind::RecursionLimit);
+  CHECK(d.message.find("more than the stack holds; the cap is 1000000 (--max-depth), lower it") != std::string::npos);
 }
 
 TEST_CASE("templates bind positional, named and default arguments", "[eval][template]") {
@@ -495,7 +529,7 @@ TEST_CASE("strings are capped", "[eval][string][limits]") {
   small.maxString = 64;
   auto r = evaluate("let s = \"0123456789012345678901234567890123456789\";\nlet t = s + s;", small);
   const Diagnostic& d = errorOf(*r, DiagKind::EvalLimit);
-  CHECK(d.message == "a string longer than 64 bytes; the cap is 64 (--max-string)");
+  CHECK(d.message == "a string longer than 64 bytes; the cap is 64");
   r = evaluate("let s = str(range(100));", small);
   CHECK(r->count(DiagKind::EvalLimit) == 1);
   r = evaluate("let s = \"${range(100)}\";", small);
@@ -549,7 +583,7 @@ TEST_CASE("loops are capped by the step budget", "[eval][limits]") {
   small.maxSteps = 1000;
   auto r = evaluate("for i in range(100) { for j in range(100) { let x = i * j; } }\nlet after = nope;", small);
   const Diagnostic& d = errorOf(*r, DiagKind::EvalLimit);
-  CHECK(d.message.find("the cap is 1000 (--max-steps)") != std::string::npos);
+  CHECK(d.message.find("the cap is 1000") != std::string::npos);
   // Exponential recursion within the depth cap is stopped by the step budget, not left to run.
   r = evaluate("fn f(n) = n == 0 ? 0 : f(n - 1) + f(n - 1);\nlet x = f(60);", small);
   CHECK(r->count(DiagKind::EvalLimit) == 1);
@@ -617,9 +651,9 @@ TEST_CASE("sequences are capped", "[eval][limits]") {
   EvalLimits small;
   small.maxSequence = 100;
   auto r = evaluate("let x = range(1000);", small);
-  CHECK(errorOf(*r, DiagKind::EvalLimit).message == "this `range` has 1000 elements; the cap is 100 (--max-sequence)");
+  CHECK(errorOf(*r, DiagKind::EvalLimit).message == "this `range` has 1000 elements; the cap is 100");
   r = evaluate("let x = range(60) + range(60);", small);
-  CHECK(errorOf(*r, DiagKind::EvalLimit).message == "a sequence of 120 elements; the cap is 100 (--max-sequence)");
+  CHECK(errorOf(*r, DiagKind::EvalLimit).message == "a sequence of 120 elements; the cap is 100");
   r = evaluate("let x = range(-9223372036854775807, 9223372036854775807);");
   CHECK(r->count(DiagKind::EvalLimit) == 1);
 }
@@ -831,6 +865,32 @@ TEST_CASE("a missing import is reported at its path, once", "[eval][import]") {
   CHECK(d.message.find("cannot import `nope.kdl`") == 0);
   CHECK(d.message.find("no such file") != std::string::npos);
   CHECK(r.text(d.loc) == "\"nope.kdl\"");
+}
+
+TEST_CASE("an import larger than the file cap is an io error at its path", "[eval][import]") {
+  TempDir dir;
+  dir.write("big.kdl", "let x = 1; // " + std::string(200, 'x') + "\n");
+  std::string main = dir.write("main.kdl", "import \"big.kdl\";\n");
+  EvalLimits small;
+  small.maxFileBytes = 100;
+  Run r;
+  r.result = evaluateFile(r.sm, main, r.diags, small);
+  const Diagnostic& d = errorOf(r, DiagKind::Io);
+  CHECK(d.message.find("larger than 100 bytes, the cap") != std::string::npos);
+  CHECK(r.text(d.loc) == "\"big.kdl\"");
+}
+
+TEST_CASE("an import inside a loop binds in each iteration and evaluates once", "[eval][import]") {
+  TempDir dir;
+  dir.write("lib.kdl", "let step = 10;\nkernel once {}\n");
+  std::string main = dir.write("main.kdl", "for i in [1, 2] {\n  import \"lib.kdl\";\n  kernel \"k${i * step}\" {}\n}\n");
+  Run r;
+  r.result = evaluateFile(r.sm, main, r.diags);
+  INFO(r.messages());
+  CHECK(r.diags.errorCount() == 0);
+  REQUIRE(r.result.kernels.size() == 3);
+  CHECK(r.result.kernels[0].name == "once");
+  CHECK(r.result.kernels[2].name == "k20");
 }
 
 TEST_CASE("an import with syntax errors is not evaluated", "[eval][import]") {

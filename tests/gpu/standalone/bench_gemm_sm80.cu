@@ -133,7 +133,15 @@ int main(int argc, char** argv) {
     CK(cudaDeviceSynchronize());
     printf("%dx%dx%d  cuBLASLt %8.3f ms %7.1f TFLOP/s\n", M, N, K, t_lt, g_flops / (t_lt * 1e-3) / 1e12);
     printf("CSV,%d,%d,%d,cublasLt,1,%.4f,%.1f,%.4f\n", M, N, K, t_lt, g_flops / (t_lt * 1e-3) / 1e12, t_lt);
-#ifdef KDL_BENCH_SWEEP
+#if defined(KDL_BENCH_FOCUS)
+    // mainloop tuning: the 128x256 configs only, each twice (spread = noise)
+    for (int rep = 0; rep < 2; ++rep) {
+      bench_cfg<Cfg<128, 256, 64, 2, 4, 3, false>>(M, N, K, 1, b, t_lt, iters);
+      bench_cfg<Cfg<128, 256, 64, 2, 4, 3, true>>(M, N, K, 1, b, t_lt, iters);
+      bench_cfg<Cfg<128, 256, 64, 2, 4, 4, true>>(M, N, K, 1, b, t_lt, iters);
+      bench_cfg<Cfg<128, 256, 32, 2, 4, 4, true>>(M, N, K, 1, b, t_lt, iters);
+    }
+#elif defined(KDL_BENCH_SWEEP)
     bench_cfg<Cfg<128, 256, 64, 2, 4, 3, false>>(M, N, K, 1, b, t_lt, iters);
     bench_cfg<Cfg<128, 256, 64, 2, 4, 4, false>>(M, N, K, 1, b, t_lt, iters);
     bench_cfg<Cfg<128, 256, 64, 2, 4, 4, true>>(M, N, K, 1, b, t_lt, iters);
@@ -147,6 +155,8 @@ int main(int argc, char** argv) {
 #else
     bench_cfg<Cfg<128, 256, 64, 2, 4, 4, false>>(M, N, K, 1, b, t_lt, iters);
     bench_cfg<Cfg<128, 256, 64, 2, 4, 3, false>>(M, N, K, 1, b, t_lt, iters);
+    bench_cfg<Cfg<128, 256, 64, 2, 4, 3, true>>(M, N, K, 1, b, t_lt, iters);
+    bench_cfg<Cfg<128, 256, 64, 2, 4, 4, true>>(M, N, K, 1, b, t_lt, iters);
     bench_cfg<Cfg<128, 256, 32, 2, 4, 4, false>>(M, N, K, 1, b, t_lt, iters);
     bench_cfg<Cfg<256, 128, 64, 4, 2, 4, false>>(M, N, K, 1, b, t_lt, iters);
     bench_cfg<Cfg<128, 128, 32, 2, 2, 5, false>>(M, N, K, 1, b, t_lt, iters);
