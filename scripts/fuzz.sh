@@ -53,7 +53,7 @@ status=0
 (cd "$RUN_DIR" && ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   "$FUZZER" "$ROOT/$WORK/corpus" "$ROOT/$SEEDS" -dict="$ROOT/tests/fuzz/kdl.dict" \
     -max_total_time="$SECONDS_TO_RUN" -max_len=4096 -timeout=5 -rss_limit_mb=2048 \
-    -jobs="$JOBS" -workers="$JOBS" -print_final_stats=1 \
+    $([ "$JOBS" != 1 ] && echo "-jobs=$JOBS -workers=$JOBS") -print_final_stats=1 \
     -artifact_prefix="$ROOT/tests/fuzz/corpus-work/crashes/") || status=$?
 if [ "$JOBS" != 1 ]; then cat "$RUN_DIR"/fuzz-*.log 2>/dev/null | tail -50 || true; fi
 
