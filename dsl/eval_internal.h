@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "dsl/ast.h"
@@ -25,22 +26,23 @@ struct Binding {
   SourceLoc loc;
 };
 
-// A scope: a handful of bindings and the enclosing scope. Scopes are small (a few names), so a vector
-// searched from the back beats a hash map.
+// A scope: its bindings and the enclosing scope. Most scopes hold a handful of names, where a vector
+// searched from the back beats a hash map; a scope that grows large (a file of thousands of lets)
+// gets a hash index so lookups stay constant-time.
 class Env {
  public:
   explicit Env(std::shared_ptr<Env> parent) : parent_(std::move(parent)) {}
   const Binding* findLocal(std::string_view name) const;
   const Binding* find(std::string_view name) const;
-  void bind(std::string_view name, Value value, SourceLoc loc) {
-    bindings_.push_back(Binding{name, std::move(value), loc});
-  }
+  void bind(std::string_view name, Value value, SourceLoc loc);
   const std::vector<Binding>& bindings() const { return bindings_; }
   const Env* parent() const { return parent_.get(); }
 
  private:
   std::shared_ptr<Env> parent_;
   std::vector<Binding> bindings_;
+  std::unordered_map<std::string_view, size_t> index_;  // name -> last binding; only for large scopes
+  static constexpr size_t kIndexFrom = 32;
 };
 using EnvPtr = std::shared_ptr<Env>;
 

@@ -64,7 +64,20 @@ namespace eval {
 
 namespace fs = std::filesystem;
 
+void Env::bind(std::string_view name, Value value, SourceLoc loc) {
+  bindings_.push_back(Binding{name, std::move(value), loc});
+  if (bindings_.size() == kIndexFrom) {
+    for (size_t i = 0; i < bindings_.size(); ++i) index_[bindings_[i].name] = i;
+  } else if (bindings_.size() > kIndexFrom) {
+    index_[name] = bindings_.size() - 1;
+  }
+}
+
 const Binding* Env::findLocal(std::string_view name) const {
+  if (!index_.empty()) {
+    auto it = index_.find(name);
+    return it == index_.end() ? nullptr : &bindings_[it->second];
+  }
   for (auto it = bindings_.rbegin(); it != bindings_.rend(); ++it)
     if (it->name == name) return &*it;
   return nullptr;

@@ -68,9 +68,11 @@ const EpilogueFunction* lookupEpilogueFunction(std::string_view name) {
   return nullptr;
 }
 
+// Optimal-string-alignment distance: insertions, deletions, substitutions and swaps of two adjacent
+// characters (`bf61` -> `bf16`, `tiel` -> `tile`) each cost one edit.
 size_t editDistance(std::string_view a, std::string_view b, size_t limit) {
   if (a.size() > b.size() + limit || b.size() > a.size() + limit) return limit + 1;
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  std::vector<size_t> prev2(b.size() + 1), prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
@@ -78,9 +80,11 @@ size_t editDistance(std::string_view a, std::string_view b, size_t limit) {
     for (size_t j = 1; j <= b.size(); ++j) {
       size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
       cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) cur[j] = std::min(cur[j], prev2[j - 2] + 1);
       rowMin = std::min(rowMin, cur[j]);
     }
     if (rowMin > limit) return limit + 1;
+    std::swap(prev2, prev);
     std::swap(prev, cur);
   }
   return std::min(prev[b.size()], limit + 1);

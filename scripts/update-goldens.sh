@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates (or, with --check, compares) the golden files of the tests, one function per area.
-#   scripts/update-goldens.sh [--check] [--kdlc PATH] [AREA...]      AREA: emit (default: every area)
+#   scripts/update-goldens.sh [--check] [--kdlc PATH] [AREA...]      AREA: diagnostics, list, emit
+#   (default: every area)      KDL_SHARED_DIR: the shared folder with spec/examples (default ../shared)
 # Review the diff (git diff tests/golden) before committing regenerated goldens.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,7 +22,8 @@ if [ -z "$KDLC" ]; then
   for c in "$ROOT"/build/kdlc "$ROOT"/build-*/kdlc; do [ -x "$c" ] && KDLC="$c" && break; done
 fi
 [ -x "$KDLC" ] || { echo "update-goldens: no kdlc found; pass --kdlc PATH" >&2; exit 2; }
-[ ${#AREAS[@]} -gt 0 ] || AREAS=(emit)
+[ ${#AREAS[@]} -gt 0 ] || AREAS=(diagnostics list emit)
+KDL_SHARED_DIR="${KDL_SHARED_DIR:-$ROOT/../shared}"
 FAILED=0
 
 # ---- emit: the files `kdlc emit` writes for every sample spec (samples/kernels/*.kdl) ----
@@ -45,6 +47,21 @@ goldens_emit() {
     for d in "$tmp"/*/; do cp -r "$d" "$ROOT/tests/golden/emit/"; done
     echo "emit goldens: regenerated in tests/golden/emit"
   fi
+}
+
+# ---- diagnostics: the `// CHECK:` block at the end of each tests/diagnostics/*/*.kdl ----
+goldens_diagnostics() {
+  local flag=--update; [ "$MODE" = check ] && flag=
+  python3 "$ROOT/tests/diagnostics/run.py" --kdlc "$KDLC" $flag | grep -v '^PASS' || true
+  python3 "$ROOT/tests/diagnostics/run.py" --kdlc "$KDLC" >/dev/null || FAILED=1
+  python3 "$ROOT/tests/diagnostics/run.py" --coverage | grep '^error' && FAILED=1 || true
+}
+
+# ---- list: tests/list/expected/ (`kdlc list` and `--json` of the shared examples and tests/list/*.kdl) ----
+goldens_list() {
+  local flag=--update; [ "$MODE" = check ] && flag=
+  python3 "$ROOT/tests/list/run.py" --kdlc "$KDLC" --shared "$KDL_SHARED_DIR" $flag | grep -v '^PASS' || true
+  python3 "$ROOT/tests/list/run.py" --kdlc "$KDLC" --shared "$KDL_SHARED_DIR" >/dev/null || FAILED=1
 }
 
 for area in "${AREAS[@]}"; do
