@@ -81,7 +81,7 @@ std::string renderText(const SourceManager& sm, const DiagEngine& diags, bool co
     for (const DiagNote& n : d.notes) renderOne(out, sm, n.loc, Severity::Note, n.message, nullptr, color);
   }
   if (diags.capped())
-    out += fmt::format("kdlc: note: {} errors in all; only the first {} are shown\n", diags.errorCount(),
+    out += fmt::format("kdlc: note: too many errors; stopped after the first {} (raise the cap with --max-errors)\n",
                        diags.errorCap());
   return out;
 }

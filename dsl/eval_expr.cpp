@@ -159,12 +159,12 @@ Value Evaluator::evalIndex(const ast::Expr& e, const Env& env) {
   Value index = eval(*e.elems[1], env);
   if (base.isNone() || index.isNone()) return {};
   if (!base.isSequence() && !base.isString()) {
-    reportTypeMismatch(e.elems[0]->loc, fmt::format("a `{}` cannot be indexed; only tuples, lists and strings can",
+    reportTypeMismatch(e.elems[0]->loc, fmt::format("`{}` values cannot be indexed; only tuples, lists and strings can",
                                                     base.typeName()));
     return {};
   }
   if (!index.isInt()) {
-    reportTypeMismatch(e.elems[1]->loc, fmt::format("an index must be an `int`, not a `{}`", index.typeName()));
+    reportTypeMismatch(e.elems[1]->loc, fmt::format("an index must be an `int`, not `{}`", index.typeName()));
     return {};
   }
   size_t length = base.isString() ? base.asString().size() : base.items().size();
@@ -203,7 +203,7 @@ Value Evaluator::evalCall(const ast::Expr& e, const Env& env) {
       return {};
     default:
       diags_.error(DiagKind::NotCallable, calleeExpr.loc,
-                   fmt::format("{} is a `{}`, not a function", what, callee.typeName()));
+                   fmt::format("{} is of type `{}`, not a function", what, callee.typeName()));
       return {};
   }
 }
@@ -246,7 +246,7 @@ Value Evaluator::callBuiltin(const ast::Expr& call, const std::string& name, std
   if (name == "len") {
     if (arg.isString()) return Value::integer(static_cast<int64_t>(arg.asString().size()));
     if (arg.isSequence()) return Value::integer(static_cast<int64_t>(arg.items().size()));
-    reportTypeMismatch(argLoc, fmt::format("`len` needs a list, tuple or string, not a `{}`", arg.typeName()));
+    reportTypeMismatch(argLoc, fmt::format("`len` needs a list, tuple or string, not `{}`", arg.typeName()));
     return {};
   }
   if (name == "str") {
@@ -265,7 +265,7 @@ Value Evaluator::builtinRange(const ast::Expr& call, const std::vector<Value>& a
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].isInt()) continue;
     reportTypeMismatch(call.elems[i + 1]->loc,
-                       fmt::format("`range` needs `int` arguments, not a `{}`", args[i].typeName()));
+                       fmt::format("`range` needs `int` arguments, not `{}`", args[i].typeName()));
     return {};
   }
   __int128 begin = args.size() == 1 ? 0 : args[0].asInt();
@@ -302,7 +302,7 @@ Value Evaluator::builtinMinMax(const ast::Expr& call, const std::string& name, c
   if (args.size() == 1) {
     SourceLoc loc = call.elems[1]->loc;
     if (!args[0].isSequence()) {
-      reportTypeMismatch(loc, fmt::format("`{}` of one value needs a list or tuple, not a `{}`", name,
+      reportTypeMismatch(loc, fmt::format("`{}` of one value needs a list or tuple, not `{}`", name,
                                           args[0].typeName()));
       return {};
     }
@@ -315,7 +315,7 @@ Value Evaluator::builtinMinMax(const ast::Expr& call, const std::string& name, c
   for (size_t i = 0; i < items->size(); ++i) {
     if ((*items)[i].isNumber()) continue;
     SourceLoc loc = call.elems[items == &args ? i + 1 : 1]->loc;
-    reportTypeMismatch(loc, fmt::format("`{}` needs numbers, not a `{}`", name, (*items)[i].typeName()));
+    reportTypeMismatch(loc, fmt::format("`{}` needs numbers, not `{}`", name, (*items)[i].typeName()));
     return {};
   }
   const Value* best = &items->front();
@@ -328,7 +328,7 @@ Value Evaluator::builtinProduct(const ast::Expr& call, const std::vector<Value>&
   const Value& seq = args[0];
   SourceLoc loc = call.elems[1]->loc;
   if (!seq.isSequence()) {
-    reportTypeMismatch(loc, fmt::format("`product` needs a list or tuple of numbers, not a `{}`", seq.typeName()));
+    reportTypeMismatch(loc, fmt::format("`product` needs a list or tuple of numbers, not `{}`", seq.typeName()));
     return {};
   }
   int64_t intProduct = 1;
@@ -336,7 +336,7 @@ Value Evaluator::builtinProduct(const ast::Expr& call, const std::vector<Value>&
   bool anyFloat = false;
   for (const Value& v : seq.items()) {
     if (!v.isNumber()) {
-      reportTypeMismatch(loc, fmt::format("`product` needs numbers, but the {} holds a `{}`", seq.typeName(),
+      reportTypeMismatch(loc, fmt::format("`product` needs numbers, but the {} holds `{}`", seq.typeName(),
                                           v.typeName()));
       return {};
     }
@@ -354,7 +354,7 @@ Value Evaluator::builtinDtypeSize(const ast::Expr& call, const std::string& name
   const Value& dt = args[0];
   if (!dt.isWord(WordCategory::DType)) {
     reportTypeMismatch(call.elems[1]->loc,
-                       fmt::format("`{}` needs a dtype such as `bf16`, not a `{}`", name, dt.typeName()));
+                       fmt::format("`{}` needs a dtype such as `bf16`, not `{}`", name, dt.typeName()));
     return {};
   }
   int bytes = dtypeBytes(dt.asString());
@@ -365,7 +365,7 @@ Value Evaluator::builtinSplitK(const ast::Expr& call, const std::string& name, c
   const Value& n = args[0];
   SourceLoc loc = call.elems[1]->loc;
   if (!n.isInt()) {
-    reportTypeMismatch(loc, fmt::format("`{}` needs an `int` number of slices, not a `{}`", name, n.typeName()));
+    reportTypeMismatch(loc, fmt::format("`{}` needs an `int` number of slices, not `{}`", name, n.typeName()));
     return {};
   }
   if (n.asInt() < 1) {
@@ -385,7 +385,7 @@ Value Evaluator::evalUnary(const ast::Expr& e, const Env& env) {
   switch (e.unaryOp) {
     case ast::UnaryOp::Not:
       if (v.isBool()) return Value::boolean(!v.asBool());
-      reportTypeMismatch(operatorLoc(e), fmt::format("`!` needs a `bool`, not a `{}`", v.typeName()));
+      reportTypeMismatch(operatorLoc(e), fmt::format("`!` needs a `bool`, not `{}`", v.typeName()));
       return {};
     case ast::UnaryOp::Neg:
       if (v.isFloat()) return Value::floating(-v.asFloat());
@@ -398,7 +398,7 @@ Value Evaluator::evalUnary(const ast::Expr& e, const Env& env) {
       return {};
     case ast::UnaryOp::Plus:
       if (v.isNumber()) return v;
-      reportTypeMismatch(operatorLoc(e), fmt::format("unary `+` needs a number, not a `{}`", v.typeName()));
+      reportTypeMismatch(operatorLoc(e), fmt::format("unary `+` needs a number, not `{}`", v.typeName()));
       return {};
   }
   return {};
@@ -430,7 +430,7 @@ Value Evaluator::evalLogic(const ast::Expr& e, const Env& env) {
   auto operand = [&](const ast::Expr& x) -> Value {
     Value v = eval(x, env);
     if (v.isNone() || v.isBool()) return v;
-    reportTypeMismatch(x.loc, fmt::format("`{}` needs `bool` operands, not a `{}`", op, v.typeName()));
+    reportTypeMismatch(x.loc, fmt::format("`{}` needs `bool` operands, not `{}`", op, v.typeName()));
     return {};
   };
   Value a = operand(*e.elems[0]);
@@ -446,7 +446,7 @@ Value Evaluator::evalTernary(const ast::Expr& e, const Env& env) {
   if (cond.isNone()) return {};
   if (!cond.isBool()) {
     reportTypeMismatch(e.elems[0]->loc,
-                       fmt::format("the condition of `?:` must be a `bool`, not a `{}`", cond.typeName()));
+                       fmt::format("the condition of `?:` must be a `bool`, not `{}`", cond.typeName()));
     return {};
   }
   return eval(*e.elems[cond.asBool() ? 1 : 2], env);

@@ -76,7 +76,9 @@ static int reportDiagnostics(const kdl::SourceManager& sm, const kdl::DiagEngine
   } else if (!diags.all().empty()) {
     bool color = o.color == ColorMode::Always || (o.color == ColorMode::Auto && stderrIsTty());
     std::cerr << kdl::renderText(sm, diags, color);
-    if (diags.hasErrors())
+    if (diags.capped())
+      std::cerr << fmt::format("more than {} errors generated.\n", diags.errorCap());
+    else if (diags.hasErrors())
       std::cerr << fmt::format("{} error{} generated.\n", diags.errorCount(), diags.errorCount() == 1 ? "" : "s");
   }
   return diags.hasErrors() ? kInputErrors : kOk;
