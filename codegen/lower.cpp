@@ -206,8 +206,8 @@ bool isCppKeyword(const std::string& s) {
       "requires", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct",
       "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union",
       "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
-      // names the generated code itself uses
-      "p", "s", "c", "acc", "i", "V", "kdl", "std", "Arguments", "Epilogue", "Gemm", "Params", "State"};
+      // type names the generated code declares (members with these names would not compile)
+      "Arguments", "Epilogue", "Gemm", "Params", "State"};
   return kw.count(s) > 0 || (s.size() >= 2 && s[0] == '_' && (s[1] == '_' || std::isupper(static_cast<unsigned char>(s[1]))));
 }
 

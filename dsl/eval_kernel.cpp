@@ -66,7 +66,7 @@ bool Evaluator::kernelName(const ast::Stmt& s, const Env& env, RawKernel& k) {
   Value name = eval(*s.nameExpr, env);
   if (name.isNone()) return false;
   if (!name.isString()) {
-    reportTypeMismatch(s.nameExpr->loc, fmt::format("a kernel name must be a `string`, not a `{}`", name.typeName()));
+    reportTypeMismatch(s.nameExpr->loc, fmt::format("a kernel name must be a `string`, not `{}`", name.typeName()));
     return false;
   }
   k.name = name.asString();

@@ -173,7 +173,7 @@ void Evaluator::execFor(const ast::Stmt& s, const EnvPtr& env) {
   if (seq.isNone()) return;
   if (!seq.isSequence()) {
     reportTypeMismatch(s.value->loc,
-                       fmt::format("`for` iterates over a list or tuple, not a `{}`", seq.typeName()));
+                       fmt::format("`for` iterates over a list or tuple, not `{}`", seq.typeName()));
     return;
   }
   checkNotBuiltin(s.name, s.nameLoc);
@@ -191,7 +191,7 @@ void Evaluator::execIf(const ast::Stmt& s, const EnvPtr& env) {
   if (cond.isNone()) return;
   if (!cond.isBool()) {
     reportTypeMismatch(s.value->loc,
-                       fmt::format("the condition of `if` must be a `bool`, not a `{}`", cond.typeName()));
+                       fmt::format("the condition of `if` must be a `bool`, not `{}`", cond.typeName()));
     return;
   }
   const std::vector<ast::StmtPtr>& branch = cond.asBool() ? s.body : s.elseBody;
@@ -204,7 +204,7 @@ void Evaluator::execAssert(const ast::Stmt& s, const Env& env) {
   if (cond.isNone()) return;
   if (!cond.isBool()) {
     reportTypeMismatch(s.value->loc,
-                       fmt::format("the condition of `assert` must be a `bool`, not a `{}`", cond.typeName()));
+                       fmt::format("the condition of `assert` must be a `bool`, not `{}`", cond.typeName()));
     return;
   }
   if (cond.asBool()) return;

@@ -97,12 +97,6 @@ std::array<const char*, 2> inputOperandNames(Op op) {
 
 bool onMultistagePath(const KernelCheck& c) { return c.schedule && c.schedule->value == Schedule::Multistage; }
 
-}  // namespace validation
-
-namespace {
-
-using validation::KernelCheck;
-
 // C and C++ keywords (and the alternative operator spellings): a kernel name becomes a C++ symbol.
 bool isCppKeyword(std::string_view s) {
   static const char* const kKeywords[] = {
@@ -120,6 +114,14 @@ bool isCppKeyword(std::string_view s) {
       "_Thread_local"};
   return std::any_of(std::begin(kKeywords), std::end(kKeywords), [&](const char* k) { return s == k; });
 }
+
+}  // namespace validation
+
+namespace {
+
+using validation::KernelCheck;
+using validation::isCppKeyword;
+
 
 bool isIdentifier(std::string_view s) {
   auto alpha = [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_'; };

@@ -148,8 +148,26 @@ class EpilogueBuilder {
     return nullptr;
   }
 
+  // Names the generated C++ API already uses (or that C++ forbids), so that a spec that passes check
+  // always emits: sizes (m, n, k, batch, split_k), leading dimensions (lda, ...), batch strides.
+  static std::string reservedWhy(const std::string& name) {
+    if (isCppKeyword(name)) return "is a C++ keyword (epilogue names become C++ names in the generated API)";
+    if (name.rfind("__", 0) == 0) return "starts with `__`, which C++ reserves";
+    static const char* const kApi[] = {"m", "n", "k", "batch", "split_k", "Arguments", "Params", "State", "Epilogue", "Gemm"};
+    for (const char* r : kApi)
+      if (name == r) return "names a size or type of the generated C++ API";
+    if (name.size() == 3 && name.rfind("ld", 0) == 0) return "is reserved for a leading dimension in the generated C++ API";
+    if (name.rfind("batch_stride_", 0) == 0) return "is reserved for a batch stride in the generated C++ API";
+    return "";
+  }
+
   // Reports a name declared twice; true when `name` is free.
   bool claimName(const std::string& name, SourceLoc loc) {
+    if (std::string why = reservedWhy(name); !why.empty()) {
+      c_.diags.error(DiagKind::EpilogueName, loc,
+                     "`" + name + "` " + why + "; pick another name");
+      return false;
+    }
     auto it = symbols_.find(name);
     if (it == symbols_.end()) return true;
     const Symbol& s = it->second;

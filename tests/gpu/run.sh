@@ -8,7 +8,11 @@ cd "$(dirname "$0")/../.."
 CARRY=.carry/gpu
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
-if [ ! -f "$CARRY/tests.list" ]; then echo "no $CARRY/tests.list: run tests/gpu/prepare.sh first (on the build machine)"; exit 2; fi
+if [ ! -f "$CARRY/tests.list" ]; then
+  # On a machine that can build (antlr4, fmt, nvcc): build everything first.
+  if command -v antlr4 >/dev/null 2>&1; then tests/gpu/prepare.sh || exit 2
+  else echo "no $CARRY/tests.list: run tests/gpu/prepare.sh first (on the build machine)"; exit 2; fi
+fi
 export LD_LIBRARY_PATH="$PWD/$CARRY/bin:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 args=()
 while read -r spec lib; do
@@ -16,4 +20,25 @@ while read -r spec lib; do
 done <"$CARRY/tests.list"
 [ -f "$CARRY/prepare.log" ] && grep "BUILD FAILED" "$CARRY/prepare.log" | sed 's/^/prepare: /'
 "$CARRY/bin/kdl_gpu_test" "$@" "${args[@]}" 2>&1 | tee "$OUT/gpu_tests.log"
-exit "${PIPESTATUS[0]}"
+rc=${PIPESTATUS[0]}
+
+# compute-sanitizer over a small set (memcheck: out-of-bounds and misaligned accesses; racecheck:
+# shared-memory hazards), quick sizes only: odd M/N, split-K, amax, every epilogue kind once.
+SANITIZED=(mx_bf16_bias_relu mx_bf16_amax mx_bf16_splitk4 mx_s8_saturate mx_tf32_bias_gelu mx_f16_scalar_z_amax)
+if command -v compute-sanitizer >/dev/null 2>&1 && [ -z "${KDL_NO_SANITIZER:-}" ]; then
+  : >"$OUT/sanitizer.log"
+  for tool in memcheck racecheck; do
+    for k in "${SANITIZED[@]}"; do
+      [ "$tool" = racecheck ] && [ "$k" != mx_bf16_bias_relu ] && [ "$k" != mx_bf16_splitk4 ] && continue
+      echo "== compute-sanitizer --tool $tool: $k" | tee -a "$OUT/sanitizer.log"
+      compute-sanitizer --tool "$tool" --error-exitcode 99 "$CARRY/bin/kdl_gpu_test" --quick --kernel "$k" \
+        "${args[@]}" >>"$OUT/sanitizer.log" 2>&1
+      src=$?
+      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed, " "$OUT/sanitizer.log" | tail -2
+      if [ $src -ne 0 ]; then echo "SANITIZER FAIL ($tool, $k): exit $src"; rc=1; fi
+    done
+  done
+else
+  echo "compute-sanitizer not found (or KDL_NO_SANITIZER set): sanitizer runs skipped"
+fi
+exit "$rc"

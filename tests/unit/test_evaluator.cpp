@@ -383,7 +383,7 @@ TEST_CASE("templates and functions are not interchangeable", "[eval][template]")
   CHECK(errorOf(*r, DiagKind::NotCallable).message ==
         "`f` is a `function`, not a template; a kernel can only instantiate a template");
   r = evaluate("let l = [1];\nlet y = l(1);");
-  CHECK(errorOf(*r, DiagKind::NotCallable).message == "`l` is a `list`, not a function");
+  CHECK(errorOf(*r, DiagKind::NotCallable).message == "`l` is of type `list`, not a function");
   r = evaluate("kernel k = nothere(1);");
   CHECK(errorOf(*r, DiagKind::UndefinedName).message == "`nothere` is not defined");
 }
@@ -449,12 +449,12 @@ TEST_CASE("operands of the wrong type name both types", "[eval][ops]") {
   r = evaluate("let x = -\"a\";");
   CHECK(errorOf(*r, DiagKind::TypeMismatch).message == "cannot negate a `string`");
   r = evaluate("let x = !1;");
-  CHECK(errorOf(*r, DiagKind::TypeMismatch).message == "`!` needs a `bool`, not a `int`");
+  CHECK(errorOf(*r, DiagKind::TypeMismatch).message == "`!` needs a `bool`, not `int`");
   r = evaluate("let x = 1 && true;");
-  CHECK(errorOf(*r, DiagKind::TypeMismatch).message == "`&&` needs `bool` operands, not a `int`");
+  CHECK(errorOf(*r, DiagKind::TypeMismatch).message == "`&&` needs `bool` operands, not `int`");
   r = evaluate("let x = 1 ? 2 : 3;");
   const Diagnostic& t = errorOf(*r, DiagKind::TypeMismatch);
-  CHECK(t.message == "the condition of `?:` must be a `bool`, not a `int`");
+  CHECK(t.message == "the condition of `?:` must be a `bool`, not `int`");
   CHECK(r->text(t.loc) == "1");
 }
 
@@ -511,9 +511,9 @@ TEST_CASE("indexing tuples, lists and strings", "[eval][ops]") {
   r = evaluate("let x = [1][-1];");
   CHECK(r->count(DiagKind::IndexRange) == 1);
   r = evaluate("let x = [1][\"0\"];");
-  CHECK(errorOf(*r, DiagKind::TypeMismatch).message == "an index must be an `int`, not a `string`");
+  CHECK(errorOf(*r, DiagKind::TypeMismatch).message == "an index must be an `int`, not `string`");
   r = evaluate("let x = 5[0];");
-  CHECK(errorOf(*r, DiagKind::TypeMismatch).message == "a `int` cannot be indexed; only tuples, lists and strings can");
+  CHECK(errorOf(*r, DiagKind::TypeMismatch).message == "`int` values cannot be indexed; only tuples, lists and strings can");
 }
 
 // ---- strings -------------------------------------------------------------------------------------
@@ -543,7 +543,7 @@ TEST_CASE("for iterates over lists and tuples only", "[eval][stmt]") {
   CHECK(r->result.kernels.size() == 3);
   r = evaluate("for c in \"abc\" {}");
   const Diagnostic& d = errorOf(*r, DiagKind::TypeMismatch);
-  CHECK(d.message == "`for` iterates over a list or tuple, not a `string`");
+  CHECK(d.message == "`for` iterates over a list or tuple, not `string`");
   CHECK(r->text(d.loc) == "\"abc\"");
 }
 
@@ -555,7 +555,7 @@ TEST_CASE("if needs a bool and else-if chains work", "[eval][stmt]") {
   REQUIRE(r->result.kernels.size() == 3);
   CHECK(r->result.kernels[2].name == "c");
   r = evaluate("if 1 {}");
-  CHECK(errorOf(*r, DiagKind::TypeMismatch).message == "the condition of `if` must be a `bool`, not a `int`");
+  CHECK(errorOf(*r, DiagKind::TypeMismatch).message == "the condition of `if` must be a `bool`, not `int`");
 }
 
 TEST_CASE("a failing assert reports its message at the condition", "[eval][stmt]") {
@@ -566,7 +566,7 @@ TEST_CASE("a failing assert reports its message at the condition", "[eval][stmt]
   r = evaluate("assert 1 > 2;");
   CHECK(errorOf(*r, DiagKind::AssertFailed).message == "assertion failed");
   r = evaluate("assert 1;");
-  CHECK(errorOf(*r, DiagKind::TypeMismatch).message == "the condition of `assert` must be a `bool`, not a `int`");
+  CHECK(errorOf(*r, DiagKind::TypeMismatch).message == "the condition of `assert` must be a `bool`, not `int`");
   evaluateOk("assert true, \"fine\";");
 }
 
@@ -629,22 +629,22 @@ TEST_CASE("built-in functions check their arguments", "[eval][builtin]") {
     INFO(expr);
     CHECK(errorOf(*r, kind).message == message);
   };
-  check("len(1)", DiagKind::TypeMismatch, "`len` needs a list, tuple or string, not a `int`");
+  check("len(1)", DiagKind::TypeMismatch, "`len` needs a list, tuple or string, not `int`");
   check("len(1, 2)", DiagKind::CallArity, "`len` takes 1 argument, not 2");
   check("range()", DiagKind::CallArity, "`range` takes 1 to 3 arguments, not 0");
   check("range(0, 10, 0)", DiagKind::BadArgument, "the step of `range` cannot be 0");
-  check("range(1.5)", DiagKind::TypeMismatch, "`range` needs `int` arguments, not a `float`");
+  check("range(1.5)", DiagKind::TypeMismatch, "`range` needs `int` arguments, not `float`");
   check("min()", DiagKind::CallArity, "`min` takes two or more numbers, or one list or tuple of numbers");
-  check("min(1)", DiagKind::TypeMismatch, "`min` of one value needs a list or tuple, not a `int`");
+  check("min(1)", DiagKind::TypeMismatch, "`min` of one value needs a list or tuple, not `int`");
   check("max([])", DiagKind::BadArgument, "`max` of an empty list");
-  check("max(1, \"a\")", DiagKind::TypeMismatch, "`max` needs numbers, not a `string`");
-  check("sizeof(row)", DiagKind::TypeMismatch, "`sizeof` needs a dtype such as `bf16`, not a `layout`");
-  check("product(3)", DiagKind::TypeMismatch, "`product` needs a list or tuple of numbers, not a `int`");
-  check("product([1, \"a\"])", DiagKind::TypeMismatch, "`product` needs numbers, but the list holds a `string`");
+  check("max(1, \"a\")", DiagKind::TypeMismatch, "`max` needs numbers, not `string`");
+  check("sizeof(row)", DiagKind::TypeMismatch, "`sizeof` needs a dtype such as `bf16`, not `layout`");
+  check("product(3)", DiagKind::TypeMismatch, "`product` needs a list or tuple of numbers, not `int`");
+  check("product([1, \"a\"])", DiagKind::TypeMismatch, "`product` needs numbers, but the list holds `string`");
   check("product([4294967296, 4294967296])", DiagKind::NumberRange, "this product does not fit a 64-bit integer");
   check("serial(0)", DiagKind::BadArgument, "`serial` needs a positive number of slices, not 0");
-  check("parallel(2.0)", DiagKind::TypeMismatch, "`parallel` needs an `int` number of slices, not a `float`");
-  check("bf16(2)", DiagKind::NotCallable, "`bf16` is a `dtype`, not a function");
+  check("parallel(2.0)", DiagKind::TypeMismatch, "`parallel` needs an `int` number of slices, not `float`");
+  check("bf16(2)", DiagKind::NotCallable, "`bf16` is of type `dtype`, not a function");
 }
 
 TEST_CASE("sequences are capped", "[eval][limits]") {
@@ -666,7 +666,7 @@ TEST_CASE("kernel names may be string expressions", "[eval][kernel]") {
   CHECK(r->result.kernels[0].name == "g_128x64");
   CHECK(r->text(r->result.kernels[0].nameLoc) == "\"g_${t[0]}x${t[1]}\"");
   r = evaluate("kernel (1 + 2) { v = 1; }");
-  CHECK(errorOf(*r, DiagKind::TypeMismatch).message == "a kernel name must be a `string`, not a `int`");
+  CHECK(errorOf(*r, DiagKind::TypeMismatch).message == "a kernel name must be a `string`, not `int`");
   CHECK(r->result.kernels.empty());
 }
 
