@@ -2,7 +2,8 @@
 # The GPU test suite, run ON THE GPU MACHINE from the files tests/gpu/prepare.sh carried in .carry/gpu:
 # every kernel of every spec in .carry/gpu/tests.list through kdl_gpu_test. The log goes to
 # $OUT/gpu_tests.log (OUT defaults to out/gpu). Extra arguments go to kdl_gpu_test (--seed N,
-# --kernel NAME, --quick). Exit status: kdl_gpu_test's (non-zero on any failure).
+# --kernel NAME, --quick). Then compute-sanitizer over a small set (KDL_NO_SANITIZER=1 skips it,
+# KDL_SANITIZER_ONLY=1 runs only it). Exit status: non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 CARRY=.carry/gpu
@@ -19,11 +20,17 @@ while read -r spec lib; do
   [ -n "$spec" ] && args+=("$CARRY/$spec" "$CARRY/$lib")
 done <"$CARRY/tests.list"
 [ -f "$CARRY/prepare.log" ] && grep "BUILD FAILED" "$CARRY/prepare.log" | sed 's/^/prepare: /'
-"$CARRY/bin/kdl_gpu_test" "$@" "${args[@]}" 2>&1 | tee "$OUT/gpu_tests.log"
-rc=${PIPESTATUS[0]}
+rc=0
+if [ -z "${KDL_SANITIZER_ONLY:-}" ]; then
+  "$CARRY/bin/kdl_gpu_test" "$@" "${args[@]}" 2>&1 | tee "$OUT/gpu_tests.log"
+  rc=${PIPESTATUS[0]}
+fi
 
 # compute-sanitizer over a small set (memcheck: out-of-bounds and misaligned accesses; racecheck:
-# shared-memory hazards), quick sizes only: odd M/N, split-K, amax, every epilogue kind once.
+# shared-memory hazards) of our kernels (hazards inside cuBLASLt's own reference kernels, `nvjet_*`, are
+# not counted: racecheck does not follow their TMA/mbarrier synchronisation; excluding those kernels
+# with --kernel-name-exclude made the sanitizer itself fail), quick sizes only: odd M/N,
+# split-K, amax, every epilogue kind once.
 SANITIZED=(mx_bf16_bias_relu mx_bf16_amax mx_bf16_splitk4 mx_s8_saturate mx_tf32_bias_gelu mx_f16_scalar_z_amax)
 if command -v compute-sanitizer >/dev/null 2>&1 && [ -z "${KDL_NO_SANITIZER:-}" ]; then
   : >"$OUT/sanitizer.log"
@@ -31,10 +38,17 @@ if command -v compute-sanitizer >/dev/null 2>&1 && [ -z "${KDL_NO_SANITIZER:-}" 
     for k in "${SANITIZED[@]}"; do
       [ "$tool" = racecheck ] && [ "$k" != mx_bf16_bias_relu ] && [ "$k" != mx_bf16_splitk4 ] && continue
       echo "== compute-sanitizer --tool $tool: $k" | tee -a "$OUT/sanitizer.log"
+      before=$(grep -c "Race reported" "$OUT/sanitizer.log")
       compute-sanitizer --tool "$tool" --error-exitcode 99 "$CARRY/bin/kdl_gpu_test" --quick --kernel "$k" \
         "${args[@]}" >>"$OUT/sanitizer.log" 2>&1
       src=$?
       grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed, " "$OUT/sanitizer.log" | tail -2
+      if [ "$tool" = racecheck ] && [ $src -eq 99 ]; then
+        ours=$(grep "Race reported" "$OUT/sanitizer.log" | tail -n +$((before + 1)) | grep -vc "nvjet_")
+        if [ "$ours" -eq 0 ] && ! grep -q "Internal Sanitizer Error\|FATAL" <(tail -n 200 "$OUT/sanitizer.log"); then
+          echo "racecheck: hazards only inside cuBLASLt's nvjet kernels (not counted)"; src=0
+        fi
+      fi
       if [ $src -ne 0 ]; then echo "SANITIZER FAIL ($tool, $k): exit $src"; rc=1; fi
     done
   done
