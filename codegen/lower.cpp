@@ -30,49 +30,6 @@ const char* cppElementType(DType t) {
   }
   return "?";
 }
-const char* dtypeWord(DType t) {
-  switch (t) {
-    case DType::F16: return "f16";
-    case DType::BF16: return "bf16";
-    case DType::F32: return "f32";
-    case DType::TF32: return "tf32";
-    case DType::F64: return "f64";
-    case DType::E4M3: return "e4m3";
-    case DType::E5M2: return "e5m2";
-    case DType::S8: return "s8";
-    case DType::U8: return "u8";
-    case DType::S32: return "s32";
-  }
-  return "?";
-}
-const char* layoutWord(Layout l) {
-  switch (l) {
-    case Layout::Row: return "row";
-    case Layout::Col: return "col";
-    case Layout::NHWC: return "nhwc";
-    case Layout::KRSC: return "krsc";
-  }
-  return "?";
-}
-const char* archWord(Arch a) {
-  switch (a) {
-    case Arch::SM80: return "sm80";
-    case Arch::SM86: return "sm86";
-    case Arch::SM89: return "sm89";
-    case Arch::SM90a: return "sm90a";
-    case Arch::SM100a: return "sm100a";
-  }
-  return "?";
-}
-const char* opWord(Op o) {
-  switch (o) {
-    case Op::Gemm: return "gemm";
-    case Op::Conv2dFprop: return "conv2d_fprop";
-    case Op::Conv2dDgrad: return "conv2d_dgrad";
-    case Op::Conv2dWgrad: return "conv2d_wgrad";
-  }
-  return "?";
-}
 
 static int elementBytes(DType t) {
   switch (t) {

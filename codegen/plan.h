@@ -87,9 +87,10 @@ struct KernelPlan {
 
 // C++ spelling of an element type ("__nv_bfloat16"); tf32 operands are stored as float.
 const char* cppElementType(DType t);
-const char* dtypeWord(DType t);   // "bf16", as the language spells it
-const char* layoutWord(Layout l);
-const char* archWord(Arch a);
-const char* opWord(Op o);
+// Words as the language spells them ("bf16", "row", "sm80", "gemm"): kdl::name() of dsl/spec.h.
+inline const char* dtypeWord(DType t) { return name(t); }
+inline const char* layoutWord(Layout l) { return name(l); }
+inline const char* archWord(Arch a) { return name(a); }
+inline const char* opWord(Op o) { return name(o); }
 
 }  // namespace kdl::codegen
