@@ -45,7 +45,8 @@ void Evaluator::execKernel(const ast::Stmt& s, const EnvPtr& env) {
   k.fields = std::move(body.fields);
   k.operands = std::move(body.operands);
   if (body.epilogue) k.epilogue = convertEpilogue(*body.epilogue, *body.epilogueEnv, k.operands, body.failed);
-  if (!ok || body.failed || diags_.errorCount() != errorsBefore) return;
+  if (!ok) return;
+  k.poisoned = body.failed || diags_.errorCount() != errorsBefore;
   if (result_.kernels.size() >= limits_.maxKernels) {
     diags_.error(DiagKind::KernelLimit, k.nameLoc,
                  fmt::format("more than {} kernels; the cap is {} (--max-kernels)", limits_.maxKernels,

@@ -75,6 +75,10 @@ struct RawKernel {
   std::vector<RawField> fields;      // in order of first assignment; overrides replace in place
   std::vector<RawOperand> operands;  // in declaration order
   std::optional<RawEpilogue> epilogue;
+  // Evaluating the kernel statement reported errors (its failed values are None). Such a kernel is
+  // never emitted; validation reports only what cannot be a consequence of those errors, so that a
+  // typo in one field does not hide a broken rule in another.
+  bool poisoned = false;
 };
 
 struct EvalResult {

@@ -202,6 +202,29 @@ std::optional<KernelSpec> validateKernel(const RawKernel& k, DiagEngine& diags) 
 
 }  // namespace
 
+// A kernel whose evaluation failed: validate it on the side and keep only the errors that cannot be
+// consequences of the failed values (a None field, an operand without a dtype): those of one field's
+// own name or type, epilogue calls and broadcasts. The kernel itself is never emitted.
+static void reportIndependentErrors(const RawKernel& k, DiagEngine& diags) {
+  DiagEngine scratch(diags.errorCap());
+  validateKernel(k, scratch);
+  std::vector<SourceLoc> poisonedAt;
+  for (const RawField& f : k.fields)
+    if (f.value.isNone()) poisonedAt.push_back(f.valueLoc);
+  for (const RawOperand& o : k.operands) {
+    if (o.dtype.isNone()) poisonedAt.push_back(o.dtypeLoc);
+    if (o.layout.isNone()) poisonedAt.push_back(o.layoutLoc);
+  }
+  for (const Diagnostic& d : scratch.all()) {
+    bool independent = d.kind == DiagKind::UnknownField || d.kind == DiagKind::FieldType ||
+                       d.kind == DiagKind::EpilogueArity || d.kind == DiagKind::EpilogueBroadcast;
+    bool atPoison = std::find(poisonedAt.begin(), poisonedAt.end(), d.loc) != poisonedAt.end();
+    if (!independent || atPoison || d.severity != Severity::Error) continue;
+    Diagnostic& out = diags.error(d.kind, d.loc, d.message);
+    out.notes = d.notes;
+  }
+}
+
 std::vector<KernelSpec> validate(const EvalResult& raw, DiagEngine& diags) {
   std::vector<KernelSpec> specs;
   std::map<std::string, SourceLoc> firstDefinition;
@@ -214,6 +237,10 @@ std::vector<KernelSpec> validate(const EvalResult& raw, DiagEngine& diags) {
             .notes.push_back({it->second, "first defined here"});
         nameOk = false;
       }
+    }
+    if (k.poisoned) {
+      reportIndependentErrors(k, diags);
+      continue;
     }
     std::optional<KernelSpec> spec = validateKernel(k, diags);
     if (spec && nameOk) specs.push_back(std::move(*spec));

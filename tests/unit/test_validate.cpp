@@ -1120,3 +1120,21 @@ TEST_CASE("e2e: epilogue names and the list of a source kernel", "[validate][e2e
   CHECK(contains(list, "  epilogue                       # test.kdl:4:3\n"));
   CHECK(contains(list, "    output amax : f32 = max(abs(D));\n"));
 }
+
+TEST_CASE("a kernel with an evaluation error still reports independent errors", "[validate][poisoned]") {
+  kdl::SourceManager sm;
+  kdl::DiagEngine diags;
+  auto r = kdl::runFrontendOnText(sm, "p.kdl",
+                                  "kernel g {\n"
+                                  "  op = gemm; arch = sm80;\n"
+                                  "  A : bf61 row; B : bf16 col; D : bf16 row;\n"
+                                  "  tiel = 3;\n"
+                                  "  epilogue { input bias : f32 [chanel]; D = relu(acc, bias); }\n"
+                                  "}\n",
+                                  diags);
+  CHECK(r.specs.empty());
+  std::vector<std::string> ids;
+  for (const kdl::Diagnostic& d : diags.sorted()) ids.push_back(kdl::diagId(d.kind));
+  // the typo, then what it cannot have caused; nothing about operand A's dtype or a missing field
+  CHECK(ids == std::vector<std::string>{"undefined-name", "unknown-field", "epilogue-broadcast", "epilogue-arity"});
+}
