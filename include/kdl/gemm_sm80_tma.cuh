@@ -1,0 +1,387 @@
+// kdl/gemm_sm80_tma.cuh -- the sm80-path GEMM with its shared memory fed by Hopper's TMA.
+//
+// kdl::GemmSm80Tma<...> has exactly the template parameters and static interface of
+// kdl::GemmSm80 (kThreads, kSmemBytes, can_implement, workspace_size, run), so a generator can
+// switch between them with a one-word change. The math is GemmSm80's (ldmatrix + mma.sync, the
+// same 128-byte XOR swizzle, the same epilogue); only the global->shared copies differ:
+// instead of 256 threads' cp.async (LDGSTS), thread 0 issues one cp.async.bulk.tensor per
+// operand per k-tile, completing on a per-stage "full" mbarrier (expect_tx). Each warp
+// releases a stage by arriving on its "empty" mbarrier after its last ldmatrix of it; thread 0
+// waits for that before it overwrites the stage. The main loop has no __syncthreads.
+//
+// TMA path (experimental, v5 in docs/perf-notes.md): 16-bit elements (half/bf16), A RowMajor +
+// B ColMajor (both K-contiguous), TileK * 2 == 128 bytes (TMA's SWIZZLE_128B is then exactly
+// kdl's SwizzledTile<128>: 16-byte chunk ^ (row % 8)), TileM, TileN <= 256. Out-of-range M/N/K
+// elements are zero-filled by TMA; the epilogue stores in range only.
+// Every other case calls GemmSm80::run: other template configurations (at compile time), and at
+// run time split_k > 1, k == 0, a device that is not compute capability 9.x, a binary without
+// sm_90 code for this kernel, pointers/strides TMA cannot describe (16-byte aligned base,
+// strides multiples of 16 bytes, < 2^40), or a tensor-map encode failure.
+// Built for sm_80 only, the TMA kernel's body is __trap() and run() never launches it.
+#pragma once
+#include "kdl/gemm_sm80.cuh"
+#include "kdl/runtime.h"
+
+namespace kdl {
+
+namespace detail {
+// ---- sm_90 PTX helpers (bodies empty below sm_90; they are only called from sm_90 code) ----
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_fence_init() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint32_t done;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+#endif
+}
+__device__ __forceinline__ void tma_prefetch_desc(const void* desc) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(desc)) : "memory");
+#endif
+}
+// 3-D tiled load (c0 = K element, c1 = M/N row, c2 = batch) into CTA shared memory.
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const void* desc, uint32_t bar, int c0, int c1, int c2) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(desc)), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+#endif
+}
+
+template <class E> struct TmaDtype;
+template <> struct TmaDtype<half> { static constexpr CUtensorMapDataType value = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; };
+template <> struct TmaDtype<__nv_bfloat16> { static constexpr CUtensorMapDataType value = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; };
+}  // namespace detail
+
+template <class Gemm>
+__global__ void __launch_bounds__(Gemm::kThreads, 1) gemm_sm80_tma_kernel(const __grid_constant__ typename Gemm::TmaParams params) {
+#if defined(__CUDA_ARCH__)
+#if __CUDA_ARCH__ >= 900
+  Gemm::device_main_tma(params);
+#else
+  __trap();  // never launched: run() checks that the loaded image was built for sm_90+
+#endif
+#endif
+}
+
+template <class ElementA, class LayoutA, int AlignA,
+          class ElementB, class LayoutB, int AlignB,
+          class ElementAcc,
+          int TileM, int TileN, int TileK, int WarpsM, int WarpsN, int Stages,
+          bool RasterAlongM, class Epilogue>
+struct GemmSm80Tma {
+  using Base = GemmSm80<ElementA, LayoutA, AlignA, ElementB, LayoutB, AlignB, ElementAcc, TileM, TileN, TileK, WarpsM,
+                        WarpsN, Stages, RasterAlongM, Epilogue>;
+  static constexpr int kWarps = Base::kWarps;  // consumer (MMA) warps
+
+  // Configurations the TMA path covers (else everything forwards to GemmSm80).
+  static constexpr bool kTmaPath = sizeof(ElementA) == 2 && Base::kAContigK && Base::kBContigK &&
+                                   TileK * (int)sizeof(ElementA) == 128 && TileM <= 256 && TileN <= 256;
+
+  static constexpr int kStageBytesA = Base::kStageBytesA;
+  static constexpr int kStageBytesB = Base::kStageBytesB;
+  static constexpr int kDataSmem = Base::kSmemBytes;               // max(mainloop, epilogue staging)
+  static constexpr int kBarOffset = (kDataSmem + 7) / 8 * 8;        // full[Stages], empty[Stages]
+  static constexpr int kTmaSmem = kBarOffset + 16 * Stages + 1024;  // + slack to align the base to 1024 B
+  static constexpr int kSmemBytes = kTmaPath ? kTmaSmem : Base::kSmemBytes;
+  static constexpr int kThreads = Base::kThreads;
+
+  struct TmaParams {
+    CUtensorMap tmA;  // 64-byte aligned
+    CUtensorMap tmB;
+    int m, n, batch;
+    int tiles_m, tiles_n, ktiles;
+    typename Epilogue::Params ep;
+  };
+
+  // Which path the calling thread's last run() took (tests and benchmarks only).
+  static bool& last_run_used_tma() {
+    static thread_local bool v = false;
+    return v;
+  }
+
+  // ---------------------------------------------------------------- device ----
+  __device__ __forceinline__ static void device_main_tma(const TmaParams& P) {
+    extern __shared__ __align__(1024) uint8_t kdl_tma_smem[];
+    using Mma = typename Base::Mma;
+    using SwzA = typename Base::SwzA;
+    using SwzB = typename Base::SwzB;
+    constexpr int kWarpM = Base::kWarpM, kWarpN = Base::kWarpN, kMI = Base::kMI, kNI = Base::kNI, kKS = Base::kKS;
+    constexpr int kRowBytesA = Base::CopyA::kRowBytes, kRowBytesB = Base::CopyB::kRowBytes;
+    static_assert(kKS >= 2, "");
+
+    const int tid = threadIdx.x;
+    const int lane = tid & 31;
+    const int warp = tid >> 5;
+    const int wm = warp % WarpsM;
+    const int wn = warp / WarpsM;
+    int tm, tn;
+    detail::raster_tile<RasterAlongM, Base::kRasterGroup>(blockIdx.x, P.tiles_m, P.tiles_n, tm, tn);
+    const int batch = blockIdx.y;
+    const int m0 = tm * TileM, n0 = tn * TileN;
+    const int kt_end = P.ktiles;  // >= 1 (run() sends k == 0 to GemmSm80)
+
+    const uint32_t raw = smem_u32(kdl_tma_smem);
+    const uint32_t pad = ((raw + 1023u) & ~1023u) - raw;
+    uint8_t* smem = kdl_tma_smem + pad;
+    const uint32_t sA = raw + pad;
+    const uint32_t sB = sA + Stages * kStageBytesA;
+    const uint32_t bar = sA + kBarOffset;
+    auto full_bar = [&](int s) { return bar + 8u * (uint32_t)s; };
+    auto empty_bar = [&](int s) { return bar + 8u * (uint32_t)(Stages + s); };
+
+    if (tid == 0) {
+      detail::tma_prefetch_desc(&P.tmA);
+      detail::tma_prefetch_desc(&P.tmB);
+#pragma unroll
+      for (int s = 0; s < Stages; ++s) {
+        detail::mbar_init(full_bar(s), 1);
+        detail::mbar_init(empty_bar(s), kWarps);
+      }
+      detail::mbar_fence_init();
+    }
+    __syncthreads();
+
+    auto issue = [&](int kt) {  // thread 0 only
+      const int s = kt % Stages;
+      detail::mbar_arrive_expect_tx(full_bar(s), (uint32_t)(kStageBytesA + kStageBytesB));
+      detail::tma_load_3d(sA + s * kStageBytesA, &P.tmA, full_bar(s), kt * TileK, m0, batch);
+      detail::tma_load_3d(sB + s * kStageBytesB, &P.tmB, full_bar(s), kt * TileK, n0, batch);
+    };
+
+    using Acc = ElementAcc;
+    Acc acc[kMI][kNI][4];
+#pragma unroll
+    for (int i = 0; i < kMI; ++i)
+#pragma unroll
+      for (int j = 0; j < kNI; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[i][j][q] = Acc(0);
+
+    // ldmatrix offsets: GemmSm80's K-contiguous case.
+    uint32_t offA[kKS], offB[kKS];
+#pragma unroll
+    for (int i = 0; i < kKS; ++i) {
+      offA[i] = SwzA::offset(wm * kWarpM + (lane & 15), i * 2 + (lane >> 4));
+      offB[i] = SwzB::offset(wn * kWarpN + (lane & 7) + ((lane >> 4) << 3), i * 2 + ((lane >> 3) & 1));
+    }
+    uint32_t fa[2][kMI][4];
+    uint32_t fb[2][kNI][2];
+    auto load_frags = [&](int buf, uint32_t stA, uint32_t stB, int ks) {
+#pragma unroll
+      for (int mi = 0; mi < kMI; ++mi) ldmatrix_x4(fa[buf][mi], stA + offA[ks] + mi * 16 * kRowBytesA);
+#pragma unroll
+      for (int nj = 0; nj < kNI / 2; ++nj) {
+        uint32_t r[4];
+        ldmatrix_x4(r, stB + offB[ks] + nj * 16 * kRowBytesB);
+        fb[buf][2 * nj][0] = r[0];
+        fb[buf][2 * nj][1] = r[1];
+        fb[buf][2 * nj + 1][0] = r[2];
+        fb[buf][2 * nj + 1][1] = r[3];
+      }
+    };
+
+    // ---- prologue: tiles 0 .. Stages-2 in flight ----
+    if (tid == 0) {
+#pragma unroll
+      for (int t = 0; t < Stages - 1; ++t)
+        if (t < kt_end) issue(t);
+    }
+    detail::mbar_wait(full_bar(0), 0);
+    load_frags(0, sA, sB, 0);
+
+    // ---- mainloop ----
+    // Tile kt lives in stage kt % Stages (phase (kt / Stages) & 1 of its full barrier). At k-step 0
+    // of tile kt, thread 0 refills the stage of tile kt-1 with tile kt+Stages-1, after every warp
+    // released it (empty barrier). Each warp releases the stage of tile kt right after its last
+    // ldmatrix of it (k-step kKS-2 loads the fragments of k-step kKS-1).
+    int read_stage = 0;
+    uint32_t read_phase = 0;
+#pragma unroll 1
+    for (int kt = 0; kt < kt_end; ++kt) {
+#pragma unroll
+      for (int ks = 0; ks < kKS; ++ks) {
+        if (ks == 0 && tid == 0) {
+          const int nt = kt + Stages - 1;
+          if (nt < kt_end) {
+            if (kt >= 1) detail::mbar_wait(empty_bar((kt - 1) % Stages), (uint32_t)(((kt - 1) / Stages) & 1));
+            issue(nt);
+          }
+        }
+        const int cur_stage = read_stage;
+        if (ks == kKS - 1) {
+          read_stage = (read_stage + 1 == Stages) ? 0 : read_stage + 1;
+          if (read_stage == 0) read_phase ^= 1u;
+          if (kt + 1 < kt_end) detail::mbar_wait(full_bar(read_stage), read_phase);
+        }
+        load_frags((ks + 1) & 1, sA + read_stage * kStageBytesA, sB + read_stage * kStageBytesB, (ks + 1) % kKS);
+        if (ks == kKS - 2) {
+          __syncwarp();
+          if (lane == 0) detail::mbar_arrive(empty_bar(cur_stage));
+        }
+        const int buf = ks & 1;
+#pragma unroll
+        for (int mi = 0; mi < kMI; ++mi)
+#pragma unroll
+          for (int nn = 0; nn < kNI; ++nn) {
+            const int ni = (mi & 1) ? (kNI - 1 - nn) : nn;  // serpentine
+            Mma::mma(acc[mi][ni], fa[buf][mi], fb[buf][ni]);
+          }
+      }
+    }
+    __syncthreads();  // all warps are done reading the stages before the epilogue reuses them
+
+    // ---- epilogue: GemmSm80's (16 rows x warp-N per warp staged through smem, V columns per call) ----
+    constexpr int kV = Base::kV;
+    constexpr int kStgStride = Base::kStgStride;
+    Epilogue ep{};
+    typename Epilogue::State st{};
+    float* stg = reinterpret_cast<float*>(smem) + warp * 16 * kStgStride;
+    const int g = lane >> 2, t = lane & 3;
+    constexpr int kVecPerRow = kWarpN / kV;
+    constexpr int kItems = 16 * kVecPerRow;
+#pragma unroll
+    for (int mi = 0; mi < kMI; ++mi) {
+#pragma unroll
+      for (int ni = 0; ni < kNI; ++ni) {
+        *reinterpret_cast<float2*>(stg + g * kStgStride + ni * 8 + 2 * t) =
+            make_float2((float)acc[mi][ni][0], (float)acc[mi][ni][1]);
+        *reinterpret_cast<float2*>(stg + (g + 8) * kStgStride + ni * 8 + 2 * t) =
+            make_float2((float)acc[mi][ni][2], (float)acc[mi][ni][3]);
+      }
+      __syncwarp();
+#pragma unroll
+      for (int it = 0; it < kItems / 32; ++it) {
+        const int idx = it * 32 + lane;
+        const int r = idx / kVecPerRow;
+        const int cv = idx % kVecPerRow;
+        const float* src = stg + r * kStgStride + cv * kV;
+        float v[kV];
+        if constexpr (kV == 8) {
+          const int h = (lane >> 2) & 1;
+          const float4 x = *reinterpret_cast<const float4*>(src + 4 * h);
+          const float4 y = *reinterpret_cast<const float4*>(src + 4 - 4 * h);
+          v[0] = h ? y.x : x.x; v[1] = h ? y.y : x.y; v[2] = h ? y.z : x.z; v[3] = h ? y.w : x.w;
+          v[4] = h ? x.x : y.x; v[5] = h ? x.y : y.y; v[6] = h ? x.z : y.z; v[7] = h ? x.w : y.w;
+        } else {
+#pragma unroll
+          for (int q = 0; q < kV; ++q) v[q] = src[q];
+        }
+        const int gm = m0 + wm * kWarpM + mi * 16 + r;
+        const int gn = n0 + wn * kWarpN + cv * kV;
+        if (gm < P.m && gn < P.n) {
+          const int rem = P.n - gn;
+          const EpilogueCoord co{batch, gm, gn, rem < kV ? rem : kV};
+          ep.template apply<kV>(P.ep, st, co, v);
+        }
+      }
+      __syncwarp();
+    }
+    ep.finish(P.ep, st);
+  }
+
+  // ------------------------------------------------------------------ host ----
+  static const char* can_implement(const GemmProblem& p) { return Base::can_implement(p); }
+  static size_t workspace_size(const GemmProblem& p) { return Base::workspace_size(p); }
+
+  // Encodes a 3-D map {K, rows, batch} with a TileK x rows_box box and the 128-byte swizzle.
+  static bool encode(CUtensorMap* map, const void* ptr, int64_t ld, int64_t batch_stride, int k, int rows, int batch,
+                     int rows_box) {
+    const DriverApi& api = driver_api();
+    if (api.cuTensorMapEncodeTiled == nullptr) return false;
+    const uint64_t es = sizeof(ElementA);
+    const uint64_t row_stride = (uint64_t)ld * es;
+    uint64_t bstride = batch > 1 ? (uint64_t)batch_stride * es : row_stride * (uint64_t)rows;
+    if (batch <= 1 && bstride >= (1ull << 40)) bstride = row_stride;
+    if (reinterpret_cast<uintptr_t>(ptr) % 16 || row_stride % 16 || bstride % 16 || bstride == 0 ||
+        row_stride >= (1ull << 40) || bstride >= (1ull << 40))
+      return false;
+    cuuint64_t dims[3] = {(cuuint64_t)k, (cuuint64_t)rows, (cuuint64_t)(batch < 1 ? 1 : batch)};
+    cuuint64_t strides[2] = {(cuuint64_t)row_stride, (cuuint64_t)bstride};
+    cuuint32_t box[3] = {(cuuint32_t)TileK, (cuuint32_t)rows_box, 1};
+    cuuint32_t estr[3] = {1, 1, 1};
+    CUresult r = api.cuTensorMapEncodeTiled(map, detail::TmaDtype<ElementA>::value, 3, const_cast<void*>(ptr), dims, strides,
+                                            box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS;
+  }
+
+  // 1: the current device and the loaded kernel image can take the TMA path; 0: not.
+  static bool tma_runnable() {
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    if (major != 9) return false;
+    static int image_ok = -1;  // per process (one device kind)
+    if (image_ok < 0) {
+      cudaFuncAttributes fa;
+      if (cudaFuncGetAttributes(&fa, gemm_sm80_tma_kernel<GemmSm80Tma>) != cudaSuccess) {
+        cudaGetLastError();
+        image_ok = 0;
+      } else {
+        image_ok = (fa.ptxVersion >= 90 && fa.binaryVersion >= 90) ? 1 : 0;
+      }
+      if (image_ok && cudaFuncSetAttribute(gemm_sm80_tma_kernel<GemmSm80Tma>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           kSmemBytes) != cudaSuccess) {
+        cudaGetLastError();
+        image_ok = 0;
+      }
+    }
+    return image_ok == 1;
+  }
+
+  static cudaError_t run(const GemmProblem& p, const typename Epilogue::Params& ep, void* workspace, cudaStream_t stream) {
+    last_run_used_tma() = false;
+    if (can_implement(p) != nullptr) return cudaErrorInvalidValue;
+    if (p.m == 0 || p.n == 0) return cudaSuccess;
+    if constexpr (!kTmaPath) {
+      return Base::run(p, ep, workspace, stream);
+    } else {
+      if (p.split_k > 1 || p.k == 0 || !tma_runnable()) return Base::run(p, ep, workspace, stream);
+      TmaParams kp;
+      if (!encode(&kp.tmA, p.A, p.lda, p.batch_stride_a, p.k, p.m, p.batch, TileM) ||
+          !encode(&kp.tmB, p.B, p.ldb, p.batch_stride_b, p.k, p.n, p.batch, TileN))
+        return Base::run(p, ep, workspace, stream);
+      kp.m = p.m;
+      kp.n = p.n;
+      kp.batch = p.batch;
+      kp.tiles_m = (p.m + TileM - 1) / TileM;
+      kp.tiles_n = (p.n + TileN - 1) / TileN;
+      kp.ktiles = (p.k + TileK - 1) / TileK;
+      kp.ep = ep;
+      dim3 grid((unsigned)(kp.tiles_m * kp.tiles_n), (unsigned)p.batch, 1);
+      gemm_sm80_tma_kernel<GemmSm80Tma><<<grid, kThreads, kSmemBytes, stream>>>(kp);
+      last_run_used_tma() = true;
+      return cudaGetLastError();
+    }
+  }
+};
+
+}  // namespace kdl

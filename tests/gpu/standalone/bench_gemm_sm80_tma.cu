@@ -1,0 +1,191 @@
+// Benchmark: kdl::GemmSm80Tma (TMA-fed smem, mma.sync math) beside kdl::GemmSm80 and cuBLASLt,
+// bf16, A row (MxK), B col (NxK), D row, alpha=1, beta=0. Same process, same buffers; median over
+// 7 batches of CUDA-event-timed launches; cuBLASLt re-timed right after each config (clock drift).
+// Helpers (NVML probe, timing, fill) copied from bench_gemm_sm80.cu.
+// Usage: bench_gemm_sm80_tma [rounds (default 2)]
+#include "common.cuh"
+#include "kdl/gemm_sm80_tma.cuh"
+#include <cublasLt.h>
+#include <algorithm>
+#include <random>
+#include <string>
+#include <cstring>
+#include <functional>
+#include <atomic>
+#include <thread>
+#include <dlfcn.h>
+
+// Optional NVML (dlopen'ed, no header needed): mean SM clock and energy over each timed region,
+// so configs can be compared per clock / per joule on the power-capped card.
+namespace nvml {
+typedef int (*InitFn)();
+typedef int (*HandleFn)(unsigned, void**);
+typedef int (*ClockFn)(void*, int, unsigned*);
+typedef int (*EnergyFn)(void*, unsigned long long*);
+static void* dev = nullptr;
+static ClockFn clock_fn = nullptr;
+static EnergyFn energy_fn = nullptr;
+static void init() {
+  void* h = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+  if (!h) return;
+  auto in = (InitFn)dlsym(h, "nvmlInit_v2");
+  auto gh = (HandleFn)dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
+  clock_fn = (ClockFn)dlsym(h, "nvmlDeviceGetClockInfo");
+  energy_fn = (EnergyFn)dlsym(h, "nvmlDeviceGetTotalEnergyConsumption");
+  if (!in || !gh || !clock_fn || in() != 0 || gh(0, &dev) != 0) { dev = nullptr; }
+}
+struct Probe {  // samples the SM clock (NVML_CLOCK_SM = 1) every ~2 ms between start() and stop()
+  std::atomic<bool> run{false};
+  std::thread th;
+  double sum = 0; int n = 0; unsigned long long e0 = 0, e1 = 0;
+  void start() {
+    if (!dev) return;
+    energy_fn(dev, &e0);
+    run = true;
+    th = std::thread([this] { while (run) { unsigned c; if (clock_fn(dev, 1, &c) == 0) { sum += c; ++n; } std::this_thread::sleep_for(std::chrono::milliseconds(2)); } });
+  }
+  void stop() { if (!dev) return; run = false; th.join(); energy_fn(dev, &e1); }
+  double mhz() const { return n ? sum / n : 0; }
+  double joules() const { return (e1 - e0) * 1e-3; }
+};
+}  // namespace nvml
+static double g_last_mhz = 0, g_last_j = 0;
+
+using bf16 = __nv_bfloat16;
+using kdl::RowMajor;
+using kdl::ColMajor;
+
+#define CKL(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { fprintf(stderr, "cublasLt %d at %s:%d\n", (int)s_, __FILE__, __LINE__); exit(3); } } while (0)
+
+__global__ void fill_rand(bf16* p, size_t n, uint32_t seed) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    uint32_t h = (uint32_t)i * 2654435761u ^ seed; h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
+    p[i] = __float2bfloat16((float)(h & 0xffff) / 32768.f - 1.f);
+  }
+}
+__global__ void max_rel_diff(const bf16* a, const bf16* b, size_t n, float* out) {
+  float m = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    float x = __bfloat162float(a[i]), y = __bfloat162float(b[i]);
+    float d = fabsf(x - y) / (fabsf(y) + 1.f);
+    if (!(d <= m)) m = (d != d) ? 1e30f : d;
+  }
+  atomicMax((int*)out, __float_as_int(m));
+}
+
+template <class F>
+static float time_median_ms(F&& f, int iters, int batches) {
+  cudaEvent_t e0, e1; CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
+  for (int i = 0; i < 3; ++i) f();
+  CK(cudaDeviceSynchronize());
+  std::vector<float> t;
+  nvml::Probe pr;
+  pr.start();
+  for (int b = 0; b < batches; ++b) {
+    CK(cudaEventRecord(e0));
+    for (int i = 0; i < iters; ++i) f();
+    CK(cudaEventRecord(e1)); CK(cudaEventSynchronize(e1));
+    float ms; CK(cudaEventElapsedTime(&ms, e0, e1)); t.push_back(ms / iters);
+  }
+  pr.stop();
+  g_last_mhz = pr.mhz();
+  g_last_j = pr.joules() / ((double)batches * iters);  // per launch
+  CK(cudaGetLastError());
+  std::sort(t.begin(), t.end());
+  cudaEventDestroy(e0); cudaEventDestroy(e1);
+  return t[t.size() / 2];
+}
+
+struct Bufs { bf16 *A, *B, *D, *Dref; float* diff; void* ws; size_t ws_bytes; void* lt_ws; };
+
+
+template <int TM, int TN, int WM, int WN, int S, bool R>
+using Sm80 = kdl::GemmSm80<bf16, RowMajor, 8, bf16, ColMajor, 8, float, TM, TN, 64, WM, WN, S, R, StoreEpilogue<bf16>>;
+template <int TM, int TN, int WM, int WN, int S, bool R>
+using Tma = kdl::GemmSm80Tma<bf16, RowMajor, 8, bf16, ColMajor, 8, float, TM, TN, 64, WM, WN, S, R, StoreEpilogue<bf16>>;
+
+static std::function<void()> g_lt_run;
+
+template <class Gemm>
+static void bench_cfg(const char* name, int M, int N, int K, Bufs& b, int iters) {
+  kdl::GemmProblem p{M, N, K, 1, b.A, K, 0, b.B, K, 0, 1};
+  StoreEpilogue<bf16>::Params ep{b.D, N, 0, 1.f};
+  if (const char* w = Gemm::can_implement(p)) { printf("  %-30s skip: %s\n", name, w); return; }
+  CK(cudaMemset(b.D, 0xff, (size_t)M * N * 2));
+  CK(Gemm::run(p, ep, nullptr, 0));
+  CK(cudaDeviceSynchronize());
+  CK(cudaMemset(b.diff, 0, 4));
+  max_rel_diff<<<264, 256>>>(b.D, b.Dref, (size_t)M * N, b.diff);
+  float diff; CK(cudaMemcpy(&diff, b.diff, 4, cudaMemcpyDeviceToHost));
+  float t = time_median_ms([&] { Gemm::run(p, ep, nullptr, 0); }, iters, 7);
+  const double mhz = g_last_mhz, joule = g_last_j;
+  float t_lt = time_median_ms(g_lt_run, iters, 7);
+  const double mhz_lt = g_last_mhz;
+  double tf = 2.0 * M * N * K / (t * 1e-3) / 1e12;
+  printf("  %-30s %8.3f ms %7.1f TFLOP/s  (%5.1f%% of adjacent cuBLASLt %6.1f)  maxreldiff vs Lt %.2e%s\n", name, t, tf,
+         100.0 * t_lt / t, 2.0 * M * N * K / (t_lt * 1e-3) / 1e12, diff, diff > 2e-2 ? "  MISMATCH" : "");
+  if (mhz > 0)
+    printf("    clock %4.0f MHz (Lt %4.0f)  %6.1f TFLOP/s per GHz  %5.2f J per launch\n", mhz, mhz_lt, tf / (mhz * 1e-3), joule);
+  printf("CSV,%d,%d,%d,%s,%.4f,%.1f,%.4f,%.0f\n", M, N, K, name, t, tf, t_lt, mhz);
+}
+
+int main(int argc, char** argv) {
+  const int rounds = argc > 1 ? atoi(argv[1]) : 2;
+  struct Shape { int m, n, k; };
+  std::vector<Shape> shapes = {{2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 1024, 8192}};
+  size_t maxA = 0, maxB = 0, maxD = 0;
+  for (auto s : shapes) { maxA = std::max(maxA, (size_t)s.m * s.k); maxB = std::max(maxB, (size_t)s.n * s.k); maxD = std::max(maxD, (size_t)s.m * s.n); }
+  Bufs b;
+  CK(cudaMalloc(&b.A, maxA * 2)); CK(cudaMalloc(&b.B, maxB * 2)); CK(cudaMalloc(&b.D, maxD * 2)); CK(cudaMalloc(&b.Dref, maxD * 2));
+  CK(cudaMalloc(&b.diff, 4));
+  const size_t lt_ws_bytes = 64u << 20; CK(cudaMalloc(&b.lt_ws, lt_ws_bytes));
+  fill_rand<<<1024, 256>>>(b.A, maxA, 1); fill_rand<<<1024, 256>>>(b.B, maxB, 2);
+  CK(cudaDeviceSynchronize());
+  cublasLtHandle_t lt; CKL(cublasLtCreate(&lt));
+  cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));
+  nvml::init();
+  printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+  {  // path check
+    kdl::GemmProblem p{256, 256, 256, 1, b.A, 256, 0, b.B, 256, 0, 1};
+    StoreEpilogue<bf16>::Params ep{b.D, 256, 0, 1.f};
+    CK((Tma<128, 256, 2, 4, 4, false>::run(p, ep, nullptr, 0))); CK(cudaDeviceSynchronize());
+    printf("GemmSm80Tma path: %s\n", Tma<128, 256, 2, 4, 4, false>::last_run_used_tma() ? "TMA" : "FALLBACK (GemmSm80)");
+  }
+  for (auto s : shapes) {
+    const int M = s.m, N = s.n, K = s.k;
+    cublasLtMatmulDesc_t op; CKL(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    CKL(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    CKL(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    cublasLtMatrixLayout_t la, lb, ld;
+    CKL(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, K, N, K));
+    CKL(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, K, M, K));
+    CKL(cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, N, M, N));
+    cublasLtMatmulPreference_t pref; CKL(cublasLtMatmulPreferenceCreate(&pref));
+    CKL(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &lt_ws_bytes, sizeof lt_ws_bytes));
+    cublasLtMatmulHeuristicResult_t heur; int nres = 0;
+    CKL(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 1, &heur, &nres));
+    float alpha = 1.f, beta = 0.f;
+    auto lt_run = [&] {
+      cublasLtMatmul(lt, op, &alpha, b.B, la, b.A, lb, &beta, b.Dref, ld, b.Dref, ld, &heur.algo, b.lt_ws, lt_ws_bytes, 0);
+    };
+    const double flops = 2.0 * M * N * K;
+    int iters = std::max(3, (int)(20e-3 / (flops / 600e12)));
+    iters = std::min(iters, 200);
+    g_lt_run = lt_run;
+    float t_lt = time_median_ms(lt_run, iters, 7);
+    CK(cudaDeviceSynchronize());
+    printf("%dx%dx%d  cuBLASLt %8.3f ms %7.1f TFLOP/s\n", M, N, K, t_lt, flops / (t_lt * 1e-3) / 1e12);
+    for (int r = 0; r < rounds; ++r) {
+      bench_cfg<Sm80<128, 256, 2, 4, 3, false>>("Sm80    128x256x64 s3 rN", M, N, K, b, iters);
+      bench_cfg<Tma<128, 256, 2, 4, 3, false>>("Sm80Tma 128x256x64 s3 rN", M, N, K, b, iters);
+      bench_cfg<Tma<128, 256, 2, 4, 4, false>>("Sm80Tma 128x256x64 s4 rN", M, N, K, b, iters);
+      bench_cfg<Sm80<256, 128, 4, 2, 3, false>>("Sm80    256x128x64 s3 rN", M, N, K, b, iters);
+      bench_cfg<Tma<256, 128, 4, 2, 4, false>>("Sm80Tma 256x128x64 s4 rN", M, N, K, b, iters);
+    }
+    cublasLtMatmulPreferenceDestroy(pref); cublasLtMatrixLayoutDestroy(la); cublasLtMatrixLayoutDestroy(lb);
+    cublasLtMatrixLayoutDestroy(ld); cublasLtMatmulDescDestroy(op);
+  }
+  cublasLtDestroy(lt);
+  return 0;
+}
