@@ -148,7 +148,7 @@ std::string emitKernelSource(const KernelPlan& p, const EmitOptions& o) {
   w.raw("#include <kdl/abi.h>");
   w.raw("#include <kdl/activations.cuh>");
   w.raw("#include <kdl/epilogue.cuh>");
-  w.raw("#include <kdl/gemm_sm80.cuh>");
+  w.raw("#include <kdl/gemm_sm80_tma.cuh>");
   w.raw("#include <kdl/numeric.cuh>");
   w.raw("#include <kdl/runtime.h>");
   w.raw("#include <limits.h>");

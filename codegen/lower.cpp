@@ -54,7 +54,7 @@ static const char* originWord(Origin o) {
 }
 
 std::string KernelPlan::templateInstance() const {
-  return fmt::format("kdl::GemmSm80<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, Epilogue>", a.cppType,
+  return fmt::format("kdl::GemmSm80Tma<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, Epilogue>", a.cppType,
                      a.cppLayout, a.align, b.cppType, b.cppLayout, b.align, accumCpp, tileM, tileN, tileK, warpsM,
                      warpsN, stages, rasterAlongM ? "true" : "false");
 }
@@ -230,8 +230,10 @@ static bool lowerOne(const KernelSpec& s, KernelPlan& p, DiagEngine& diags) {
     default:
       return false;  // checkSupported reported it
   }
-  decide("path", "kdl::GemmSm80 (include/kdl/gemm_sm80.cuh)",
-         "schedule = multistage: cp.async multistage pipeline, ldmatrix and mma.sync tensor-core instructions");
+  decide("path", "kdl::GemmSm80Tma (include/kdl/gemm_sm80_tma.cuh) over kdl::GemmSm80 (include/kdl/gemm_sm80.cuh)",
+         "schedule = multistage: a multistage pipeline, ldmatrix and mma.sync tensor-core instructions; on Hopper "
+         "(sm_90 code) with 16-bit A row + B col, 64-element K tiles and TMA-describable pointers, the stages are "
+         "filled by TMA (one thread, mbarriers), otherwise by every thread's cp.async");
 
   // -- operands
   const Operand& A = *s.operand("A");

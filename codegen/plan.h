@@ -82,7 +82,7 @@ struct KernelPlan {
   std::vector<ArgPlan> args;              // ABI order
   std::vector<Decision> decisions;
 
-  std::string templateInstance() const;   // "kdl::GemmSm80<...>" without the epilogue argument's name
+  std::string templateInstance() const;   // "kdl::GemmSm80Tma<...>" without the epilogue argument's name
 };
 
 // C++ spelling of an element type ("__nv_bfloat16"); tf32 operands are stored as float.

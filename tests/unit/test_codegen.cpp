@@ -98,7 +98,7 @@ TEST_CASE("targets, shared memory and decisions", "[codegen][lower]") {
   }
   CHECK(contains(decision(p, "smem A")->value, "Swizzle<3,4,3>"));
   CHECK(p.templateInstance() ==
-        "kdl::GemmSm80<__nv_bfloat16, kdl::RowMajor, 8, __nv_bfloat16, kdl::ColMajor, 8, float, 128, 128, 32, 2, 2, 4, "
+        "kdl::GemmSm80Tma<__nv_bfloat16, kdl::RowMajor, 8, __nv_bfloat16, kdl::ColMajor, 8, float, 128, 128, 32, 2, 2, 4, "
         "false, Epilogue>");
   s.arch.value = Arch::SM90a;
   p = lowerOne(s);
@@ -175,7 +175,7 @@ TEST_CASE("emitted files: header comment, includes, no absolute paths, determini
                                   "). Do not edit.\n",
                               0) == 0);
   const std::string& cu = a[1].contents;
-  CHECK(contains(cu, "#include <kdl/gemm_sm80.cuh>"));
+  CHECK(contains(cu, "#include <kdl/gemm_sm80_tma.cuh>"));
   CHECK(contains(cu, "#include \"gemm_x.h\""));
   CHECK(contains(cu, "extern \"C\" int kdl_gemm_x_run("));
   CHECK(contains(cu, "cudaMemsetAsync(a.amax, 0, sizeof(float), stream)"));

@@ -6,7 +6,7 @@
 #include <kdl/abi.h>
 #include <kdl/activations.cuh>
 #include <kdl/epilogue.cuh>
-#include <kdl/gemm_sm80.cuh>
+#include <kdl/gemm_sm80_tma.cuh>
 #include <kdl/numeric.cuh>
 #include <kdl/runtime.h>
 #include <limits.h>
@@ -44,7 +44,7 @@ struct Epilogue {
 // mma: mma.sync.aligned.m16n8k32 (s8 x s8 -> s32)
 // warps: 2 x 2 = 4 warps, 128 threads; warp tile 64 x 64 (4 x 8 mma tiles of 16x8)
 // stages: 3
-using Gemm = kdl::GemmSm80<int8_t, kdl::RowMajor, 16, int8_t, kdl::ColMajor, 16, int32_t, 128, 128, 64, 2, 2, 3, false, Epilogue>;
+using Gemm = kdl::GemmSm80Tma<int8_t, kdl::RowMajor, 16, int8_t, kdl::ColMajor, 16, int32_t, 128, 128, 64, 2, 2, 3, false, Epilogue>;
 
 constexpr const char* kName = "gemm_s8_requant";
 

@@ -6,7 +6,7 @@
 #include <kdl/abi.h>
 #include <kdl/activations.cuh>
 #include <kdl/epilogue.cuh>
-#include <kdl/gemm_sm80.cuh>
+#include <kdl/gemm_sm80_tma.cuh>
 #include <kdl/numeric.cuh>
 #include <kdl/runtime.h>
 #include <limits.h>
@@ -51,7 +51,7 @@ struct Epilogue {
 // mma: mma.sync.aligned.m16n8k8 (tf32 x tf32 -> f32)
 // warps: 2 x 2 = 4 warps, 128 threads; warp tile 64 x 64 (4 x 8 mma tiles of 16x8)
 // stages: 3
-using Gemm = kdl::GemmSm80<float, kdl::RowMajor, 4, float, kdl::ColMajor, 4, float, 128, 128, 32, 2, 2, 3, false, Epilogue>;
+using Gemm = kdl::GemmSm80Tma<float, kdl::RowMajor, 4, float, kdl::ColMajor, 4, float, 128, 128, 32, 2, 2, 3, false, Epilogue>;
 
 constexpr const char* kName = "gemm_tf32_aux";
 

@@ -6,7 +6,7 @@
 #include <kdl/abi.h>
 #include <kdl/activations.cuh>
 #include <kdl/epilogue.cuh>
-#include <kdl/gemm_sm80.cuh>
+#include <kdl/gemm_sm80_tma.cuh>
 #include <kdl/numeric.cuh>
 #include <kdl/runtime.h>
 #include <limits.h>
@@ -42,7 +42,7 @@ struct Epilogue {
 // mma: mma.sync.aligned.m16n8k16 (f16 x f16 -> f32)
 // warps: 2 x 2 = 4 warps, 128 threads; warp tile 32 x 32 (2 x 4 mma tiles of 16x8)
 // stages: 3
-using Gemm = kdl::GemmSm80<half, kdl::RowMajor, 8, half, kdl::ColMajor, 8, float, 64, 64, 64, 2, 2, 3, true, Epilogue>;
+using Gemm = kdl::GemmSm80Tma<half, kdl::RowMajor, 8, half, kdl::ColMajor, 8, float, 64, 64, 64, 2, 2, 3, true, Epilogue>;
 
 constexpr const char* kName = "gemm_f16_batched";
 

@@ -6,7 +6,7 @@
 #include <kdl/abi.h>
 #include <kdl/activations.cuh>
 #include <kdl/epilogue.cuh>
-#include <kdl/gemm_sm80.cuh>
+#include <kdl/gemm_sm80_tma.cuh>
 #include <kdl/numeric.cuh>
 #include <kdl/runtime.h>
 #include <limits.h>
@@ -43,7 +43,7 @@ struct Epilogue {
 // mma: mma.sync.aligned.m16n8k16 (bf16 x bf16 -> f32)
 // warps: 2 x 4 = 8 warps, 256 threads; warp tile 64 x 64 (4 x 8 mma tiles of 16x8)
 // stages: 3
-using Gemm = kdl::GemmSm80<__nv_bfloat16, kdl::RowMajor, 8, __nv_bfloat16, kdl::ColMajor, 8, float, 128, 256, 32, 2, 4, 3, false, Epilogue>;
+using Gemm = kdl::GemmSm80Tma<__nv_bfloat16, kdl::RowMajor, 8, __nv_bfloat16, kdl::ColMajor, 8, float, 128, 256, 32, 2, 4, 3, false, Epilogue>;
 
 constexpr const char* kName = "mlp_up_bf16_bias_gelu";
 
