@@ -479,10 +479,21 @@ struct GemmSm80 {
       if (tid == 0) *sem = 0;  // leave the semaphore reset for the next launch
     }
 
-    // ---- epilogue: stage 16 rows x warp-N per warp through smem, V columns per call ----
+    // ---- epilogue ----
+    run_epilogue(P.ep, reinterpret_cast<float*>(kdl_smem), acc, batch, pr.m, pr.n, m0 + wm * kWarpM, n0 + wn * kWarpN, warp,
+                 lane);
+  }
+
+  // The epilogue of one output tile, shared with GemmSm80Tma: each warp stages 16 rows x warp-N of
+  // its accumulators through shared memory (`smem`, free again after the mainloop) and hands V
+  // consecutive in-range columns at a time to Epilogue::apply; every thread then calls finish.
+  // (mw, nw) is the warp tile's first output element.
+  __device__ __forceinline__ static void run_epilogue(const typename Epilogue::Params& params, float* smem,
+                                                      ElementAcc (&acc)[kMI][kNI][4], int batch, int m, int n, int mw,
+                                                      int nw, int warp, int lane) {
     Epilogue ep{};
     typename Epilogue::State st{};
-    float* stg = reinterpret_cast<float*>(kdl_smem) + warp * 16 * kStgStride;
+    float* stg = smem + warp * 16 * kStgStride;
     const int g = lane >> 2, t = lane & 3;
     constexpr int kVecPerRow = kWarpN / kV;
     constexpr int kItems = 16 * kVecPerRow;
@@ -513,17 +524,17 @@ struct GemmSm80 {
 #pragma unroll
           for (int q = 0; q < kV; ++q) v[q] = src[q];
         }
-        const int gm = m0 + wm * kWarpM + mi * 16 + r;
-        const int gn = n0 + wn * kWarpN + cv * kV;
-        if (gm < pr.m && gn < pr.n) {
-          const int rem = pr.n - gn;
+        const int gm = mw + mi * 16 + r;
+        const int gn = nw + cv * kV;
+        if (gm < m && gn < n) {
+          const int rem = n - gn;
           const EpilogueCoord co{batch, gm, gn, rem < kV ? rem : kV};
-          ep.template apply<kV>(P.ep, st, co, v);
+          ep.template apply<kV>(params, st, co, v);
         }
       }
       __syncwarp();
     }
-    ep.finish(P.ep, st);
+    ep.finish(params, st);
   }
 
   // ------------------------------------------------------------------ host ----

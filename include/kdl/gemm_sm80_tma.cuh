@@ -256,53 +256,9 @@ struct GemmSm80Tma {
     }
     __syncthreads();  // all warps are done reading the stages before the epilogue reuses them
 
-    // ---- epilogue: GemmSm80's (16 rows x warp-N per warp staged through smem, V columns per call) ----
-    constexpr int kV = Base::kV;
-    constexpr int kStgStride = Base::kStgStride;
-    Epilogue ep{};
-    typename Epilogue::State st{};
-    float* stg = reinterpret_cast<float*>(smem) + warp * 16 * kStgStride;
-    const int g = lane >> 2, t = lane & 3;
-    constexpr int kVecPerRow = kWarpN / kV;
-    constexpr int kItems = 16 * kVecPerRow;
-#pragma unroll
-    for (int mi = 0; mi < kMI; ++mi) {
-#pragma unroll
-      for (int ni = 0; ni < kNI; ++ni) {
-        *reinterpret_cast<float2*>(stg + g * kStgStride + ni * 8 + 2 * t) =
-            make_float2((float)acc[mi][ni][0], (float)acc[mi][ni][1]);
-        *reinterpret_cast<float2*>(stg + (g + 8) * kStgStride + ni * 8 + 2 * t) =
-            make_float2((float)acc[mi][ni][2], (float)acc[mi][ni][3]);
-      }
-      __syncwarp();
-#pragma unroll
-      for (int it = 0; it < kItems / 32; ++it) {
-        const int idx = it * 32 + lane;
-        const int r = idx / kVecPerRow;
-        const int cv = idx % kVecPerRow;
-        const float* src = stg + r * kStgStride + cv * kV;
-        float v[kV];
-        if constexpr (kV == 8) {
-          const int h = (lane >> 2) & 1;
-          const float4 x = *reinterpret_cast<const float4*>(src + 4 * h);
-          const float4 y = *reinterpret_cast<const float4*>(src + 4 - 4 * h);
-          v[0] = h ? y.x : x.x; v[1] = h ? y.y : x.y; v[2] = h ? y.z : x.z; v[3] = h ? y.w : x.w;
-          v[4] = h ? x.x : y.x; v[5] = h ? x.y : y.y; v[6] = h ? x.z : y.z; v[7] = h ? x.w : y.w;
-        } else {
-#pragma unroll
-          for (int q = 0; q < kV; ++q) v[q] = src[q];
-        }
-        const int gm = m0 + wm * kWarpM + mi * 16 + r;
-        const int gn = n0 + wn * kWarpN + cv * kV;
-        if (gm < P.m && gn < P.n) {
-          const int rem = P.n - gn;
-          const EpilogueCoord co{batch, gm, gn, rem < kV ? rem : kV};
-          ep.template apply<kV>(P.ep, st, co, v);
-        }
-      }
-      __syncwarp();
-    }
-    ep.finish(P.ep, st);
+    // ---- epilogue: GemmSm80's ----
+    Base::run_epilogue(P.ep, reinterpret_cast<float*>(smem), acc, batch, P.m, P.n, m0 + wm * kWarpM, n0 + wn * kWarpN,
+                       warp, lane);
   }
 
   // ------------------------------------------------------------------ host ----
