@@ -151,7 +151,6 @@ std::string emitKernelSource(const KernelPlan& p, const EmitOptions& o) {
   w.raw("#include <kdl/gemm_sm80_tma.cuh>");
   w.raw("#include <kdl/numeric.cuh>");
   w.raw("#include <kdl/runtime.h>");
-  w.raw("#include <limits.h>");
   w.blank();
   w.line("namespace kdl_kernels::{} {{", N);
   w.raw("namespace detail {");
@@ -250,11 +249,9 @@ std::string emitKernelSource(const KernelPlan& p, const EmitOptions& o) {
   w.line("constexpr int32_t kNumArgs = {};", p.args.size());
   w.raw("// kdl_gemm_shape + kdl_arg[] (include/kdl/abi.h) -> Arguments; nullptr or what is wrong.");
   w.open("inline const char* unpack(const kdl_gemm_shape* s, const kdl_arg* args, int32_t nargs, Arguments& a) {{");
-  w.raw("if (s == nullptr) return kdl::error_message(\"%s: shape is null\", kName);");
+  w.raw("if (const char* e = kdl::check_abi_shape(kName, s)) return e;");
   w.raw("if (nargs != kNumArgs) return kdl::error_message(\"%s: %d arguments given, the kernel takes %d\", kName, (int)nargs, (int)kNumArgs);");
   w.raw("if (args == nullptr) return kdl::error_message(\"%s: args is null\", kName);");
-  w.raw("if (s->m < 0 || s->n < 0 || s->k < 0 || s->m > INT_MAX || s->n > INT_MAX || s->k > INT_MAX || s->batch < 1 || s->batch > INT_MAX)");
-  w.raw("  return kdl::error_message(\"%s: shape out of range (m=%lld, n=%lld, k=%lld, batch=%lld)\", kName, (long long)s->m, (long long)s->n, (long long)s->k, (long long)s->batch);");
   w.raw("a.m = (int)s->m; a.n = (int)s->n; a.k = (int)s->k; a.batch = (int)s->batch;");
   if (p.serialSplitK) w.raw("a.split_k = s->split_k;");
   else w.raw("if (s->split_k != 1) return kdl::error_message(\"%s: split_k (%d) must be 1; the kernel has no split-K\", kName, (int)s->split_k);");
@@ -311,9 +308,7 @@ std::string emitKernelSource(const KernelPlan& p, const EmitOptions& o) {
   w.close();
   w.blank();
   w.open("extern \"C\" size_t kdl_{}_workspace_size(const kdl_gemm_shape* shape) {{", N);
-  w.raw("if (shape == nullptr || shape->m < 0 || shape->n < 0 || shape->k < 0 || shape->m > INT_MAX || shape->n > INT_MAX ||");
-  w.raw("    shape->k > INT_MAX || shape->batch < 1 || shape->batch > INT_MAX)");
-  w.raw("  return 0;");
+  w.line("if (kdl::check_abi_shape(kdl_kernels::{}::detail::kName, shape) != nullptr) return 0;", N);
   w.line("kdl_kernels::{}::Arguments a;", N);
   w.raw("a.m = (int)shape->m; a.n = (int)shape->n; a.k = (int)shape->k; a.batch = (int)shape->batch;");
   if (p.serialSplitK) w.raw("a.split_k = shape->split_k;");

@@ -13,6 +13,7 @@
 #pragma once
 #include <cuda.h>  // driver types and prototypes only; nothing here links against libcuda
 #include <cuda_runtime_api.h>
+#include <kdl/abi.h>
 
 #include <atomic>
 #include <cstdarg>
@@ -36,6 +37,16 @@ inline const char* error_message(const char* fmt, ...) {
 }
 
 inline bool is_aligned(const void* p, size_t bytes) { return bytes <= 1 || reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+// nullptr when a C-ABI shape fits the generated C++ API (int sizes, batch >= 1), else what is wrong.
+inline const char* check_abi_shape(const char* kernel, const kdl_gemm_shape* s) {
+  if (s == nullptr) return error_message("%s: shape is null", kernel);
+  const int64_t kMax = 0x7fffffff;
+  if (s->m < 0 || s->n < 0 || s->k < 0 || s->m > kMax || s->n > kMax || s->k > kMax || s->batch < 1 || s->batch > kMax)
+    return error_message("%s: shape out of range (m=%lld, n=%lld, k=%lld, batch=%lld)", kernel, (long long)s->m,
+                         (long long)s->n, (long long)s->k, (long long)s->batch);
+  return nullptr;
+}
 
 // nullptr when the current device can run code built for `arch`: compute capability >= min_cc
 // (major*10+minor), or exactly min_cc for architecture-specific targets (sm90a).

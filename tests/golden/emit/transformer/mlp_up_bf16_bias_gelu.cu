@@ -9,7 +9,6 @@
 #include <kdl/gemm_sm80_tma.cuh>
 #include <kdl/numeric.cuh>
 #include <kdl/runtime.h>
-#include <limits.h>
 
 namespace kdl_kernels::mlp_up_bf16_bias_gelu {
 namespace detail {
@@ -92,11 +91,9 @@ namespace detail {
 constexpr int32_t kNumArgs = 4;
 // kdl_gemm_shape + kdl_arg[] (include/kdl/abi.h) -> Arguments; nullptr or what is wrong.
 inline const char* unpack(const kdl_gemm_shape* s, const kdl_arg* args, int32_t nargs, Arguments& a) {
-  if (s == nullptr) return kdl::error_message("%s: shape is null", kName);
+  if (const char* e = kdl::check_abi_shape(kName, s)) return e;
   if (nargs != kNumArgs) return kdl::error_message("%s: %d arguments given, the kernel takes %d", kName, (int)nargs, (int)kNumArgs);
   if (args == nullptr) return kdl::error_message("%s: args is null", kName);
-  if (s->m < 0 || s->n < 0 || s->k < 0 || s->m > INT_MAX || s->n > INT_MAX || s->k > INT_MAX || s->batch < 1 || s->batch > INT_MAX)
-    return kdl::error_message("%s: shape out of range (m=%lld, n=%lld, k=%lld, batch=%lld)", kName, (long long)s->m, (long long)s->n, (long long)s->k, (long long)s->batch);
   a.m = (int)s->m; a.n = (int)s->n; a.k = (int)s->k; a.batch = (int)s->batch;
   if (s->split_k != 1) return kdl::error_message("%s: split_k (%d) must be 1; the kernel has no split-K", kName, (int)s->split_k);
   a.A = static_cast<const __nv_bfloat16*>(args[0].data); a.lda = args[0].ld; a.batch_stride_A = args[0].batch_stride;
@@ -127,9 +124,7 @@ extern "C" const char* kdl_mlp_up_bf16_bias_gelu_can_implement(const kdl_gemm_sh
 }
 
 extern "C" size_t kdl_mlp_up_bf16_bias_gelu_workspace_size(const kdl_gemm_shape* shape) {
-  if (shape == nullptr || shape->m < 0 || shape->n < 0 || shape->k < 0 || shape->m > INT_MAX || shape->n > INT_MAX ||
-      shape->k > INT_MAX || shape->batch < 1 || shape->batch > INT_MAX)
-    return 0;
+  if (kdl::check_abi_shape(kdl_kernels::mlp_up_bf16_bias_gelu::detail::kName, shape) != nullptr) return 0;
   kdl_kernels::mlp_up_bf16_bias_gelu::Arguments a;
   a.m = (int)shape->m; a.n = (int)shape->n; a.k = (int)shape->k; a.batch = (int)shape->batch;
   return kdl_kernels::mlp_up_bf16_bias_gelu::workspace_size(a);
