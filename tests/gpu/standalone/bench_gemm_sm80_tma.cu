@@ -1,7 +1,7 @@
 // Benchmark: kdl::GemmSm80Tma (TMA-fed smem, mma.sync math) beside kdl::GemmSm80 and cuBLASLt,
 // bf16, A row (MxK), B col (NxK), D row, alpha=1, beta=0. Same process, same buffers; median over
 // 7 batches of CUDA-event-timed launches; cuBLASLt re-timed right after each config (clock drift).
-// Helpers (NVML probe, timing, fill) copied from bench_gemm_sm80.cu.
+// Helpers (NVML probe, timing, fill) are shared with bench_gemm_sm80.cu (bench_common.cuh).
 // Usage: bench_gemm_sm80_tma [rounds (default 2)]
 #include "common.cuh"
 #include "kdl/gemm_sm80_tma.cuh"
@@ -15,88 +15,7 @@
 #include <thread>
 #include <dlfcn.h>
 
-// Optional NVML (dlopen'ed, no header needed): mean SM clock and energy over each timed region,
-// so configs can be compared per clock / per joule on the power-capped card.
-namespace nvml {
-typedef int (*InitFn)();
-typedef int (*HandleFn)(unsigned, void**);
-typedef int (*ClockFn)(void*, int, unsigned*);
-typedef int (*EnergyFn)(void*, unsigned long long*);
-static void* dev = nullptr;
-static ClockFn clock_fn = nullptr;
-static EnergyFn energy_fn = nullptr;
-static void init() {
-  void* h = dlopen("libnvidia-ml.so.1", RTLD_NOW);
-  if (!h) return;
-  auto in = (InitFn)dlsym(h, "nvmlInit_v2");
-  auto gh = (HandleFn)dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
-  clock_fn = (ClockFn)dlsym(h, "nvmlDeviceGetClockInfo");
-  energy_fn = (EnergyFn)dlsym(h, "nvmlDeviceGetTotalEnergyConsumption");
-  if (!in || !gh || !clock_fn || in() != 0 || gh(0, &dev) != 0) { dev = nullptr; }
-}
-struct Probe {  // samples the SM clock (NVML_CLOCK_SM = 1) every ~2 ms between start() and stop()
-  std::atomic<bool> run{false};
-  std::thread th;
-  double sum = 0; int n = 0; unsigned long long e0 = 0, e1 = 0;
-  void start() {
-    if (!dev) return;
-    energy_fn(dev, &e0);
-    run = true;
-    th = std::thread([this] { while (run) { unsigned c; if (clock_fn(dev, 1, &c) == 0) { sum += c; ++n; } std::this_thread::sleep_for(std::chrono::milliseconds(2)); } });
-  }
-  void stop() { if (!dev) return; run = false; th.join(); energy_fn(dev, &e1); }
-  double mhz() const { return n ? sum / n : 0; }
-  double joules() const { return (e1 - e0) * 1e-3; }
-};
-}  // namespace nvml
-static double g_last_mhz = 0, g_last_j = 0;
-
-using bf16 = __nv_bfloat16;
-using kdl::RowMajor;
-using kdl::ColMajor;
-
-#define CKL(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { fprintf(stderr, "cublasLt %d at %s:%d\n", (int)s_, __FILE__, __LINE__); exit(3); } } while (0)
-
-__global__ void fill_rand(bf16* p, size_t n, uint32_t seed) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    uint32_t h = (uint32_t)i * 2654435761u ^ seed; h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
-    p[i] = __float2bfloat16((float)(h & 0xffff) / 32768.f - 1.f);
-  }
-}
-__global__ void max_rel_diff(const bf16* a, const bf16* b, size_t n, float* out) {
-  float m = 0;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    float x = __bfloat162float(a[i]), y = __bfloat162float(b[i]);
-    float d = fabsf(x - y) / (fabsf(y) + 1.f);
-    if (!(d <= m)) m = (d != d) ? 1e30f : d;
-  }
-  atomicMax((int*)out, __float_as_int(m));
-}
-
-template <class F>
-static float time_median_ms(F&& f, int iters, int batches) {
-  cudaEvent_t e0, e1; CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
-  for (int i = 0; i < 3; ++i) f();
-  CK(cudaDeviceSynchronize());
-  std::vector<float> t;
-  nvml::Probe pr;
-  pr.start();
-  for (int b = 0; b < batches; ++b) {
-    CK(cudaEventRecord(e0));
-    for (int i = 0; i < iters; ++i) f();
-    CK(cudaEventRecord(e1)); CK(cudaEventSynchronize(e1));
-    float ms; CK(cudaEventElapsedTime(&ms, e0, e1)); t.push_back(ms / iters);
-  }
-  pr.stop();
-  g_last_mhz = pr.mhz();
-  g_last_j = pr.joules() / ((double)batches * iters);  // per launch
-  CK(cudaGetLastError());
-  std::sort(t.begin(), t.end());
-  cudaEventDestroy(e0); cudaEventDestroy(e1);
-  return t[t.size() / 2];
-}
-
-struct Bufs { bf16 *A, *B, *D, *Dref; float* diff; void* ws; size_t ws_bytes; void* lt_ws; };
+#include "bench_common.cuh"
 
 
 template <int TM, int TN, int WM, int WN, int S, bool R>
