@@ -301,30 +301,16 @@ std::string emitKernelSource(const KernelPlan& p, const EmitOptions& o) {
   w.blank();
   w.line("extern \"C\" const kdl_kernel_info* kdl_{}_info(void) {{ return &kInfo; }}", N);
   w.blank();
-  w.open("extern \"C\" const char* kdl_{}_can_implement(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs) {{", N);
-  w.line("kdl_kernels::{}::Arguments a;", N);
-  w.line("if (const char* e = kdl_kernels::{}::detail::unpack(shape, args, nargs, a)) return e;", N);
-  w.line("return kdl_kernels::{}::can_implement(a);", N);
-  w.close();
-  w.blank();
-  w.open("extern \"C\" size_t kdl_{}_workspace_size(const kdl_gemm_shape* shape) {{", N);
-  w.line("if (kdl::check_abi_shape(kdl_kernels::{}::detail::kName, shape) != nullptr) return 0;", N);
-  w.line("kdl_kernels::{}::Arguments a;", N);
-  w.raw("a.m = (int)shape->m; a.n = (int)shape->n; a.k = (int)shape->k; a.batch = (int)shape->batch;");
-  if (p.serialSplitK) w.raw("a.split_k = shape->split_k;");
-  w.line("return kdl_kernels::{}::workspace_size(a);", N);
-  w.close();
-  w.blank();
-  w.open("extern \"C\" int kdl_{}_run(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs, void* workspace, "
-         "size_t workspace_bytes, void* stream) {{",
+  w.line("namespace {{ using Abi = kdl::AbiEntry<kdl_kernels::{0}::Arguments, &kdl_kernels::{0}::detail::unpack, "
+         "&kdl_kernels::{0}::can_implement, &kdl_kernels::{0}::workspace_size, &kdl_kernels::{0}::run>; }}",
          N);
-  w.line("kdl_kernels::{}::Arguments a;", N);
-  w.line("if (kdl_kernels::{}::detail::unpack(shape, args, nargs, a) != nullptr) return KDL_ERR_INVALID;", N);
-  w.line("if (kdl_kernels::{}::can_implement(a) != nullptr) return KDL_ERR_INVALID;", N);
-  w.line("if (workspace_bytes < kdl_kernels::{}::workspace_size(a)) return KDL_ERR_INVALID;", N);
-  w.line("const cudaError_t e = kdl_kernels::{}::run(a, workspace, static_cast<cudaStream_t>(stream));", N);
-  w.raw("return e == cudaSuccess ? KDL_OK : KDL_ERR_CUDA + (int)e;");
-  w.close();
+  w.line("extern \"C\" const char* kdl_{}_can_implement(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs) {{ "
+         "return Abi::can_implement(shape, args, nargs); }}",
+         N);
+  w.line("extern \"C\" size_t kdl_{}_workspace_size(const kdl_gemm_shape* shape) {{ return Abi::workspace_size(shape); }}", N);
+  w.line("extern \"C\" int kdl_{}_run(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs, void* workspace, "
+         "size_t workspace_bytes, void* stream) {{ return Abi::run(shape, args, nargs, workspace, workspace_bytes, stream); }}",
+         N);
   return w.take();
 }
 

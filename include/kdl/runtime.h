@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
+#include <type_traits>
+#include <utility>
 
 namespace kdl {
 
@@ -182,5 +184,43 @@ inline const DriverApi& driver_api() {
   }
   return api;
 }
+
+// ---- the C ABI entry points -----------------------------------------------------------------------
+
+namespace detail {
+template <class A, class = void>
+struct has_split_k : std::false_type {};
+template <class A>
+struct has_split_k<A, std::void_t<decltype(std::declval<A&>().split_k)>> : std::true_type {};
+}  // namespace detail
+
+// The bodies of a generated kernel's extern "C" can_implement / workspace_size / run (include/kdl/abi.h),
+// written once over its C++ API: Unpack turns a shape plus kdl_arg[] into Arguments (nullptr or what
+// is wrong), the rest are the kernel's own can_implement, workspace_size and run.
+template <class Arguments, const char* (*Unpack)(const kdl_gemm_shape*, const kdl_arg*, int32_t, Arguments&),
+          const char* (*CanImplement)(const Arguments&), size_t (*WorkspaceSize)(const Arguments&),
+          cudaError_t (*Run)(const Arguments&, void*, cudaStream_t)>
+struct AbiEntry {
+  static const char* can_implement(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs) {
+    Arguments a;
+    if (const char* e = Unpack(shape, args, nargs, a)) return e;
+    return CanImplement(a);
+  }
+  static size_t workspace_size(const kdl_gemm_shape* shape) {
+    if (check_abi_shape("", shape) != nullptr) return 0;
+    Arguments a;
+    a.m = (int)shape->m; a.n = (int)shape->n; a.k = (int)shape->k; a.batch = (int)shape->batch;
+    if constexpr (detail::has_split_k<Arguments>::value) a.split_k = shape->split_k;
+    return WorkspaceSize(a);
+  }
+  static int run(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs, void* workspace,
+                 size_t workspace_bytes, void* stream) {
+    Arguments a;
+    if (Unpack(shape, args, nargs, a) != nullptr || CanImplement(a) != nullptr) return KDL_ERR_INVALID;
+    if (workspace_bytes < WorkspaceSize(a)) return KDL_ERR_INVALID;
+    const cudaError_t e = Run(a, workspace, static_cast<cudaStream_t>(stream));
+    return e == cudaSuccess ? KDL_OK : KDL_ERR_CUDA + (int)e;
+  }
+};
 
 }  // namespace kdl

@@ -132,24 +132,7 @@ const kdl_kernel_info kInfo = {KDL_ABI_VERSION, "gemm_tf32_aux", "gemm", "sm80",
 
 extern "C" const kdl_kernel_info* kdl_gemm_tf32_aux_info(void) { return &kInfo; }
 
-extern "C" const char* kdl_gemm_tf32_aux_can_implement(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs) {
-  kdl_kernels::gemm_tf32_aux::Arguments a;
-  if (const char* e = kdl_kernels::gemm_tf32_aux::detail::unpack(shape, args, nargs, a)) return e;
-  return kdl_kernels::gemm_tf32_aux::can_implement(a);
-}
-
-extern "C" size_t kdl_gemm_tf32_aux_workspace_size(const kdl_gemm_shape* shape) {
-  if (kdl::check_abi_shape(kdl_kernels::gemm_tf32_aux::detail::kName, shape) != nullptr) return 0;
-  kdl_kernels::gemm_tf32_aux::Arguments a;
-  a.m = (int)shape->m; a.n = (int)shape->n; a.k = (int)shape->k; a.batch = (int)shape->batch;
-  return kdl_kernels::gemm_tf32_aux::workspace_size(a);
-}
-
-extern "C" int kdl_gemm_tf32_aux_run(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs, void* workspace, size_t workspace_bytes, void* stream) {
-  kdl_kernels::gemm_tf32_aux::Arguments a;
-  if (kdl_kernels::gemm_tf32_aux::detail::unpack(shape, args, nargs, a) != nullptr) return KDL_ERR_INVALID;
-  if (kdl_kernels::gemm_tf32_aux::can_implement(a) != nullptr) return KDL_ERR_INVALID;
-  if (workspace_bytes < kdl_kernels::gemm_tf32_aux::workspace_size(a)) return KDL_ERR_INVALID;
-  const cudaError_t e = kdl_kernels::gemm_tf32_aux::run(a, workspace, static_cast<cudaStream_t>(stream));
-  return e == cudaSuccess ? KDL_OK : KDL_ERR_CUDA + (int)e;
-}
+namespace { using Abi = kdl::AbiEntry<kdl_kernels::gemm_tf32_aux::Arguments, &kdl_kernels::gemm_tf32_aux::detail::unpack, &kdl_kernels::gemm_tf32_aux::can_implement, &kdl_kernels::gemm_tf32_aux::workspace_size, &kdl_kernels::gemm_tf32_aux::run>; }
+extern "C" const char* kdl_gemm_tf32_aux_can_implement(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs) { return Abi::can_implement(shape, args, nargs); }
+extern "C" size_t kdl_gemm_tf32_aux_workspace_size(const kdl_gemm_shape* shape) { return Abi::workspace_size(shape); }
+extern "C" int kdl_gemm_tf32_aux_run(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs, void* workspace, size_t workspace_bytes, void* stream) { return Abi::run(shape, args, nargs, workspace, workspace_bytes, stream); }

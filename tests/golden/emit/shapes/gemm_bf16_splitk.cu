@@ -126,25 +126,7 @@ const kdl_kernel_info kInfo = {KDL_ABI_VERSION, "gemm_bf16_splitk", "gemm", "sm8
 
 extern "C" const kdl_kernel_info* kdl_gemm_bf16_splitk_info(void) { return &kInfo; }
 
-extern "C" const char* kdl_gemm_bf16_splitk_can_implement(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs) {
-  kdl_kernels::gemm_bf16_splitk::Arguments a;
-  if (const char* e = kdl_kernels::gemm_bf16_splitk::detail::unpack(shape, args, nargs, a)) return e;
-  return kdl_kernels::gemm_bf16_splitk::can_implement(a);
-}
-
-extern "C" size_t kdl_gemm_bf16_splitk_workspace_size(const kdl_gemm_shape* shape) {
-  if (kdl::check_abi_shape(kdl_kernels::gemm_bf16_splitk::detail::kName, shape) != nullptr) return 0;
-  kdl_kernels::gemm_bf16_splitk::Arguments a;
-  a.m = (int)shape->m; a.n = (int)shape->n; a.k = (int)shape->k; a.batch = (int)shape->batch;
-  a.split_k = shape->split_k;
-  return kdl_kernels::gemm_bf16_splitk::workspace_size(a);
-}
-
-extern "C" int kdl_gemm_bf16_splitk_run(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs, void* workspace, size_t workspace_bytes, void* stream) {
-  kdl_kernels::gemm_bf16_splitk::Arguments a;
-  if (kdl_kernels::gemm_bf16_splitk::detail::unpack(shape, args, nargs, a) != nullptr) return KDL_ERR_INVALID;
-  if (kdl_kernels::gemm_bf16_splitk::can_implement(a) != nullptr) return KDL_ERR_INVALID;
-  if (workspace_bytes < kdl_kernels::gemm_bf16_splitk::workspace_size(a)) return KDL_ERR_INVALID;
-  const cudaError_t e = kdl_kernels::gemm_bf16_splitk::run(a, workspace, static_cast<cudaStream_t>(stream));
-  return e == cudaSuccess ? KDL_OK : KDL_ERR_CUDA + (int)e;
-}
+namespace { using Abi = kdl::AbiEntry<kdl_kernels::gemm_bf16_splitk::Arguments, &kdl_kernels::gemm_bf16_splitk::detail::unpack, &kdl_kernels::gemm_bf16_splitk::can_implement, &kdl_kernels::gemm_bf16_splitk::workspace_size, &kdl_kernels::gemm_bf16_splitk::run>; }
+extern "C" const char* kdl_gemm_bf16_splitk_can_implement(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs) { return Abi::can_implement(shape, args, nargs); }
+extern "C" size_t kdl_gemm_bf16_splitk_workspace_size(const kdl_gemm_shape* shape) { return Abi::workspace_size(shape); }
+extern "C" int kdl_gemm_bf16_splitk_run(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs, void* workspace, size_t workspace_bytes, void* stream) { return Abi::run(shape, args, nargs, workspace, workspace_bytes, stream); }
