@@ -128,45 +128,10 @@ static int precedence(EpiOp op) {
   }
 }
 
-static const char* funcName(EpiOp op) {
-  switch (op) {
-    case EpiOp::Min: return "min";
-    case EpiOp::Max: return "max";
-    case EpiOp::Abs: return "abs";
-    case EpiOp::Clamp: return "clamp";
-    case EpiOp::Exp: return "exp";
-    case EpiOp::Log: return "log";
-    case EpiOp::Sqrt: return "sqrt";
-    case EpiOp::Rsqrt: return "rsqrt";
-    case EpiOp::Tanh: return "tanh";
-    case EpiOp::Sigmoid: return "sigmoid";
-    case EpiOp::Relu: return "relu";
-    case EpiOp::Gelu: return "gelu";
-    case EpiOp::GeluTanh: return "gelu_tanh";
-    case EpiOp::Silu: return "silu";
-    case EpiOp::LeakyRelu: return "leaky_relu";
-    case EpiOp::Select: return "select";
-    default: return nullptr;
-  }
-}
+// The epilogue functions (min .. select) keep their KDL names in C++ (kdl::relu, ...); cast is not one.
+static const char* funcName(EpiOp op) { return op >= EpiOp::Min && op <= EpiOp::Select ? name(op) : nullptr; }
 
-static const char* binOp(EpiOp op) {
-  switch (op) {
-    case EpiOp::Add: return "+";
-    case EpiOp::Sub: return "-";
-    case EpiOp::Mul: return "*";
-    case EpiOp::Div: return "/";
-    case EpiOp::Lt: return "<";
-    case EpiOp::Le: return "<=";
-    case EpiOp::Gt: return ">";
-    case EpiOp::Ge: return ">=";
-    case EpiOp::Eq: return "==";
-    case EpiOp::Ne: return "!=";
-    case EpiOp::And: return "&&";
-    case EpiOp::Or: return "||";
-    default: return nullptr;
-  }
-}
+static const char* binOp(EpiOp op) { return infixSpelling(op); }
 
 std::string renderExpr(const Epilogue& e, const EpiNode& n) {
   auto sub = [&](const EpiNode& c, int minPrec) {

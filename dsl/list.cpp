@@ -59,23 +59,6 @@ int precedence(const EpiNode& n) {
   }
 }
 
-const char* infixSpelling(EpiOp op) {
-  switch (op) {
-    case EpiOp::Add: return "+";
-    case EpiOp::Sub: return "-";
-    case EpiOp::Mul: return "*";
-    case EpiOp::Div: return "/";
-    case EpiOp::Lt: return "<";
-    case EpiOp::Le: return "<=";
-    case EpiOp::Gt: return ">";
-    case EpiOp::Ge: return ">=";
-    case EpiOp::Eq: return "==";
-    case EpiOp::Ne: return "!=";
-    case EpiOp::And: return "&&";
-    case EpiOp::Or: return "||";
-    default: return nullptr;
-  }
-}
 
 template <class T>
 std::string nameAt(const std::vector<T>& items, int index) {

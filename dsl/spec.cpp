@@ -183,4 +183,22 @@ int maxSharedMemoryPerBlock(Arch a) {
   return 0;
 }
 
+const char* infixSpelling(EpiOp op) {
+  switch (op) {
+    case EpiOp::Add: return "+";
+    case EpiOp::Sub: return "-";
+    case EpiOp::Mul: return "*";
+    case EpiOp::Div: return "/";
+    case EpiOp::Lt: return "<";
+    case EpiOp::Le: return "<=";
+    case EpiOp::Gt: return ">";
+    case EpiOp::Ge: return ">=";
+    case EpiOp::Eq: return "==";
+    case EpiOp::Ne: return "!=";
+    case EpiOp::And: return "&&";
+    case EpiOp::Or: return "||";
+    default: return nullptr;
+  }
+}
+
 }  // namespace kdl

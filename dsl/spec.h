@@ -78,6 +78,8 @@ enum class EpiOp {
   Min, Max, Abs, Clamp, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Relu, Gelu, GeluTanh, Silu, LeakyRelu, Select, Cast
 };
 const char* name(EpiOp);
+// The infix spelling of a binary EpiOp (`+`, `<=`, `&&`, ...); nullptr for the others.
+const char* infixSpelling(EpiOp);
 
 struct EpiNode {
   EpiOp op = EpiOp::Const;

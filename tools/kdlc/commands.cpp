@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/compile_cache.h"
 #include "dsl/ast.h"
 #include "dsl/diagnostics.h"
 #include "dsl/frontend.h"
@@ -108,7 +109,7 @@ static int runCheck(Args& args) {
     if (emitWhat == std::string("ast")) {
       kdl::DiagEngine parseDiags(o.maxErrors);
       std::string text;
-      if (readFile(f, text)) {
+      if (kdl::codegen::readWholeFile(f, text)) {
         uint32_t id = sm.add(f, text);
         auto tree = kdl::parseFile(sm, id, parseDiags);
         if (tree) std::cout << kdl::ast::dump(*tree);

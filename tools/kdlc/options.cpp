@@ -1,9 +1,7 @@
 #include "tools/kdlc/options.h"
 
 #include <charconv>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "tools/kdlc/commands.h"
 
@@ -78,13 +76,5 @@ bool parseCommon(const std::string& a, Args& args, CommonOptions& o) {
   return false;
 }
 
-bool readFile(const std::string& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  return true;
-}
 
 }  // namespace kdlc

@@ -33,7 +33,5 @@ struct CommonOptions {
 bool parseCommon(const std::string& a, Args& args, CommonOptions& o);
 // Prints "kdlc: error: ..." plus a hint and returns the usage exit code.
 int usageError(const std::string& message);
-// Reads a whole file; false (and nothing printed) when it cannot be read.
-bool readFile(const std::string& path, std::string& out);
 
 }  // namespace kdlc
