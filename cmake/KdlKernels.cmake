@@ -90,7 +90,6 @@ function(_kdl_claim_kernel target kernel spec)
   set_property(GLOBAL PROPERTY "kdl_add_kernels:kernel:${target}:${kernel}" "${spec}")
 endfunction()
 
-
 function(kdl_add_kernels)
   cmake_parse_arguments(KDL "" "TARGET;OUTPUT_DIR" "SPECS" ${ARGN})
   if(NOT KDL_TARGET OR NOT KDL_SPECS)
