@@ -43,11 +43,13 @@ def kernel(name, tile="(64, 64, 32)", stages="2"):
 
 
 def main_cpp(kernels):
-    """A host program that links every kernel in `kernels` (each one's can_implement is called)."""
+    """A host program that links every kernel in `kernels` (each one's can_implement and run are
+    referenced; it is built, never run)."""
     inc = "".join('#include "%s.h"\n' % k for k in kernels)
-    calls = "".join("  { kdl_kernels::%s::Arguments a; bad += kdl_kernels::%s::can_implement(a) == nullptr; }\n" % (k, k)
+    calls = "".join("  { kdl_kernels::%s::Arguments a; bad += kdl_kernels::%s::can_implement(a) == nullptr;\n"
+                    "    if (argc > 99) bad += kdl_kernels::%s::run(a) != cudaSuccess; }\n" % (k, k, k)
                     for k in kernels)
-    return "%s\nint main() {\n  int bad = 0;\n%s  return bad;\n}\n" % (inc, calls)
+    return "%s\nint main(int argc, char**) {\n  int bad = 0;\n%s  return bad;\n}\n" % (inc, calls)
 
 
 def cmake_lists(body):
