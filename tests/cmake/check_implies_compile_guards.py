@@ -38,7 +38,7 @@ def main():
         expect(rc == 1 and "FAIL: none of the 5 random kernels passed" in out,
                "no kernel passing check is a failure (exit %d)" % rc, out)
         missing = os.path.join(tmp, "no-such-nvcc")
-        rc, out = run(["--kdlc", a.kdlc, "--include", a.include, "--count", "40", "--seed", "1", "--nvcc", missing])
+        rc, out = run(["--kdlc", a.kdlc, "--include", a.include, "--count", "80", "--seed", "1", "--nvcc", missing])
         expect(rc == 77 and out.splitlines()[-1].startswith("SKIP: nvcc not found"),
                "a missing nvcc is a SKIP (exit %d), not a pass" % rc, out)
     return 0
