@@ -13,6 +13,10 @@ CARRY=.carry/gpu
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 SHARED=${KDL_SHARED:-../shared}
 export PATH="$PATH:/usr/local/cuda/bin"
+if ! compgen -G "$SHARED/spec/examples/*.kdl" >/dev/null; then  # never test less without saying so
+  echo "prepare: the shared folder is missing (no $SHARED/spec/examples/*.kdl): put it beside the checkout or set KDL_SHARED" >&2
+  exit 1
+fi
 
 echo "== building kdlc, kdl_gpu_test, kdl_bench in $BUILD_DIR"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKDL_GPU_TESTS=ON >/dev/null
@@ -35,7 +39,7 @@ done
 mkdir -p "$CARRY/specs/matrix" "$CARRY/specs/samples" "$CARRY/specs/examples" "$CARRY/specs/bench"
 cp tests/gpu/specs/*.kdl "$CARRY/specs/matrix/"
 if compgen -G "samples/kernels/*.kdl" >/dev/null; then cp -r samples/kernels/. "$CARRY/specs/samples/"; fi
-if [ -d "$SHARED/spec/examples" ]; then cp -r "$SHARED/spec/examples/." "$CARRY/specs/examples/"; fi
+cp -r "$SHARED/spec/examples/." "$CARRY/specs/examples/"
 cp bench/specs/bench.kdl "$CARRY/specs/bench/"
 
 : >"$CARRY/tests.list"

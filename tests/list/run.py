@@ -52,6 +52,14 @@ def cases(shared):
     return out
 
 
+def absent_examples(shared):
+    """Example cases with goldens but no spec in the shared folder (missing or partial): failures,
+    never cases quietly left out."""
+    ex, gold = os.path.join(shared, "spec", "examples"), os.path.join(EXPECTED, "examples")
+    names = sorted({f[:-4] for f in os.listdir(gold) if f.endswith(".txt")}) if os.path.isdir(gold) else []
+    return ["examples/" + n for n in names if not os.path.isfile(os.path.join(ex, n + ".kdl"))]
+
+
 def promised(case, cwd, f):
     if case.startswith("examples/"):
         return EXAMPLE_KERNELS.get(case[len("examples/"):])
@@ -118,13 +126,18 @@ def main():
     a = ap.parse_args()
     kdlc = os.path.abspath(a.kdlc)
     all_cases = cases(os.path.abspath(a.shared))
+    absent = absent_examples(os.path.abspath(a.shared))
     if a.cases:
         all_cases = [c for c in all_cases if c[0] in a.cases]
-        missing = set(a.cases) - {c[0] for c in all_cases}
+        absent = [c for c in absent if c in a.cases]
+        missing = set(a.cases) - {c[0] for c in all_cases} - set(absent)
         if missing:
             print(f"error: no such case: {', '.join(sorted(missing))} (shared folder: {a.shared})")
             return 1
-    failed = 0
+    for case in absent:
+        print(f"FAIL: {case}\nthe shared folder ({a.shared}) has no spec/{case}.kdl, which "
+              f"expected/{case}.txt expects: put the shared folder beside the checkout or pass --shared DIR")
+    failed = len(absent)
     for case, cwd, f in all_cases:
         problems = check_case(kdlc, case, cwd, f, a.update)
         failed += bool(problems)

@@ -6,7 +6,9 @@ features) and its emitted .cu compiles with nvcc.
 Random kernels over the whole space of dtypes, layouts, tiles, stages, alignments, split-K and epilogues
 (many of them invalid on purpose) go through `kdlc check` one by one; the valid ones are emitted, and a
 sample of them is compiled. Usage:
-  check_implies_compile.py --kdlc KDLC --include INCLUDE_DIR [--count N] [--compile N] [--seed S]
+  check_implies_compile.py --kdlc KDLC --include INCLUDE_DIR [--count N] [--compile N] [--seed S] [--nvcc NVCC]
+It never passes without testing the promise: it fails when no random kernel passed `check` (or none
+was compiled), and exits 77 (ctest's SKIP_RETURN_CODE) with "SKIP: ..." when nvcc is missing.
 """
 import argparse
 import os
@@ -16,6 +18,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+SKIP = 77  # ctest's SKIP_RETURN_CODE for this test
 
 DTYPES = ["f16", "bf16", "tf32", "f32", "s8"]
 OUT_DTYPES = {"f16": ["f16", "f32", "bf16"], "bf16": ["bf16", "f32"], "tf32": ["f32", "bf16"],
@@ -59,6 +63,15 @@ def random_kernel(rng, i):
     return "kernel k%04d {\n  %s\n}\n" % (i, "\n  ".join(body))
 
 
+def find_nvcc(option):
+    if option:
+        return option if os.path.isfile(option) and os.access(option, os.X_OK) else None
+    for c in [os.environ.get("KDL_NVCC"), os.environ.get("CUDACXX"), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"]:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None
+
+
 def run(cmd, **kw):
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
 
@@ -70,6 +83,7 @@ def main():
     ap.add_argument("--count", type=int, default=300)
     ap.add_argument("--compile", type=int, default=4)
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--nvcc", default=None, help="default: $KDL_NVCC, $CUDACXX, PATH, /usr/local/cuda/bin/nvcc")
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     print("seed %d (replay with --seed %d)" % (seed, seed))
@@ -97,25 +111,43 @@ def main():
             continue
         valid.append((i, src, out))
     print("%d of %d random kernels pass check; all of them emit: %s" % (len(valid), args.count, failures == 0))
-    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
-    if nvcc is None:
-        print("SKIP: nvcc not found; emitted kernels not compiled")
-    else:
-        for i, src, out in rng.sample(valid, min(args.compile, len(valid))):
-            cu = os.path.join(out, "k%04d.cu" % i)
-            t0 = time.time()
-            # sm_80 only: the point is that it compiles; the flags of every arch are covered elsewhere
-            cc = run([nvcc, "-std=c++17", "-O3", "-gencode=arch=compute_80,code=sm_80", "-I" + args.include,
-                      "-I" + out, "-c", cu, "-o", os.path.join(out, "k.o")])
-            if cc.returncode != 0:
-                print("FAIL k%04d: passes check, emitted, but nvcc fails\n%s\n%s" % (i, src, cc.stdout[-4000:]))
-                failures += 1
-            else:
-                print("ok k%04d compiles (%.1f s)" % (i, time.time() - t0))
+    verdict = finish(args, rng, valid, failures)
     shutil.rmtree(work, ignore_errors=True)
-    print("%d passed, %d failed" % (len(valid) - failures if failures <= len(valid) else 0, failures))
-    return 1 if failures else 0
+    return verdict
 
+
+def finish(args, rng, valid, failures):
+    """Compiles a sample of the valid kernels; the exit status: 0 only when something was tested."""
+    if failures:
+        print("FAIL: %d kernel(s) break the promise of `kdlc check` (see above)" % failures)
+        return 1
+    if not valid:
+        print("FAIL: none of the %d random kernels passed `kdlc check`, so nothing was tested "
+              "(is kdlc check rejecting everything?)" % args.count)
+        return 1
+    nvcc = find_nvcc(args.nvcc)
+    if nvcc is None:
+        print("SKIP: nvcc not found (%s); %d kernels passed check and emit, none was compiled"
+              % (args.nvcc or "$KDL_NVCC, $CUDACXX, PATH, /usr/local/cuda/bin/nvcc", len(valid)))
+        return SKIP
+    sample = rng.sample(valid, min(args.compile, len(valid)))
+    if not sample:
+        print("FAIL: --compile %d: no kernel compiled, so the compile half of the promise is untested" % args.compile)
+        return 1
+    compile_failures = 0
+    for i, src, out in sample:
+        cu = os.path.join(out, "k%04d.cu" % i)
+        t0 = time.time()
+        # sm_80 only: the point is that it compiles; the flags of every arch are covered elsewhere
+        cc = run([nvcc, "-std=c++17", "-O3", "-gencode=arch=compute_80,code=sm_80", "-I" + args.include,
+                  "-I" + out, "-c", cu, "-o", os.path.join(out, "k.o")])
+        if cc.returncode != 0:
+            print("FAIL k%04d: passes check, emitted, but nvcc fails\n%s\n%s" % (i, src, cc.stdout[-4000:]))
+            compile_failures += 1
+        else:
+            print("ok k%04d compiles (%.1f s)" % (i, time.time() - t0))
+    print("%d of %d sampled kernels compile" % (len(sample) - compile_failures, len(sample)))
+    return 1 if compile_failures else 0
 
 if __name__ == "__main__":
     sys.exit(main())

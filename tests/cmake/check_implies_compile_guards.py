@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""tests/nvcc/check_implies_compile.py must never pass without testing its promise:
+  * when no random kernel passes `kdlc check` (here: a kdlc whose check rejects everything), it fails;
+  * when nvcc is missing, it says SKIP and exits 77 (ctest's SKIP_RETURN_CODE), never 0.
+Usage: check_implies_compile_guards.py --kdlc KDLC --include INCLUDE_DIR"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "nvcc", "check_implies_compile.py")
+
+
+def run(args):
+    r = subprocess.run([sys.executable, SCRIPT, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return r.returncode, r.stdout
+
+
+def expect(cond, what, out):
+    if not cond:
+        print("FAIL: %s\n--- output ---\n%s" % (what, out[-3000:]))
+        sys.exit(1)
+    print("ok:", what)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kdlc", required=True)
+    ap.add_argument("--include", required=True)
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="kdl-guards-") as tmp:
+        rejecting = os.path.join(tmp, "kdlc-rejects-all")
+        with open(rejecting, "w") as f:
+            f.write("#!/bin/sh\necho 'error: rejected [test]'\nexit 1\n")
+        os.chmod(rejecting, 0o755)
+        rc, out = run(["--kdlc", rejecting, "--include", a.include, "--count", "5", "--seed", "1"])
+        expect(rc == 1 and "FAIL: none of the 5 random kernels passed" in out,
+               "no kernel passing check is a failure (exit %d)" % rc, out)
+        missing = os.path.join(tmp, "no-such-nvcc")
+        rc, out = run(["--kdlc", a.kdlc, "--include", a.include, "--count", "80", "--seed", "1", "--nvcc", missing])
+        expect(rc == 77 and out.splitlines()[-1].startswith("SKIP: nvcc not found"),
+               "a missing nvcc is a SKIP (exit %d), not a pass" % rc, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
