@@ -1,577 +1,26 @@
+// buildKernels: find the toolchain, compute the cache keys, compile with a pool of workers, archive
+// and link, publish (see codegen/build.h).
 #include "codegen/build.h"
 
-#include <fcntl.h>
-#include <limits.h>
-#include <signal.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fmt/format.h>
-#include <map>
 #include <mutex>
-#include <set>
+#include <optional>
 #include <thread>
 
+#include "codegen/build_support.h"
 #include "codegen/compile_cache.h"
-#include "codegen/sha256.h"
-
-extern char** environ;
 
 namespace kdl::codegen {
 
-// ---- interruption ------------------------------------------------------------------------------
-
-namespace {
-
-std::atomic<int> gSignal{0};
-// Process groups of the compilers running now (0: free slot). The handler reads them, so they are
-// plain atomics in a fixed array.
-constexpr size_t kMaxChildren = 1024;
-std::atomic<pid_t> gChildren[kMaxChildren];
-std::atomic<int> gGuards{0};
-struct sigaction gOldInt, gOldTerm;
-
-void onSignal(int sig) {
-  int expected = 0;
-  gSignal.compare_exchange_strong(expected, sig);
-  for (std::atomic<pid_t>& c : gChildren) {
-    pid_t pg = c.load();
-    if (pg > 0) ::kill(-pg, SIGTERM);
-  }
-}
-
-size_t registerChild(pid_t pgid) {
-  for (size_t i = 0; i < kMaxChildren; ++i) {
-    pid_t expected = 0;
-    if (gChildren[i].compare_exchange_strong(expected, pgid)) return i;
-  }
-  return kMaxChildren;
-}
-
-void unregisterChild(size_t slot) {
-  if (slot < kMaxChildren) gChildren[slot].store(0);
-}
-
-bool interrupted() { return gSignal.load() != 0; }
-
-StepResult interruptedResult() {
-  StepResult r;
-  r.ok = false;
-  r.signal = gSignal.load();
-  return r;
-}
-
-}  // namespace
-
-InterruptGuard::InterruptGuard() {
-  if (gGuards.fetch_add(1) != 0) return;
-  struct sigaction sa {};
-  sa.sa_handler = onSignal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;  // no SA_RESTART: a blocked flock() or waitpid() returns and sees the signal
-  ::sigaction(SIGINT, &sa, &gOldInt);
-  ::sigaction(SIGTERM, &sa, &gOldTerm);
-}
-
-InterruptGuard::~InterruptGuard() {
-  if (gGuards.fetch_sub(1) != 1) return;
-  ::sigaction(SIGINT, &gOldInt, nullptr);
-  ::sigaction(SIGTERM, &gOldTerm, nullptr);
-}
-
-int InterruptGuard::signal() { return gSignal.load(); }
-
-// ---- small helpers -------------------------------------------------------------------------------
-
-namespace {
-
-std::string baseName(const std::string& p) {
-  size_t s = p.rfind('/');
-  return s == std::string::npos ? p : p.substr(s + 1);
-}
-std::string dirName(const std::string& p) {
-  size_t s = p.rfind('/');
-  if (s == std::string::npos) return ".";
-  return s == 0 ? "/" : p.substr(0, s);
-}
-bool fileExists(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0;
-}
-bool isExecutable(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
-}
-std::string absolutePath(const std::string& p) {
-  if (!p.empty() && p[0] == '/') return p;
-  char buf[PATH_MAX];
-  if (!::getcwd(buf, sizeof(buf))) return p;
-  return std::string(buf) + "/" + p;
-}
-std::string realPath(const std::string& p) {
-  char buf[PATH_MAX];
-  return ::realpath(p.c_str(), buf) ? std::string(buf) : p;
-}
-double secondsSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-std::vector<std::string> splitWords(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == ' ' || c == '\t' || c == '\n') {
-      if (!cur.empty()) out.push_back(std::move(cur));
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
-std::string findOnPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  if (!path) return "";
-  std::string p = path;
-  size_t i = 0;
-  while (i <= p.size()) {
-    size_t j = p.find(':', i);
-    if (j == std::string::npos) j = p.size();
-    std::string dir = p.substr(i, j - i);
-    if (!dir.empty() && dir[0] == '/' && isExecutable(dir + "/" + name)) return dir + "/" + name;
-    i = j + 1;
-  }
-  return "";
-}
-
-// A program named on the command line or in the environment: a path, or a name looked up on PATH.
-std::string resolveProgram(const std::string& name) {
-  std::string resolved = name.find('/') == std::string::npos ? findOnPath(name) : name;
-  return !resolved.empty() && isExecutable(resolved) ? absolutePath(resolved) : "";
-}
-
-std::string getEnv(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
-
-// Runs argv (argv[0] an absolute path) in its own process group, so that an interrupt can stop it
-// and everything it started; captures stdout and stderr together. `env` replaces the environment.
-// Returns the exit status (127: could not start, 128 + N: killed by signal N).
-int runProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env, std::string& output) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return 127;
-  std::vector<char*> args, envp;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  if (interrupted()) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return 128 + gSignal.load();
-  }
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return 127;
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::dup2(fds[1], 1);
-    ::dup2(fds[1], 2);
-    ::execve(args[0], args.data(), envp.data());
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);  // also here: the handler may kill the group before the child runs
-  size_t slot = registerChild(pid);
-  if (interrupted()) ::kill(-pid, SIGTERM);  // the signal came between fork and registration
-  ::close(fds[1]);
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(fds[0], buf, sizeof(buf))) != 0) {
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    output.append(buf, size_t(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  unregisterChild(slot);
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
-
-std::vector<std::string> currentEnvironment() {
-  std::vector<std::string> out;
-  for (char** e = environ; e && *e; ++e) out.emplace_back(*e);
-  return out;
-}
-
-// The environment of the compilers: kdlc's, with TMPDIR inside the run's temporary directory, so
-// that what a killed nvcc leaves behind goes away with it.
-std::vector<std::string> compilerEnvironment(const std::string& tmpDir) {
-  std::vector<std::string> env;
-  for (std::string& e : currentEnvironment())
-    if (e.rfind("TMPDIR=", 0) != 0) env.push_back(std::move(e));
-  env.push_back("TMPDIR=" + tmpDir);
-  return env;
-}
-
-// An flock(2) on a directory, held while kdlc changes what the directory publishes.
-class DirLock {
- public:
-  explicit DirLock(const std::string& dir) {
-    fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd_ < 0) {
-      error_ = fmt::format("cannot open {}: {}", dir, std::strerror(errno));
-      return;
-    }
-    while (::flock(fd_, LOCK_EX) != 0) {
-      if (errno != EINTR || interrupted()) {
-        if (!interrupted()) error_ = fmt::format("cannot lock {}: {}", dir, std::strerror(errno));
-        ::close(fd_);
-        fd_ = -1;
-        return;
-      }
-    }
-  }
-  ~DirLock() {
-    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
-  }
-  DirLock(const DirLock&) = delete;
-  DirLock& operator=(const DirLock&) = delete;
-  bool held() const { return fd_ >= 0; }
-  const std::string& error() const { return error_; }
-
- private:
-  int fd_ = -1;
-  std::string error_;
-};
-
-// A private directory inside `parent` for one run's intermediate files; removed with everything in
-// it when the run ends, however it ends.
-class RunDir {
- public:
-  RunDir(const std::string& parent, const char* what) {
-    std::string tmpl = fmt::format("{}/.kdl-{}-{}-XXXXXX", parent, what, ::getpid());
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back(0);
-    if (::mkdtemp(buf.data())) path_ = buf.data();
-    else error_ = fmt::format("cannot create a temporary directory in {}: {}", parent, std::strerror(errno));
-  }
-  ~RunDir() {
-    if (path_.empty()) return;
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  RunDir(const RunDir&) = delete;
-  RunDir& operator=(const RunDir&) = delete;
-  bool ok() const { return !path_.empty(); }
-  const std::string& path() const { return path_; }
-  const std::string& error() const { return error_; }
-
- private:
-  std::string path_, error_;
-};
-
-StepResult failure(std::string error, std::string note = "") {
-  StepResult r;
-  r.ok = false;
-  r.error = std::move(error);
-  r.note = std::move(note);
-  return r;
-}
-
-bool sameContents(const std::string& path, const std::string& contents) {
-  std::string existing;
-  return readWholeFile(path, existing) && existing == contents;
-}
-
-bool writeNewFile(const std::string& path, const std::string& contents, std::string& error) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    error = fmt::format("cannot write {}: {}", baseName(path), std::strerror(errno));
-    return false;
-  }
-  size_t off = 0;
-  while (off < contents.size()) {
-    ssize_t n = ::write(fd, contents.data() + off, contents.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      error = fmt::format("cannot write {}: {}", baseName(path), std::strerror(errno));
-      ::close(fd);
-      return false;
-    }
-    off += size_t(n);
-  }
-  if (::close(fd) != 0) {
-    error = fmt::format("cannot write {}: {}", baseName(path), std::strerror(errno));
-    return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-std::string hashSpecSources(const SourceManager& sm) {
-  Sha256 h;
-  for (uint32_t id = 1; id <= sm.fileCount(); ++id) {
-    const std::string& t = sm.text(id);
-    h.update(fmt::format("{}:", t.size()));
-    h.update(t);
-  }
-  return h.hexDigest();
-}
-
-// ---- emit ------------------------------------------------------------------------------------------
-
-namespace {
-
-// Just enough JSON to read back a manifest.json that kdlc wrote: objects, arrays, strings, and
-// other scalars kept as raw text.
-struct Json {
-  enum class Kind { Null, Scalar, String, Array, Object } kind = Kind::Null;
-  std::string text;
-  std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> members;
-  const Json* get(const std::string& key) const {
-    for (const auto& [k, v] : members)
-      if (k == key) return &v;
-    return nullptr;
-  }
-};
-
-class JsonReader {
- public:
-  explicit JsonReader(const std::string& s) : s_(s) {}
-  bool parse(Json& out) {
-    if (!value(out, 0)) return false;
-    skipSpace();
-    return i_ == s_.size();
-  }
-
- private:
-  void skipSpace() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
-  }
-  bool string(std::string& out) {
-    if (i_ >= s_.size() || s_[i_] != '"') return false;
-    ++i_;
-    while (i_ < s_.size() && s_[i_] != '"') {
-      char c = s_[i_++];
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (i_ >= s_.size()) return false;
-      char e = s_[i_++];
-      switch (e) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'u': {
-          if (i_ + 4 > s_.size()) return false;
-          unsigned long cp = std::strtoul(s_.substr(i_, 4).c_str(), nullptr, 16);
-          i_ += 4;
-          if (cp < 0x80) out += char(cp);
-          else out += '?';  // names kdlc writes are ASCII; anything else only needs to differ
-          break;
-        }
-        default: out += e;
-      }
-    }
-    if (i_ >= s_.size()) return false;
-    ++i_;
-    return true;
-  }
-  bool value(Json& out, int depth) {
-    if (depth > 64) return false;
-    skipSpace();
-    if (i_ >= s_.size()) return false;
-    char c = s_[i_];
-    if (c == '"') {
-      out.kind = Json::Kind::String;
-      return string(out.text);
-    }
-    if (c == '[' || c == '{') {
-      bool object = c == '{';
-      out.kind = object ? Json::Kind::Object : Json::Kind::Array;
-      ++i_;
-      skipSpace();
-      char close = object ? '}' : ']';
-      if (i_ < s_.size() && s_[i_] == close) {
-        ++i_;
-        return true;
-      }
-      for (;;) {
-        skipSpace();
-        Json v;
-        std::string key;
-        if (object) {
-          if (!string(key)) return false;
-          skipSpace();
-          if (i_ >= s_.size() || s_[i_++] != ':') return false;
-        }
-        if (!value(v, depth + 1)) return false;
-        if (object) out.members.emplace_back(std::move(key), std::move(v));
-        else out.items.push_back(std::move(v));
-        skipSpace();
-        if (i_ >= s_.size()) return false;
-        char sep = s_[i_++];
-        if (sep == close) return true;
-        if (sep != ',') return false;
-      }
-    }
-    size_t start = i_;
-    while (i_ < s_.size() && std::string_view(",]} \n\t\r").find(s_[i_]) == std::string_view::npos) ++i_;
-    out.kind = Json::Kind::Scalar;
-    out.text = s_.substr(start, i_ - start);
-    return !out.text.empty();
-  }
-  const std::string& s_;
-  size_t i_ = 0;
-};
-
-// What an existing manifest.json says the directory holds.
-struct PreviousOutput {
-  bool exists = false;
-  std::string spec;
-  std::vector<std::string> files;  // every kernel's files, relative to the directory
-};
-
-// A file name a manifest may name for removal: a plain name in the directory, of a kind kdlc emits.
-bool isEmittedFileName(const std::string& n) {
-  if (n.empty() || n.find('/') != std::string::npos || n == "." || n == ".." || n == "manifest.json") return false;
-  return n.ends_with(".h") || n.ends_with(".cu") || n.ends_with(".cuh") || n.ends_with(".cpp") || n.ends_with(".py");
-}
-
-bool readPreviousOutput(const std::string& dir, PreviousOutput& prev, std::string& error) {
-  std::string path = dir + "/manifest.json";
-  struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) return true;
-  std::string text, err;
-  Json m;
-  const Json* gen = nullptr;
-  if (!S_ISREG(st.st_mode) || !readWholeFile(path, text, err) || !JsonReader(text).parse(m) ||
-      m.kind != Json::Kind::Object || !(gen = m.get("generator")) || gen->text.rfind("kdlc", 0) != 0) {
-    error = fmt::format("{} exists and is not a manifest kdlc wrote; refusing to replace it (choose another "
-                        "output directory)",
-                        path);
-    return false;
-  }
-  prev.exists = true;
-  if (const Json* spec = m.get("spec")) prev.spec = spec->text;
-  if (const Json* kernels = m.get("kernels"))
-    for (const Json& k : kernels->items)
-      if (const Json* files = k.get("files"))
-        for (const auto& [role, f] : files->members)
-          if (f.kind == Json::Kind::String && isEmittedFileName(f.text)) prev.files.push_back(f.text);
-  return true;
-}
-
-// Every target must be absent or a regular file before anything moves: a rename that fails half way
-// through publishing would leave a mix of two emits.
-bool checkTargets(const std::string& dir, const std::vector<EmittedFile>& files, std::string& error) {
-  for (const EmittedFile& f : files) {
-    struct stat st;
-    std::string target = dir + "/" + f.path;
-    if (::lstat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-      error = fmt::format("{} exists and is not a regular file; nothing in {} was changed", target, dir);
-      return false;
-    }
-  }
-  return true;
-}
-
-// Moves the staged files into `dir`, manifest.json last; a file whose bytes are unchanged keeps its
-// mtime (build systems rely on it).
-bool publishStaged(const std::string& stage, const std::string& dir, const std::vector<EmittedFile>& files,
-                   std::string& error) {
-  std::vector<const EmittedFile*> order;
-  for (const EmittedFile& f : files)
-    if (f.path != "manifest.json") order.push_back(&f);
-  for (const EmittedFile& f : files)
-    if (f.path == "manifest.json") order.push_back(&f);
-  for (const EmittedFile* f : order) {
-    std::string staged = stage + "/" + f->path, target = dir + "/" + f->path;
-    if (sameContents(target, f->contents)) continue;
-    if (::rename(staged.c_str(), target.c_str()) != 0) {
-      error = fmt::format("cannot write {}: {}", target, std::strerror(errno));
-      return false;
-    }
-  }
-  return true;
-}
-
-std::string depfileEscape(const std::string& p) {
-  std::string out;
-  for (char c : p) {
-    if (c == ' ' || c == '#') out += '\\';
-    if (c == '$') out += '$';
-    out += c;
-  }
-  return out;
-}
-
-}  // namespace
-
-StepResult emitToDirectory(const EmitRequest& req) {
-  std::string err;
-  if (!makeDirs(req.outDir, err)) return failure(err);
-  DirLock lock(req.outDir);
-  if (!lock.held()) return interrupted() ? interruptedResult() : failure(lock.error());
-
-  PreviousOutput prev;
-  if (!readPreviousOutput(req.outDir, prev, err)) return failure(err);
-  if (prev.exists && prev.spec != req.specName)
-    return failure(fmt::format("{} holds the output of {} (see its manifest.json); emitting {} there would replace it",
-                               req.outDir, prev.spec.empty() ? "another spec" : prev.spec, req.specName),
-                   "give each spec its own output directory");
-
-  RunDir stage(req.outDir, "emit");
-  if (!stage.ok()) return failure(stage.error());
-  for (const EmittedFile& f : req.files)
-    if (!writeNewFile(stage.path() + "/" + f.path, f.contents, err))
-      return failure(fmt::format("{}; nothing in {} was changed", err, req.outDir));
-  if (interrupted()) return interruptedResult();
-  if (!checkTargets(req.outDir, req.files, err)) return failure(err);
-  if (!publishStaged(stage.path(), req.outDir, req.files, err)) return failure(err);
-
-  // Kernels the previous emit wrote and this one does not: their files would be orphans.
-  std::set<std::string> now;
-  for (const EmittedFile& f : req.files) now.insert(f.path);
-  for (const std::string& f : prev.files)
-    if (!now.count(f)) ::unlink((req.outDir + "/" + f).c_str());
-
-  // Build systems compare manifest.json's time with the inputs' (the other files keep theirs when
-  // unchanged, so that nothing downstream rebuilds).
-  if (req.touchManifest) ::utimensat(AT_FDCWD, (req.outDir + "/manifest.json").c_str(), nullptr, 0);
-  if (!req.depfile.empty()) {
-    std::string d = depfileEscape(absolutePath(req.outDir + "/manifest.json")) + ":";
-    for (const std::string& in : req.depInputs) d += " \\\n  " + depfileEscape(absolutePath(in));
-    d += "\n";
-    if (!makeDirs(dirName(req.depfile), err) || !writeFileAtomic(req.depfile, d, err)) return failure(err);
-  }
-  return {};
-}
+using namespace build_support;
 
 // ---- build: find the toolchain ---------------------------------------------------------------------
 
@@ -613,7 +62,7 @@ std::string findIncludeDir(const std::string& sourceIncludeDir) {
 }
 
 // The host compilers nvcc may run: -ccbin/--compiler-bindir in the flags nvcc sees (the last one
-// wins, as in nvcc), else $NVCC_CCBIN, else g++ and gcc on PATH.
+// wins, as in nvcc), else $NVCC_CCBIN, else g++, gcc and cc on PATH.
 std::vector<std::string> hostCompilerCandidates(const std::vector<std::string>& nvccFlags) {
   std::string ccbin;
   for (size_t i = 0; i < nvccFlags.size(); ++i) {
@@ -625,7 +74,7 @@ std::vector<std::string> hostCompilerCandidates(const std::vector<std::string>& 
     }
   }
   if (ccbin.empty()) ccbin = getEnv("NVCC_CCBIN");
-  if (ccbin.empty()) return {"g++", "gcc"};
+  if (ccbin.empty()) return {"g++", "gcc", "cc"};
   struct stat st;
   if (::stat(ccbin.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return {ccbin + "/g++", ccbin + "/gcc"};
   return {ccbin};
@@ -684,7 +133,7 @@ StepResult identifyToolchain(const BuildRequest& req, const std::vector<std::str
 // ---- build: compile -------------------------------------------------------------------------------
 
 struct CompileJob {
-  const KernelToBuild* kernel;
+  const KernelToBuild* kernel = nullptr;
   std::string object;  // in the run's directory
   bool cached = false;
   double seconds = 0;
@@ -866,7 +315,12 @@ StepResult buildKernels(const BuildRequest& req, const Progress& progress) {
   if (!readKdlHeaders(tc.includeDir, headers, err)) return failure(err);
 
   std::vector<CompileJob> jobs;
-  for (const KernelToBuild& k : req.kernels) jobs.push_back({&k, run.path() + "/" + k.name + ".o"});
+  for (const KernelToBuild& k : req.kernels) {
+    CompileJob j;
+    j.kernel = &k;
+    j.object = run.path() + "/" + k.name + ".o";
+    jobs.push_back(std::move(j));
+  }
   CompileContext cx{req, tc, headers, env, cache ? &*cache : nullptr};
   bool compiled = compileAll(cx, jobs, progress);
   if (cache && cache->writable()) cache->evictTo(req.cacheMaxBytes);
