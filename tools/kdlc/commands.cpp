@@ -44,15 +44,12 @@ Options for every command:
   -h, --help                help (also `kdlc <command> --help`)
   --version                 print the version
 
-Options for build (see `kdlc build --help`):
-  --nvcc PATH, --launcher CMD, -j N, --cache-dir DIR, --cache-max-size SIZE, --no-cache
-
-Environment: KDL_NVCC, CUDACXX (the CUDA compiler), KDL_LAUNCHER (a compiler launcher such as sccache
-or distcc), KDL_CACHE_DIR (the compile cache), KDL_CACHE_MAX_SIZE (its cap, default 2G),
-KDL_INCLUDE_DIR (the KDL headers). docs/building.md describes the cache and distributed builds.
+Building (`kdlc build --help`, docs/building.md): --launcher CMD or $KDL_LAUNCHER wraps each nvcc
+compile (sccache, distcc); the compile cache is $KDL_CACHE_DIR, capped by --cache-max-size or
+$KDL_CACHE_MAX_SIZE (default 2G).
 
 Exit codes: 0 success, 1 the input has errors, 2 bad command line, 3 internal error,
-128 + N interrupted by signal N (build and emit).
+128 + N interrupted by signal N.
 )";
 
 static const char* kCheckHelp = R"(Usage: kdlc check [options] FILE...
