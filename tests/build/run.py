@@ -230,7 +230,9 @@ def case_interrupt(tmp):
             p.send_signal(sig)
             _, err = p.communicate(timeout=30)
             check(p.returncode == 128 + sig, f"{sig.name}: exit {p.returncode}, expected {128 + sig}", err)
-            time.sleep(0.2)
+            deadline = time.time() + 10  # a grandchild may take a moment to act on its SIGTERM
+            while time.time() < deadline and any(processes_in_group(g) for g in groups):
+                time.sleep(0.1)
             alive = [pid for g in groups for pid in processes_in_group(g)]
             check(alive == [], f"{sig.name}: compiler processes still running: {alive}")
             check(leftovers(out) == [], f"{sig.name}: temporary files left in {out}: {leftovers(out)}")
