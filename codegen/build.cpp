@@ -321,7 +321,9 @@ StepResult buildKernels(const BuildRequest& req, const Progress& progress) {
     j.object = run.path() + "/" + k.name + ".o";
     jobs.push_back(std::move(j));
   }
-  CompileContext cx{req, tc, headers, env, cache ? &*cache : nullptr};
+  // A launcher may start a server that outlives the run (sccache does): it keeps kdlc's TMPDIR.
+  std::vector<std::string> launcherEnv = compilerEnvironment("");
+  CompileContext cx{req, tc, headers, tc.launcher.empty() ? env : launcherEnv, cache ? &*cache : nullptr};
   bool compiled = compileAll(cx, jobs, progress);
   if (cache && cache->writable()) cache->evictTo(req.cacheMaxBytes);
   if (interrupted()) return interruptedResult();

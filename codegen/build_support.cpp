@@ -220,6 +220,7 @@ std::vector<std::string> currentEnvironment() {
 // The environment of the compilers: kdlc's, with TMPDIR inside the run's temporary directory, so
 // that what a killed nvcc leaves behind goes away with it.
 std::vector<std::string> compilerEnvironment(const std::string& tmpDir) {
+  if (tmpDir.empty()) return currentEnvironment();
   std::vector<std::string> env;
   for (std::string& e : currentEnvironment())
     if (e.rfind("TMPDIR=", 0) != 0) env.push_back(std::move(e));

@@ -35,8 +35,8 @@ double secondsSince(std::chrono::steady_clock::time_point t0);
 // and everything it started; captures stdout and stderr together. `env` replaces the environment.
 // Returns the exit status (127: could not start, 128 + N: killed by signal N).
 int runProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env, std::string& output);
-// kdlc's environment with TMPDIR replaced, so that what a killed compiler leaves behind lands in a
-// directory kdlc removes.
+// kdlc's environment with TMPDIR replaced by `tmpDir` (unless empty), so that what a killed
+// compiler leaves behind lands in a directory kdlc removes.
 std::vector<std::string> compilerEnvironment(const std::string& tmpDir);
 
 // ---- files ----

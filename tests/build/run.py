@@ -517,6 +517,27 @@ def case_nvcc_smoke(tmp):
     r = build(spec, out, dict(env, NVCC_APPEND_FLAGS=f"-include {bad}"), nvcc=nvcc)
     check(r.returncode == 1 and "(cached)" not in r.stderr and "this header must break the compile" in r.stderr,
           "NVCC_APPEND_FLAGS did not reach the key", r.stderr)
+    sccache_part(tmp, spec, env, nvcc)
+
+
+def sccache_part(tmp, spec, env, nvcc):
+    """--launcher sccache with the real nvcc: the second of two uncached kdlc builds is an sccache hit
+    (a private sccache server and directory)."""
+    sccache = shutil.which("sccache")
+    if not sccache:
+        print("note: sccache not installed; the sccache part of nvcc-smoke did not run")
+        return
+    env = dict(env, SCCACHE_DIR=os.path.join(tmp, "sccache"), SCCACHE_SERVER_PORT=str(free_port()),
+               SCCACHE_IDLE_TIMEOUT="30")
+    try:
+        for i in range(2):
+            r = build(spec, os.path.join(tmp, f"sccache-out{i}"), env, "--launcher", "sccache", "--no-cache", nvcc=nvcc)
+            check(r.returncode == 0, f"build {i} with --launcher sccache", r.stderr)
+        stats = subprocess.run([sccache, "--show-stats"], env=env, capture_output=True, text=True).stdout
+        hits = [l for l in stats.splitlines() if l.startswith("Cache hits (CUDA)")]
+        check(hits and hits[0].split()[-1] == "1", "the second build was not an sccache hit", stats)
+    finally:
+        subprocess.run([sccache, "--stop-server"], env=env, capture_output=True)
 
 
 CASES = {

@@ -131,13 +131,14 @@ bool parseJobs(const std::string& v, int& jobs) {
 // The cap from --cache-max-size, else $KDL_CACHE_MAX_SIZE, else the default; nullopt (reported)
 // when malformed.
 std::optional<uint64_t> cacheCap(const std::string& option) {
-  std::string text = option.empty() ? std::string(std::getenv(cg::kCacheMaxSizeEnv) ? std::getenv(cg::kCacheMaxSizeEnv) : "")
-                                    : option;
+  const char* env = std::getenv(cg::kCacheMaxSizeEnv);
+  std::string text = !option.empty() ? option : env ? env : "";
   if (text.empty()) return cg::kDefaultCacheMaxBytes;
   std::optional<uint64_t> v = cg::parseByteSize(text);
-  if (!v)
-    usageError(fmt::format("{} takes a size such as 2G, 500M or 1048576 (bytes), not `{}`",
-                           option.empty() ? std::string("$") + cg::kCacheMaxSizeEnv : "--cache-max-size", text));
+  if (!v) {
+    std::string source = !option.empty() ? "--cache-max-size" : std::string("$") + cg::kCacheMaxSizeEnv;
+    usageError(fmt::format("{} takes a size such as 2G, 500M or 1048576 (bytes), not `{}`", source, text));
+  }
   return v;
 }
 
