@@ -33,6 +33,7 @@ Commands:
   list FILE [--json]      print every kernel with every field resolved and where it came from
   emit FILE -o DIR        write standalone .cu/.h per kernel and manifest.json to DIR
   build FILE -o DIR       emit, then compile with nvcc into a library (content-hashed cache)
+  cache --info|--clear    show or empty the compile cache of `build`
 
 Options for every command:
   --diagnostics=text|json   how errors are printed (default text, on stderr)
@@ -43,7 +44,12 @@ Options for every command:
   -h, --help                help (also `kdlc <command> --help`)
   --version                 print the version
 
-Exit codes: 0 success, 1 the input has errors, 2 bad command line, 3 internal error.
+Building (`kdlc build --help`, docs/building.md): --launcher CMD or $KDL_LAUNCHER wraps each nvcc
+compile (sccache, distcc); the compile cache is $KDL_CACHE_DIR, capped by --cache-max-size or
+$KDL_CACHE_MAX_SIZE (default 2G).
+
+Exit codes: 0 success, 1 the input has errors, 2 bad command line, 3 internal error,
+128 + N interrupted by signal N.
 )";
 
 static const char* kCheckHelp = R"(Usage: kdlc check [options] FILE...
@@ -153,6 +159,7 @@ static int runList(Args& args) {
 }
 
 int runEmit(Args& args, bool build);
+int runCache(Args& args);
 
 int runCommand(int argc, char** argv) {
   Args args(argc, argv);
@@ -170,7 +177,8 @@ int runCommand(int argc, char** argv) {
   if (cmd == "list") return runList(args);
   if (cmd == "emit") return runEmit(args, false);
   if (cmd == "build") return runEmit(args, true);
-  return usageError("unknown command `" + cmd + "`; the commands are check, list, emit, build (see `kdlc --help`)");
+  if (cmd == "cache") return runCache(args);
+  return usageError("unknown command `" + cmd + "`; the commands are check, list, emit, build, cache (see `kdlc --help`)");
 }
 
 }  // namespace kdlc

@@ -1,6 +1,6 @@
 // kdlc: the KDL compiler driver. Runs the phases in order (parse -> evaluate -> validate -> lower ->
 // emit -> nvcc) and prints diagnostics. Exit codes: 0 success, 1 the input has errors, 2 bad command
-// line, 3 internal error.
+// line, 3 internal error, 128 + N interrupted by signal N (emit and build stop their compilers first).
 #include <pthread.h>
 
 #include <cstdio>

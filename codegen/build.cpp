@@ -1,0 +1,340 @@
+// buildKernels: find the toolchain, compute the cache keys, compile with a pool of workers, archive
+// and link, publish (see codegen/build.h).
+#include "codegen/build.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fmt/format.h>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "codegen/build_support.h"
+#include "codegen/compile_cache.h"
+
+namespace kdl::codegen {
+
+using namespace build_support;
+
+// ---- build: find the toolchain ---------------------------------------------------------------------
+
+std::string findNvcc(const std::string& option, std::string& tried) {
+  auto candidate = [&](const std::string& what, const std::string& path) -> std::string {
+    if (path.empty()) return "";
+    tried += fmt::format("\n  {}: {}", what, path);
+    return resolveProgram(path);
+  };
+  if (!option.empty()) return candidate("--nvcc", option);
+  for (const char* var : {"KDL_NVCC", "CUDACXX"}) {
+    std::string v = getEnv(var);
+    if (!v.empty()) {
+      std::string r = candidate(std::string("$") + var, v);
+      if (!r.empty()) return r;
+    }
+  }
+  if (std::string r = findOnPath("nvcc"); !r.empty()) return r;
+  tried += "\n  nvcc on PATH: not found";
+  return candidate("default", "/usr/local/cuda/bin/nvcc");
+}
+
+namespace {
+
+// The directory that holds kdl/ (the device templates): $KDL_INCLUDE_DIR, <exe dir>/../include when
+// installed, else the source tree's include/.
+std::string findIncludeDir(const std::string& sourceIncludeDir) {
+  auto holdsTemplates = [](const std::string& d) { return fileExists(d + "/kdl/gemm_sm80.cuh"); };
+  if (std::string v = getEnv("KDL_INCLUDE_DIR"); !v.empty() && holdsTemplates(v)) return absolutePath(v);
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n > 0) {
+    buf[n] = 0;
+    std::string inc = dirName(dirName(buf)) + "/include";
+    if (holdsTemplates(inc)) return inc;
+  }
+  if (!sourceIncludeDir.empty() && holdsTemplates(sourceIncludeDir)) return sourceIncludeDir;
+  return "";
+}
+
+// The host compilers nvcc may run: -ccbin/--compiler-bindir in the flags nvcc sees (the last one
+// wins, as in nvcc), else $NVCC_CCBIN, else g++, gcc and cc on PATH.
+std::vector<std::string> hostCompilerCandidates(const std::vector<std::string>& nvccFlags) {
+  std::string ccbin;
+  for (size_t i = 0; i < nvccFlags.size(); ++i) {
+    const std::string& f = nvccFlags[i];
+    for (const char* opt : {"-ccbin", "--compiler-bindir"}) {
+      std::string o = opt;
+      if (f == o && i + 1 < nvccFlags.size()) ccbin = nvccFlags[i + 1];
+      else if (f.rfind(o + "=", 0) == 0) ccbin = f.substr(o.size() + 1);
+    }
+  }
+  if (ccbin.empty()) ccbin = getEnv("NVCC_CCBIN");
+  if (ccbin.empty()) return {"g++", "gcc", "cc"};
+  struct stat st;
+  if (::stat(ccbin.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return {ccbin + "/g++", ccbin + "/gcc"};
+  return {ccbin};
+}
+
+// What identifies a host compiler: where it really is and what it says it is.
+std::string hostCompilerIdentity(const std::string& name, const std::vector<std::string>& env) {
+  std::string path = resolveProgram(name);
+  if (path.empty()) return fmt::format("{}: not found", name);
+  std::string version;
+  int st = runProcess({path, "--version"}, env, version);
+  return fmt::format("{} -> {} (exit {}):\n{}", name, realPath(path), st, version);
+}
+
+struct Toolchain {
+  std::string nvcc;
+  std::string includeDir;
+  std::vector<std::string> launcher;  // resolved argv prefix, empty when none
+  std::string fingerprint;            // everything outside the sources that changes an object
+};
+
+StepResult identifyToolchain(const BuildRequest& req, const std::vector<std::string>& env, Toolchain& tc) {
+  std::string tried;
+  tc.nvcc = findNvcc(req.nvcc, tried);
+  if (tc.nvcc.empty())
+    return failure("cannot find nvcc; tried:" + tried,
+                   fmt::format("pass --nvcc PATH or set $KDL_NVCC (the emitted sources are in {})", req.outDir));
+  tc.includeDir = findIncludeDir(req.sourceIncludeDir);
+  if (tc.includeDir.empty())
+    return failure("cannot find the KDL device templates (kdl/gemm_sm80.cuh) next to kdlc (<exe dir>/../include) or "
+                   "in the source tree; set $KDL_INCLUDE_DIR");
+  if (!req.launcher.empty()) {
+    tc.launcher = splitWords(req.launcher);
+    std::string resolved = tc.launcher.empty() ? "" : resolveProgram(tc.launcher[0]);
+    if (resolved.empty())
+      return failure(fmt::format("cannot find the compiler launcher `{}` (from --launcher or ${})", req.launcher,
+                                 kLauncherEnv));
+    tc.launcher[0] = resolved;
+  }
+  std::string version;
+  if (int st = runProcess({tc.nvcc, "--version"}, env, version); st != 0) {
+    if (interrupted()) return interruptedResult();
+    return failure(fmt::format("`{} --version` failed (exit {}):\n{}", tc.nvcc, st, version));
+  }
+  // nvcc reads these itself, so they change the object without appearing on its command line.
+  std::string prepend = getEnv("NVCC_PREPEND_FLAGS"), append = getEnv("NVCC_APPEND_FLAGS");
+  std::vector<std::string> nvccFlags = splitWords(prepend);
+  for (std::string& f : splitWords(append)) nvccFlags.push_back(std::move(f));
+  std::string fp = fmt::format("nvcc: {} -> {}\n{}\nNVCC_PREPEND_FLAGS={}\nNVCC_APPEND_FLAGS={}\nNVCC_CCBIN={}\n",
+                               tc.nvcc, realPath(tc.nvcc), version, prepend, append, getEnv("NVCC_CCBIN"));
+  for (const std::string& cc : hostCompilerCandidates(nvccFlags)) fp += "host compiler: " + hostCompilerIdentity(cc, env);
+  tc.fingerprint = std::move(fp);
+  return {};
+}
+
+// ---- build: compile -------------------------------------------------------------------------------
+
+struct CompileJob {
+  const KernelToBuild* kernel = nullptr;
+  std::string object;  // in the run's directory
+  bool cached = false;
+  double seconds = 0;
+  int status = 0;
+  std::string output;
+};
+
+struct CompileContext {
+  const BuildRequest& req;
+  const Toolchain& tc;
+  const std::vector<std::pair<std::string, std::string>>& headers;
+  const std::vector<std::string>& env;
+  const CompileCache* cache;  // null: --no-cache or unusable
+};
+
+std::vector<std::string> nvccFlagsFor(const KernelToBuild& k) {
+  std::vector<std::string> flags = {"-std=c++17", "-O3", "-Xcompiler", "-fPIC"};
+  flags.insert(flags.end(), k.gencode.begin(), k.gencode.end());
+  return flags;
+}
+
+// The key covers what nvcc reads: the .cu, its header, every KDL header, the toolchain and the flags.
+// A source that cannot be read is an error: an empty text would give a key that hides the fault.
+bool compileKey(const CompileContext& cx, const KernelToBuild& k, const std::vector<std::string>& flags,
+                std::string& key, std::string& error) {
+  std::string src, hdr;
+  if (!readWholeFile(cx.req.outDir + "/" + k.name + ".cu", src, error) ||
+      !readWholeFile(cx.req.outDir + "/" + k.name + ".h", hdr, error))
+    return false;
+  std::vector<std::pair<std::string, std::string>> inputs = cx.headers;
+  inputs.emplace_back(k.name + ".h", std::move(hdr));
+  key = CompileCache::key(src, inputs, cx.tc.fingerprint, flags);
+  return true;
+}
+
+void compileOne(const CompileContext& cx, CompileJob& j) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::string> flags = nvccFlagsFor(*j.kernel);
+  std::string key, err;
+  if (!compileKey(cx, *j.kernel, flags, key, err)) {
+    j.status = 1;
+    j.output = err + "\n";
+    return;
+  }
+  if (std::optional<std::string> hit = cx.cache ? cx.cache->lookup(key) : std::nullopt) {
+    j.cached = true;
+    if (!writeFileAtomic(j.object, *hit, err)) {
+      j.status = 1;
+      j.output = err + "\n";
+    }
+    j.seconds = secondsSince(t0);
+    return;
+  }
+  std::vector<std::string> argv = cx.tc.launcher;
+  argv.push_back(cx.tc.nvcc);
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), {"-I" + cx.tc.includeDir, "-c", cx.req.outDir + "/" + j.kernel->name + ".cu", "-o", j.object});
+  j.status = runProcess(argv, cx.env, j.output);
+  if (j.status == 127 && j.output.empty()) j.output = fmt::format("cannot run {}\n", argv[0]);
+  if (j.status != 0) {
+    j.output = fmt::format("{}\n{}", fmt::join(argv, " "), j.output);
+  } else if (cx.cache && cx.cache->writable()) {
+    std::string obj;
+    if (readWholeFile(j.object, obj)) cx.cache->store(key, obj);
+  }
+  j.seconds = secondsSince(t0);
+}
+
+void reportJob(const CompileJob& j, size_t done, size_t total, const Progress& progress) {
+  if (j.status == 0) {
+    std::string line = fmt::format("[{}/{}] nvcc {}.cu ({})", done, total, j.kernel->name,
+                                   j.cached ? "cached" : fmt::format("{:.1f} s", j.seconds));
+    if (!j.output.empty() && !j.cached) line += "\n" + j.output;  // nvcc's warnings
+    while (!line.empty() && line.back() == '\n') line.pop_back();
+    progress(line);
+  } else if (!interrupted()) {
+    std::string out = j.output;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    progress(fmt::format("[{}/{}] nvcc {}.cu FAILED (exit {})\n{}", done, total, j.kernel->name, j.status, out));
+  }
+}
+
+// Compiles every job with up to req.jobs workers; false when one failed (or an interrupt came).
+bool compileAll(const CompileContext& cx, std::vector<CompileJob>& jobs, const Progress& progress) {
+  std::mutex mu;
+  std::atomic<size_t> next{0};
+  size_t done = 0;
+  const size_t total = jobs.size();
+  auto worker = [&]() {
+    for (size_t i = next.fetch_add(1); i < total && !interrupted(); i = next.fetch_add(1)) {
+      compileOne(cx, jobs[i]);
+      std::lock_guard<std::mutex> lock(mu);
+      reportJob(jobs[i], ++done, total, progress);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::min<int>(cx.req.jobs, int(total)); ++t) pool.emplace_back(worker);
+  for (std::thread& t : pool) t.join();
+  if (interrupted()) return false;
+  return std::all_of(jobs.begin(), jobs.end(), [](const CompileJob& j) { return j.status == 0; });
+}
+
+// ---- build: archive and link, publish -------------------------------------------------------------
+
+StepResult runTool(const std::string& what, const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                   const std::string& shownName, const Progress& progress) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::string out;
+  int st = runProcess(argv, env, out);
+  if (interrupted()) return interruptedResult();
+  if (st != 0) return failure(fmt::format("{} failed (exit {}):\n{}\n{}", what, st, fmt::join(argv, " "), out));
+  progress(fmt::format("{} {} ({:.1f} s)", what, shownName, secondsSince(t0)));
+  return {};
+}
+
+StepResult archiveAndLink(const BuildRequest& req, const Toolchain& tc, const std::vector<CompileJob>& jobs,
+                          const std::string& runDir, const std::vector<std::string>& env, const Progress& progress) {
+  std::string ar = findOnPath("ar");
+  if (ar.empty()) return failure(fmt::format("cannot find `ar` on PATH to make lib{}.a", req.libStem));
+  std::vector<std::string> objects;
+  for (const CompileJob& j : jobs) objects.push_back(j.object);
+  std::string lib = "lib" + req.libStem;
+  std::vector<std::string> arArgs = {ar, "rcsD", runDir + "/" + lib + ".a"};
+  arArgs.insert(arArgs.end(), objects.begin(), objects.end());
+  if (StepResult r = runTool("ar", arArgs, env, lib + ".a", progress); !r.ok) return r;
+  std::vector<std::string> soArgs = {tc.nvcc, "-shared", "--cudart", "shared", "-o", runDir + "/" + lib + ".so"};
+  soArgs.insert(soArgs.end(), objects.begin(), objects.end());
+  return runTool("link", soArgs, env, lib + ".so", progress);
+}
+
+// Moves the libraries into the output directory under its lock, so that concurrent builds publish
+// one after the other and a reader never sees a half-written library.
+StepResult publishLibraries(const BuildRequest& req, const std::string& runDir) {
+  DirLock lock(req.outDir);
+  if (!lock.held()) return interrupted() ? interruptedResult() : failure(lock.error());
+  if (interrupted()) return interruptedResult();
+  for (const char* ext : {".a", ".so"}) {
+    std::string name = "lib" + req.libStem + ext;
+    if (::rename((runDir + "/" + name).c_str(), (req.outDir + "/" + name).c_str()) != 0)
+      return failure(fmt::format("cannot write {}/{}: {}", req.outDir, name, std::strerror(errno)));
+  }
+  return {};
+}
+
+std::optional<CompileCache> openCache(const BuildRequest& req, const Progress& progress) {
+  if (!req.useCache) return std::nullopt;
+  std::string why;
+  std::optional<std::string> dir = req.cacheDir.empty() ? defaultCacheDir(why) : absolutePath(req.cacheDir);
+  if (!dir) {
+    progress("kdlc: warning: not caching compiled kernels: " + why);
+    return std::nullopt;
+  }
+  CompileCache cache(*dir);
+  if (!cache.usable()) {
+    progress("kdlc: warning: not caching compiled kernels: " + cache.whyUnusable());
+    return std::nullopt;
+  }
+  if (!cache.writable())
+    progress("kdlc: warning: " + cache.whyNotWritable() +
+             "; kernels it lacks are compiled and not stored (every build compiles them again)");
+  return cache;
+}
+
+}  // namespace
+
+StepResult buildKernels(const BuildRequest& req, const Progress& progress) {
+  if (req.kernels.empty()) return failure("nothing to build");
+  RunDir run(req.outDir, "build");
+  if (!run.ok()) return failure(run.error());
+  std::string tmpDir = run.path() + "/tmp";
+  ::mkdir(tmpDir.c_str(), 0700);
+  std::vector<std::string> env = compilerEnvironment(tmpDir);
+
+  Toolchain tc;
+  if (StepResult r = identifyToolchain(req, env, tc); !r.ok) return r;
+  std::optional<CompileCache> cache = openCache(req, progress);
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string err;
+  if (!readKdlHeaders(tc.includeDir, headers, err)) return failure(err);
+
+  std::vector<CompileJob> jobs;
+  for (const KernelToBuild& k : req.kernels) {
+    CompileJob j;
+    j.kernel = &k;
+    j.object = run.path() + "/" + k.name + ".o";
+    jobs.push_back(std::move(j));
+  }
+  // A launcher may start a server that outlives the run (sccache does): it keeps kdlc's TMPDIR.
+  std::vector<std::string> launcherEnv = compilerEnvironment("");
+  CompileContext cx{req, tc, headers, tc.launcher.empty() ? env : launcherEnv, cache ? &*cache : nullptr};
+  bool compiled = compileAll(cx, jobs, progress);
+  if (cache && cache->writable()) cache->evictTo(req.cacheMaxBytes);
+  if (interrupted()) return interruptedResult();
+  if (!compiled) return failure("nvcc failed; the emitted sources are in " + req.outDir);
+
+  if (StepResult r = archiveAndLink(req, tc, jobs, run.path(), env, progress); !r.ok) return r;
+  if (StepResult r = publishLibraries(req, run.path()); !r.ok) return r;
+  std::string lib = req.outDir + "/lib" + req.libStem;
+  progress(fmt::format("kdlc: built {} kernel{} into {}.a and {}.so", jobs.size(), jobs.size() == 1 ? "" : "s", lib,
+                       lib));
+  return {};
+}
+
+}  // namespace kdl::codegen

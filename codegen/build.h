@@ -1,0 +1,87 @@
+// `kdlc emit` and `kdlc build` as library functions: the CLI parses options, calls these and prints.
+//
+// emitToDirectory writes a spec's emitted files into a directory all-or-nothing (a temporary
+// directory inside it first, then rename(2) into place), refuses a directory that holds another
+// spec's output, and removes the files of kernels the previous manifest listed and the new one does
+// not. buildKernels compiles those files with nvcc through the compile cache into lib<stem>.a and
+// lib<stem>.so, in named steps: find the toolchain, compute the cache keys, compile with a pool of
+// workers, archive and link, publish. Every build works in its own temporary directory and publishes
+// under an flock(2) of the output directory, so builds into one directory can run at once.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/codegen.h"
+
+namespace kdl::codegen {
+
+// One line for the user ("[3/10] nvcc k.cu (2.1 s)", warnings); the CLI decides where it goes.
+using Progress = std::function<void(const std::string& line)>;
+
+// While one is alive, SIGINT and SIGTERM do not kill kdlc at once: the handler records the signal
+// and terminates the process group of every compiler kdlc started, and emitToDirectory and
+// buildKernels stop, remove their temporary files and report the signal, so that the CLI can exit
+// with 128 + signal.
+class InterruptGuard {
+ public:
+  InterruptGuard();
+  ~InterruptGuard();
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+  // The signal that arrived, or 0.
+  static int signal();
+};
+
+// The sha256 of the spec and every file it imports, in load order (manifest.json's spec_sha256).
+std::string hashSpecSources(const SourceManager& sm);
+
+struct EmitRequest {
+  std::string outDir;                 // created when missing
+  std::string specName;               // as in EmitOptions::specName; manifest.json records it
+  std::vector<EmittedFile> files;     // emit()'s output, manifest.json included
+  bool touchManifest = false;         // update manifest.json's time even when its bytes are unchanged
+  std::string depfile;                // when not empty: DIR/manifest.json depends on depInputs
+  std::vector<std::string> depInputs;
+};
+
+struct StepResult {
+  bool ok = true;
+  int signal = 0;      // not 0: interrupted by this signal (ok is false)
+  std::string error;   // when !ok and no signal: what went wrong, in kdlc's words
+  std::string note;    // optional hint that follows the error
+};
+
+StepResult emitToDirectory(const EmitRequest& request);
+
+struct KernelToBuild {
+  std::string name;                  // NAME.cu and NAME.h in the output directory
+  std::vector<std::string> gencode;  // its -gencode flags
+};
+
+// Default cap on the compile cache's size, and its environment variable.
+inline constexpr uint64_t kDefaultCacheMaxBytes = uint64_t(2) << 30;
+inline constexpr const char* kCacheMaxSizeEnv = "KDL_CACHE_MAX_SIZE";
+inline constexpr const char* kLauncherEnv = "KDL_LAUNCHER";
+
+struct BuildRequest {
+  std::string outDir;                 // holds the files emitToDirectory wrote
+  std::string libStem;                // lib<stem>.a, lib<stem>.so
+  std::vector<KernelToBuild> kernels;  // not empty
+  std::string nvcc;                   // --nvcc; empty: $KDL_NVCC, $CUDACXX, PATH, /usr/local/cuda/bin/nvcc
+  std::string sourceIncludeDir;       // the source tree's include/, the last place to find kdl/*.cuh
+  std::string launcher;               // e.g. "sccache" or "distcc": run as LAUNCHER nvcc ARGS...
+  int jobs = 1;
+  bool useCache = true;
+  std::string cacheDir;               // empty: defaultCacheDir()
+  uint64_t cacheMaxBytes = kDefaultCacheMaxBytes;
+};
+
+StepResult buildKernels(const BuildRequest& request, const Progress& progress);
+
+// Where nvcc is, as buildKernels finds it; empty (and `tried` lists the places) when nowhere.
+std::string findNvcc(const std::string& option, std::string& tried);
+
+}  // namespace kdl::codegen
