@@ -111,7 +111,11 @@ static std::string jsonLoc(const SourceManager& sm, SourceLoc loc) {
 }
 
 std::string renderJson(const SourceManager& sm, const DiagEngine& diags) {
-  std::string out = "{\"diagnostics\":[";
+  return "{" + renderJsonMembers(sm, diags) + "}\n";
+}
+
+std::string renderJsonMembers(const SourceManager& sm, const DiagEngine& diags) {
+  std::string out = "\"diagnostics\":[";
   bool first = true;
   for (const Diagnostic& d : diags.sorted()) {
     if (!first) out += ',';
@@ -123,7 +127,7 @@ std::string renderJson(const SourceManager& sm, const DiagEngine& diags) {
                          jsonLoc(sm, d.notes[i].loc));
     out += "]}";
   }
-  out += fmt::format("],\"errors\":{}}}\n", diags.errorCount());
+  out += fmt::format("],\"errors\":{}", diags.errorCount());
   return out;
 }
 

@@ -275,11 +275,15 @@ std::string renderSpecsText(const SourceManager& sm, const std::vector<KernelSpe
   return out;
 }
 
-std::string renderSpecsJson(const SourceManager& sm, const std::vector<KernelSpec>& specs) {
-  std::string out = "{\"kernels\":[";
+std::string renderSpecsJsonArray(const SourceManager& sm, const std::vector<KernelSpec>& specs) {
+  std::string out = "[";
   for (size_t i = 0; i < specs.size(); ++i) out += (i ? ",\n" : "\n") + kernelJson(sm, specs[i]);
-  out += specs.empty() ? "]}\n" : "\n]}\n";
+  out += specs.empty() ? "]" : "\n]";
   return out;
+}
+
+std::string renderSpecsJson(const SourceManager& sm, const std::vector<KernelSpec>& specs) {
+  return "{\"kernels\":" + renderSpecsJsonArray(sm, specs) + "}\n";
 }
 
 }  // namespace kdl
