@@ -14,25 +14,6 @@ using L = grammar::KDLLexer;
 
 namespace {
 
-// The length of the UTF-8 sequence at `i`, or 0 when it is not valid UTF-8 (overlong forms and
-// surrogates included).
-size_t utf8Length(std::string_view s, size_t i) {
-  auto byte = [&](size_t k) { return k < s.size() ? static_cast<unsigned char>(s[k]) : 0u; };
-  auto cont = [&](size_t k) { return (byte(k) & 0xC0) == 0x80; };
-  unsigned c = byte(i);
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) return cont(i + 1) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-    return byte(i + 1) >= lo && byte(i + 1) <= hi && cont(i + 2) ? 3 : 0;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-    return byte(i + 1) >= lo && byte(i + 1) <= hi && cont(i + 2) && cont(i + 3) ? 4 : 0;
-  }
-  return 0;
-}
-
 bool isControl(unsigned char c) { return (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F; }
 
 bool isOperator(size_t type) {
@@ -105,7 +86,7 @@ bool checkEncoding(const FileLines& lines, DiagEngine& diags) {
   std::string_view text = lines.text();
   for (size_t i = 0; i < text.size();) {
     unsigned char c = static_cast<unsigned char>(text[i]);
-    size_t n = utf8Length(text, i);
+    size_t n = utf8SequenceLength(text, i);
     if (n == 0 || isControl(c)) {
       std::string what = c == 0 ? "a NUL byte"
                          : n == 0 ? fmt::format("the byte 0x{:02x}, which is not valid UTF-8", c)
