@@ -404,10 +404,22 @@ Value Evaluator::evalUnary(const ast::Expr& e, const Env& env) {
   return {};
 }
 
-Value Evaluator::evalBinary(const ast::Expr& e, const Env& env) {
-  if (e.binaryOp == ast::BinaryOp::And || e.binaryOp == ast::BinaryOp::Or) return evalLogic(e, env);
-  if (e.elems.size() != 2 || !e.elems[0] || !e.elems[1]) return {};
-  Value a = eval(*e.elems[0], env);
+// A chain `a + b - c` is evaluated with a loop over its operators (ast::binaryChain), left to right,
+// so its length is not nesting: only the operands recurse.
+Value Evaluator::evalBinary(const ast::Expr& top, const Env& env) {
+  std::vector<const ast::Expr*> chain = ast::binaryChain(top);
+  if (chain.empty() || !chain.front()->elems[0]) return {};
+  Value acc = eval(*chain.front()->elems[0], env);
+  for (const ast::Expr* link : chain) {
+    if (stopped() || !link->elems[1]) return {};
+    acc = applyBinary(*link, std::move(acc), env);
+  }
+  return acc;
+}
+
+// `left op right` for one link of a chain, `left` already evaluated (None when it failed).
+Value Evaluator::applyBinary(const ast::Expr& e, Value a, const Env& env) {
+  if (e.binaryOp == ast::BinaryOp::And || e.binaryOp == ast::BinaryOp::Or) return applyLogic(e, std::move(a), env);
   Value b = eval(*e.elems[1], env);
   if (a.isNone() || b.isNone()) return {};
   switch (e.binaryOp) {
@@ -424,20 +436,18 @@ Value Evaluator::evalBinary(const ast::Expr& e, const Env& env) {
   }
 }
 
-Value Evaluator::evalLogic(const ast::Expr& e, const Env& env) {
-  if (e.elems.size() != 2 || !e.elems[0] || !e.elems[1]) return {};
+Value Evaluator::applyLogic(const ast::Expr& e, Value a, const Env& env) {
   const char* op = ast::binaryOpSpelling(e.binaryOp);
-  auto operand = [&](const ast::Expr& x) -> Value {
-    Value v = eval(x, env);
-    if (v.isNone() || v.isBool()) return v;
+  auto isBool = [&](const Value& v, const ast::Expr& x) {
+    if (v.isNone() || v.isBool()) return true;
     reportTypeMismatch(x.loc, fmt::format("`{}` needs `bool` operands, not `{}`", op, v.typeName()));
-    return {};
+    return false;
   };
-  Value a = operand(*e.elems[0]);
-  if (a.isNone()) return {};
+  if (!isBool(a, *e.elems[0]) || a.isNone()) return {};
   bool isAnd = e.binaryOp == ast::BinaryOp::And;
   if (a.asBool() != isAnd) return a;  // false && ..., true || ...
-  return operand(*e.elems[1]);
+  Value b = eval(*e.elems[1], env);
+  return isBool(b, *e.elems[1]) ? b : Value{};
 }
 
 Value Evaluator::evalTernary(const ast::Expr& e, const Env& env) {

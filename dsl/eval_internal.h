@@ -118,7 +118,8 @@ class Evaluator {
   Value evalCall(const ast::Expr& e, const Env& env);
   Value evalUnary(const ast::Expr& e, const Env& env);
   Value evalBinary(const ast::Expr& e, const Env& env);
-  Value evalLogic(const ast::Expr& e, const Env& env);
+  Value applyBinary(const ast::Expr& e, Value left, const Env& env);
+  Value applyLogic(const ast::Expr& e, Value left, const Env& env);
   Value evalTernary(const ast::Expr& e, const Env& env);
   Value arithmetic(const ast::Expr& e, const Value& a, const Value& b);
   Value compare(const ast::Expr& e, const Value& a, const Value& b);

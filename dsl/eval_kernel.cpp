@@ -369,6 +369,14 @@ bool Evaluator::isScriptConstant(const ast::Expr& e, const EpiScope& scope) cons
       for (const ast::StringPart& part : e.parts)
         if (part.expr && !isScriptConstant(*part.expr, scope)) return false;
       return true;
+    case ast::ExprKind::Binary: {  // a chain, with a loop (ast::binaryChain)
+      std::vector<const ast::Expr*> chain = ast::binaryChain(e);
+      if (chain.empty()) return allConstant(0);
+      if (chain.front()->elems[0] && !isScriptConstant(*chain.front()->elems[0], scope)) return false;
+      for (const ast::Expr* link : chain)
+        if (link->elems[1] && !isScriptConstant(*link->elems[1], scope)) return false;
+      return true;
+    }
     default: return allConstant(0);
   }
 }

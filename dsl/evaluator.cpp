@@ -349,7 +349,7 @@ FileUnit* Evaluator::loadUnit(const std::string& key, const std::string& display
   unit->display = display;
   unit->fileId = sm_.add(display, std::move(text));
   size_t errorsBefore = diags_.errorCount();
-  unit->tree = parseFile(sm_, unit->fileId, diags_);
+  unit->tree = parseFile(sm_, unit->fileId, diags_, limits_.maxCallDepth);
   unit->ok = unit->tree && diags_.errorCount() == errorsBefore;
   FileUnit* raw = unit.get();
   units_.push_back(std::move(unit));

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "dsl/diagnostics.h"
+#include "dsl/parser.h"
 #include "dsl/raw_kernel.h"
 #include "dsl/source.h"
 
@@ -13,7 +14,7 @@ namespace kdl {
 // Caps that turn a runaway script into a clear error [kernel-limit], [recursion-limit], [eval-limit].
 struct EvalLimits {
   size_t maxKernels = 100000;
-  int maxCallDepth = 256;             // function/template calls plus statement/expression nesting
+  int maxCallDepth = kDefaultMaxDepth;  // calls plus statement/expression nesting; the parser's cap too
   size_t maxSteps = 50'000'000;       // loop iterations and calls, all together
   size_t maxSequence = 1'000'000;     // elements of one list/tuple/range
   size_t maxString = 1u << 20;        // bytes of one string

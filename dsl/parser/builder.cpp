@@ -346,14 +346,7 @@ ExprPtr Builder::expr(P::ExprContext* ctx) {
     e->elems.push_back(expr(c->expr()));
     return e;
   }
-  if (auto* c = dynamic_cast<P::BinaryContext*>(ctx)) {
-    auto e = node(ExprKind::Binary, loc(ctx));
-    e->opLoc = loc(c->op);
-    e->binaryOp = binaryOp(c->op ? c->op->getType() : size_t{P::PLUS});
-    e->elems.push_back(expr(c->expr(0)));
-    e->elems.push_back(expr(c->expr(1)));
-    return e;
-  }
+  if (auto* c = dynamic_cast<P::BinaryContext*>(ctx)) return binaryChain(c);
   if (auto* c = dynamic_cast<P::TernaryContext*>(ctx)) {
     auto e = node(ExprKind::Ternary, loc(ctx));
     e->opLoc = loc(c->op);
@@ -361,6 +354,29 @@ ExprPtr Builder::expr(P::ExprContext* ctx) {
     return e;
   }
   return nullptr;
+}
+
+// `a + b - c * d + e` is a chain: the parse tree nests it down its left operands, one level per
+// operator, so it is walked with a loop, not recursion (a chain of 100000 terms is not deep nesting).
+// Each right operand binds tighter and is built recursively; its depth is what scanTokens counts.
+ExprPtr Builder::binaryChain(P::BinaryContext* top) {
+  std::vector<P::BinaryContext*> spine;  // top first
+  P::ExprContext* leftmost = top;
+  while (auto* b = dynamic_cast<P::BinaryContext*>(leftmost)) {
+    spine.push_back(b);
+    leftmost = b->expr(0);
+  }
+  ExprPtr acc = expr(leftmost);
+  for (auto it = spine.rbegin(); it != spine.rend(); ++it) {
+    P::BinaryContext* c = *it;
+    auto e = node(ExprKind::Binary, loc(c));
+    e->opLoc = loc(c->op);
+    e->binaryOp = binaryOp(c->op ? c->op->getType() : size_t{P::PLUS});
+    e->elems.push_back(std::move(acc));
+    e->elems.push_back(expr(c->expr(1)));
+    acc = std::move(e);
+  }
+  return acc;
 }
 
 ExprPtr Builder::postfix(P::PostfixExprContext* ctx, size_t dropLast) {

@@ -51,6 +51,7 @@ class Builder {
 
   // A postfix chain without its last `dropLast` operators (an input's broadcast).
   ast::ExprPtr postfix(P::PostfixExprContext* ctx, size_t dropLast = 0);
+  ast::ExprPtr binaryChain(P::BinaryContext* top);
   ast::ExprPtr primary(P::PrimaryContext* ctx);
   ast::ExprPtr sequence(ast::ExprKind kind, const std::vector<P::ExprContext*>& elems, SourceLoc loc);
   ast::ExprPtr intLiteral(antlr4::tree::TerminalNode* node);

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <bit>
+
 #include <string>
 #include <vector>
 
@@ -16,20 +19,35 @@ namespace {
 
 bool isControl(unsigned char c) { return (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F; }
 
-bool isOperator(size_t type) {
-  switch (type) {
-    case L::PLUS: case L::MINUS: case L::STAR: case L::SLASH: case L::PERCENT: case L::NOT:
-    case L::LT: case L::LE: case L::GT: case L::GE: case L::EQ: case L::NE: case L::AND: case L::OR:
-    case L::QUESTION: case L::COLON:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // Tokens after which `(` is a call and `[` an index: each adds a level to the tree like an operator.
 bool endsOperand(size_t type) {
   return type == L::IDENT || type == L::RPAREN || type == L::RBRACK || type == L::STRING;
+}
+
+// Tokens after which `+` and `-` are binary (after anything else they are unary).
+bool endsValue(size_t type) {
+  return endsOperand(type) || type == L::INT || type == L::FLOAT || type == L::TRUE || type == L::FALSE ||
+         type == L::AUTO;
+}
+
+// The precedence level (0..5) of a binary operator token, or -1. Binary operators are
+// left-associative: a chain of one level is one node's worth of nesting, however long (the parser
+// and every pass take it with a loop), so each level counts once, not each operator.
+int binaryLevel(size_t type, size_t prev) {
+  switch (type) {
+    case L::STAR: case L::SLASH: case L::PERCENT: return 0;
+    case L::PLUS: case L::MINUS: return endsValue(prev) ? 1 : -1;
+    case L::LT: case L::LE: case L::GT: case L::GE: return 2;
+    case L::EQ: case L::NE: return 3;
+    case L::AND: return 4;
+    case L::OR: return 5;
+    default: return -1;
+  }
+}
+
+// Prefix operators: `!`, and `+` / `-` where no value precedes them.
+bool isPrefix(size_t type, size_t prev) {
+  return type == L::NOT || ((type == L::PLUS || type == L::MINUS) && !endsValue(prev));
 }
 
 // Tokens that end an expression or start a statement: the operator chain count starts again.
@@ -52,30 +70,53 @@ std::string strayHint(std::string_view text) {
   return "";
 }
 
-// Counts how deep the tree for the tokens seen so far would nest: open brackets, plus the operators
-// (and calls, indexes, `else if`s) since the last separator at each open level.
+// Counts how deep the tree for the tokens seen so far would nest: open brackets, plus at each open
+// level (since its last separator) the `?:`s and `else if`s, one per precedence level of binary
+// operators used (a left-associative chain is a loop, not nesting), and the deepest operand's
+// prefix operators, calls and indexes (the operands of a chain are siblings, not nested).
 class DepthCounter {
  public:
   DepthCounter(int maxDepth, int startDepth) : maxDepth_(maxDepth), sum_(startDepth) {}
   // Returns the nesting after the token.
   long add(size_t type) {
     bool open = type == L::LPAREN || type == L::LBRACK || type == L::LBRACE;
-    if ((type == L::LPAREN || type == L::LBRACK) && endsOperand(prev_)) ++ops_.back(), ++sum_;
-    if (isOperator(type) || (type == L::IF && prev_ == L::ELSE)) ++ops_.back(), ++sum_;
-    if (resetsChain(type, prev_)) sum_ -= ops_.back(), ops_.back() = 0;
-    if (open) ops_.push_back(0);
-    if ((type == L::RPAREN || type == L::RBRACK || type == L::RBRACE) && ops_.size() > 1) {
-      sum_ -= ops_.back();
-      ops_.pop_back();
+    Level& level = levels_.back();
+    long before = level.depth();
+    if (((type == L::LPAREN || type == L::LBRACK) && endsOperand(prev_)) || isPrefix(type, prev_)) ++level.operand;
+    if (type == L::QUESTION || type == L::COLON || (type == L::IF && prev_ == L::ELSE)) {
+      ++level.nested;
+      level.endOperand();
+    }
+    if (int b = binaryLevel(type, prev_); b >= 0) {
+      level.binaryLevels |= 1u << b;
+      level.endOperand();
+    }
+    if (resetsChain(type, prev_)) level = Level{};
+    sum_ += level.depth() - before;
+    if (open) levels_.push_back(Level{});
+    if ((type == L::RPAREN || type == L::RBRACK || type == L::RBRACE) && levels_.size() > 1) {
+      sum_ -= levels_.back().depth();
+      levels_.pop_back();
     }
     prev_ = type;
-    return static_cast<long>(ops_.size() - 1) + sum_;
+    return static_cast<long>(levels_.size() - 1) + sum_;
   }
   bool tooDeep(long depth) const { return depth > maxDepth_; }
 
  private:
+  struct Level {
+    long nested = 0;            // `?`, `:` and `else if`: each nests the rest
+    unsigned binaryLevels = 0;  // bit i: a binary operator of precedence level i was used
+    long operand = 0;           // prefix operators, calls and indexes of the operand being read
+    long deepestOperand = 0;    // the most of them in an earlier operand
+    void endOperand() {
+      deepestOperand = std::max(deepestOperand, operand);
+      operand = 0;
+    }
+    long depth() const { return nested + std::popcount(binaryLevels) + std::max(operand, deepestOperand); }
+  };
   int maxDepth_;
-  std::vector<long> ops_{0};
+  std::vector<Level> levels_{Level{}};
   long sum_;
   size_t prev_ = 0;
 };
@@ -156,8 +197,8 @@ bool scanTokens(antlr4::CommonTokenStream& tokens, const SegmentMap& map, DiagEn
     depthAt[i] = static_cast<int>(level);
     if (depth.tooDeep(level)) {
       diags.error(DiagKind::Syntax, map.token(t),
-                  fmt::format("nesting deeper than {} levels (brackets, operators and `else if` chains); "
-                              "name the inner parts with `let`",
+                  fmt::format("nesting deeper than {} levels (brackets, prefix operators, `?:`, calls, indexes "
+                              "and `else if` chains; the cap is --max-depth); name the inner parts with `let`",
                               maxDepth));
       return false;
     }

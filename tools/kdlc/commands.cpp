@@ -132,7 +132,7 @@ static int runCheck(Args& args) {
       std::string text;
       if (kdl::codegen::readWholeFile(f, text)) {
         uint32_t id = sm.add(f, text);
-        auto tree = kdl::parseFile(sm, id, parseDiags);
+        auto tree = kdl::parseFile(sm, id, parseDiags, o.limits.maxCallDepth);
         if (tree) std::cout << kdl::ast::dump(*tree);
       }
     }
