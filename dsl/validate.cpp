@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "dsl/cpp_names.h"
 #include "dsl/validate_rules.h"
 #include "dsl/words.h"
 
@@ -97,61 +98,26 @@ std::array<const char*, 2> inputOperandNames(Op op) {
 
 bool onMultistagePath(const KernelCheck& c) { return c.schedule && c.schedule->value == Schedule::Multistage; }
 
-// C and C++ keywords (and the alternative operator spellings): a kernel name becomes a C++ symbol.
-bool isCppKeyword(std::string_view s) {
-  static const char* const kKeywords[] = {
-      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case",
-      "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval",
-      "constexpr", "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype",
-      "default", "delete", "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern",
-      "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace",
-      "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected",
-      "public", "register", "reinterpret_cast", "requires", "restrict", "return", "short", "signed",
-      "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template", "this",
-      "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned",
-      "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq", "_Bool", "_Complex",
-      "_Imaginary", "_Alignas", "_Alignof", "_Atomic", "_Generic", "_Noreturn", "_Static_assert",
-      "_Thread_local"};
-  return std::any_of(std::begin(kKeywords), std::end(kKeywords), [&](const char* k) { return s == k; });
-}
-
 }  // namespace validation
 
 namespace {
 
 using validation::KernelCheck;
-using validation::isCppKeyword;
 
 
-bool isIdentifier(std::string_view s) {
-  auto alpha = [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_'; };
-  auto digit = [](char ch) { return ch >= '0' && ch <= '9'; };
-  if (s.empty() || !alpha(s[0])) return false;
-  return std::all_of(s.begin(), s.end(), [&](char ch) { return alpha(ch) || digit(ch); });
-}
-
-// Kernel names become C++ symbols in the generated code, so they follow C's rules and stay out of
-// the implementation's reserved names (`__x`, `_X`).
+// Kernel names become C++ symbols and file names in the generated code: dsl/cpp_names.h says which
+// names that rules out.
 bool checkKernelName(const RawKernel& k, DiagEngine& diags) {
   const std::string& n = k.name;
+  if (n.empty()) {
+    diags.error(DiagKind::KernelName, k.nameLoc, "a kernel name must not be empty");
+    return false;
+  }
+  std::string why = cppNameProblem(n, CppNameUse::Kernel);
+  if (why.empty()) return true;
   std::string shown = n.size() > 80 ? n.substr(0, 80) + "..." : n;
-  if (!isIdentifier(n)) {
-    diags.error(DiagKind::KernelName, k.nameLoc,
-                n.empty() ? "a kernel name must not be empty"
-                          : "kernel name `" + shown +
-                                "` is not a valid C identifier (letters, digits and `_`, not starting with a digit)");
-    return false;
-  }
-  if (isCppKeyword(n)) {
-    diags.error(DiagKind::KernelName, k.nameLoc, "kernel name `" + n + "` is a C++ keyword; pick another name");
-    return false;
-  }
-  if (n.size() >= 2 && n[0] == '_' && (n[1] == '_' || (n[1] >= 'A' && n[1] <= 'Z'))) {
-    diags.error(DiagKind::KernelName, k.nameLoc,
-                "kernel name `" + shown + "` is reserved in C++ (names starting with `__` or `_` and a capital)");
-    return false;
-  }
-  return true;
+  diags.error(DiagKind::KernelName, k.nameLoc, "kernel name `" + shown + "` " + why + "; pick another name");
+  return false;
 }
 
 KernelSpec assemble(const KernelCheck& c) {

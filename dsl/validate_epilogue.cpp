@@ -1,9 +1,11 @@
 // The epilogue: declared names, typed expression trees, and outputs each assigned exactly once.
 // Without an epilogue block the kernel gets the implicit D = alpha * acc (+ beta * C).
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <string>
 
+#include "dsl/cpp_names.h"
 #include "dsl/validate_rules.h"
 #include "dsl/words.h"
 
@@ -109,6 +111,7 @@ class EpilogueBuilder {
   Op op_;
   Epilogue epi_;
   std::map<std::string, Symbol> symbols_;
+  std::map<std::string, std::string> leadingDimensions_;  // ld<x> of each extra tensor output -> the output
   std::vector<std::optional<SourceLoc>> assignedAt_;  // per output
   Context context_ = Context::Let;
   bool depthReported_ = false;
@@ -148,24 +151,34 @@ class EpilogueBuilder {
     return nullptr;
   }
 
-  // Names the generated C++ API already uses (or that C++ forbids), so that a spec that passes check
-  // always emits: sizes (m, n, k, batch, split_k), leading dimensions (lda, ...), batch strides.
-  static std::string reservedWhy(const std::string& name) {
-    if (isCppKeyword(name)) return "is a C++ keyword (epilogue names become C++ names in the generated API)";
-    if (name.rfind("__", 0) == 0) return "starts with `__`, which C++ reserves";
-    static const char* const kApi[] = {"m", "n", "k", "batch", "split_k", "Arguments", "Params", "State", "Epilogue", "Gemm"};
-    for (const char* r : kApi)
-      if (name == r) return "names a size or type of the generated C++ API";
-    if (name.size() == 3 && name.rfind("ld", 0) == 0) return "is reserved for a leading dimension in the generated C++ API";
-    if (name.rfind("batch_stride_", 0) == 0) return "is reserved for a batch stride in the generated C++ API";
-    return "";
+  // An extra tensor output X also declares the member ld<x> (lower case) in the generated API: it must
+  // not be a name declared before, nor the leading dimension of another output (`Aux` and `aux`).
+  bool claimLeadingDimension(const std::string& output, SourceLoc loc) {
+    std::string ld = "ld";
+    for (char ch : output) ld += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    auto [it, fresh] = leadingDimensions_.emplace(ld, output);
+    std::string clash = !fresh ? "output `" + it->second + "`'s leading dimension"
+                        : symbols_.count(ld) ? "a name declared before"
+                                              : "";
+    if (clash.empty()) return true;
+    c_.diags.error(DiagKind::EpilogueName, loc,
+                   "output `" + output + "` has the leading dimension `" + ld + "` in the generated C++ API, which is " +
+                       clash + "; pick another name");
+    return false;
   }
 
   // Reports a name declared twice; true when `name` is free.
   bool claimName(const std::string& name, SourceLoc loc) {
-    if (std::string why = reservedWhy(name); !why.empty()) {
+    if (auto ld = leadingDimensions_.find(name); ld != leadingDimensions_.end()) {
       c_.diags.error(DiagKind::EpilogueName, loc,
-                     "`" + name + "` " + why + "; pick another name");
+                     "`" + name + "` is the leading dimension of output `" + ld->second +
+                         "` in the generated C++ API; pick another name");
+      return false;
+    }
+    // Epilogue names become C++ names in the generated API (dsl/cpp_names.h).
+    if (std::string why = cppNameProblem(name, CppNameUse::Epilogue); !why.empty()) {
+      std::string shown = name.size() > 80 ? name.substr(0, 80) + "..." : name;
+      c_.diags.error(DiagKind::EpilogueName, loc, "`" + shown + "` " + why + "; pick another name");
       return false;
     }
     auto it = symbols_.find(name);
@@ -269,6 +282,7 @@ class EpilogueBuilder {
     symbols_[item.name] = Symbol{Symbol::Kind::Output, static_cast<int>(epi_.outputs.size()), item.nameLoc};
     epi_.outputs.push_back(out);
     assignedAt_.push_back(std::nullopt);
+    if (out.kind == EpiOutput::Kind::Tensor) claimLeadingDimension(item.name, item.nameLoc);
   }
 
   // Extra tensors are written like the main output: row-major matrices (gemm) or NHWC (conv).

@@ -40,8 +40,6 @@ std::string wordHint(const Value& v, const std::vector<std::string>& words);
 
 // What a value is, for "..., not X" in messages: "the dtype `bf16`", "the int `3`", "the string \"sm90\""
 // (cut short), "`list`", "nothing".
-// C and C++ keywords: kernel and epilogue names become C++ names in the generated code.
-bool isCppKeyword(std::string_view s);
 std::string describe(const Value& v);
 
 // "`a`, `b` or `c`"
