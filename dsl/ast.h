@@ -1,5 +1,5 @@
-// The KDL abstract syntax tree. The parser (dsl/parser/) builds it from ANTLR's parse tree; nothing
-// outside dsl/parser/ sees ANTLR types. Every node carries the source range it came from.
+// The KDL abstract syntax tree. The parser (dsl/parse/) builds it from ANTLR's parse tree; nothing
+// outside dsl/parse/ sees ANTLR types. Every node carries the source range it came from.
 #pragma once
 #include <cstdint>
 #include <memory>

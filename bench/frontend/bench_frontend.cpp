@@ -14,7 +14,7 @@
 
 #include "dsl/diagnostics.h"
 #include "dsl/frontend.h"
-#include "dsl/parser.h"
+#include "dsl/parse/parser.h"
 #include "dsl/source.h"
 
 namespace {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""dsl/cpp_header_macros.txt lists every macro of the headers generated code includes, so that `kdlc
+"""dsl/check/cpp_header_macros.txt lists every macro of the headers generated code includes, so that `kdlc
 check` refuses kernel and epilogue names that no qualification in the generated C++ can save (a
-kernel named `NULL` or `EOF`; dsl/cpp_names.h). This regenerates that list from the installed CUDA
+kernel named `NULL` or `EOF`; dsl/check/cpp_names.h). This regenerates that list from the installed CUDA
 with `nvcc -E -Xcompiler -dM -x cu` over the headers the emitted code includes (CUDA's, stddef.h,
 stdint.h) and every system header include/kdl's templates include, plus include/kdl itself, and fails
 naming each macro missing from the committed table. Names C++ reserves (`__x`, `_X`) are left out:
@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_TABLE = os.path.join(HERE, "..", "..", "dsl", "cpp_header_macros.txt")
+DEFAULT_TABLE = os.path.join(HERE, "..", "..", "dsl", "check", "cpp_header_macros.txt")
 # What codegen/emit_kernel.cpp writes at the top of every NAME.h / NAME.cu besides <kdl/...>.
 EMITTED = ["cuda_runtime_api.h", "cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "stddef.h", "stdint.h"]
 INCLUDE_LINE = re.compile(r'^\s*#\s*include\s*<([^>]+)>', re.M)

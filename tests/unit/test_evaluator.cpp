@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "dsl/evaluator.h"
+#include "dsl/eval/evaluator.h"
 #include "dsl/words.h"
 
 using namespace kdl;

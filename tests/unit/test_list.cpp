@@ -4,8 +4,8 @@
 #include <cctype>
 #include <string_view>
 
-#include "dsl/list.h"
-#include "dsl/validate.h"
+#include "tools/kdlc/list.h"
+#include "dsl/check/validate.h"
 #include "raw_kernel_builder.h"
 
 using namespace kdl;

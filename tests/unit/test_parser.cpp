@@ -1,4 +1,4 @@
-// The grammar and the parse-tree -> AST builder (dsl/parser/).
+// The grammar and the parse-tree -> AST builder (dsl/parse/).
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -8,7 +8,7 @@
 
 #include "dsl/ast.h"
 #include "dsl/diagnostics.h"
-#include "dsl/parser.h"
+#include "dsl/parse/parser.h"
 #include "dsl/source.h"
 
 using namespace kdl;

@@ -4,8 +4,8 @@
 
 #include <functional>
 
-#include "dsl/cpp_names.h"
-#include "dsl/validate.h"
+#include "dsl/check/cpp_names.h"
+#include "dsl/check/validate.h"
 #include "raw_kernel_builder.h"
 
 using namespace kdl;
@@ -955,9 +955,9 @@ TEST_CASE("all errors of a kernel are reported together", "[validate]") {
 #include <fstream>
 #include <sstream>
 
-#include "dsl/evaluator.h"
+#include "dsl/eval/evaluator.h"
 #include "dsl/frontend.h"
-#include "dsl/list.h"
+#include "tools/kdlc/list.h"
 
 namespace {
 
@@ -1140,7 +1140,7 @@ TEST_CASE("a kernel with an evaluation error still reports independent errors", 
   CHECK(ids == std::vector<std::string>{"undefined-name", "unknown-field", "epilogue-broadcast", "epilogue-arity"});
 }
 
-// ---- names in the generated C++ (dsl/cpp_names.h) -------------------------------------------------
+// ---- names in the generated C++ (dsl/check/cpp_names.h) -------------------------------------------------
 
 TEST_CASE("cppNameProblem refuses what qualification cannot fix, and only that", "[validate][names]") {
   for (CppNameUse use : {CppNameUse::Kernel, CppNameUse::Epilogue}) {

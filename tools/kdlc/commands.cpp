@@ -17,8 +17,8 @@
 #include "dsl/ast.h"
 #include "dsl/diagnostics.h"
 #include "dsl/frontend.h"
-#include "dsl/list.h"
-#include "dsl/parser.h"
+#include "tools/kdlc/list.h"
+#include "dsl/parse/parser.h"
 #include "tools/kdlc/options.h"
 
 #ifndef KDL_VERSION

@@ -1,4 +1,4 @@
-// Text -> AST. The only entry into dsl/parser/, which holds the ANTLR-generated code's users.
+// Text -> AST. The only entry into dsl/parse/, which holds the ANTLR-generated code's users.
 #pragma once
 #include <memory>
 

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "dsl/diagnostics.h"
-#include "dsl/parser.h"
-#include "dsl/raw_kernel.h"
+#include "dsl/parse/parser.h"
+#include "dsl/eval/raw_kernel.h"
 #include "dsl/source.h"
 
 namespace kdl {

@@ -5,8 +5,8 @@
 #include <map>
 #include <string>
 
-#include "dsl/cpp_names.h"
-#include "dsl/validate_rules.h"
+#include "dsl/check/cpp_names.h"
+#include "dsl/check/validate_rules.h"
 #include "dsl/words.h"
 
 namespace kdl::validation {
@@ -175,7 +175,7 @@ class EpilogueBuilder {
                          "` in the generated C++ API; pick another name");
       return false;
     }
-    // Epilogue names become C++ names in the generated API (dsl/cpp_names.h).
+    // Epilogue names become C++ names in the generated API (dsl/check/cpp_names.h).
     if (std::string why = cppNameProblem(name, CppNameUse::Epilogue); !why.empty()) {
       std::string shown = name.size() > 80 ? name.substr(0, 80) + "..." : name;
       c_.diags.error(DiagKind::EpilogueName, loc, "`" + shown + "` " + why + "; pick another name");

@@ -22,13 +22,13 @@ inline constexpr size_t kMaxCppNameLength = 200;
 // Why `name` cannot be used in the generated C++ as `use`, as the rest of a sentence that starts
 // with the name ("is a C++ keyword"), or "" when it can: not an identifier, longer than
 // kMaxCppNameLength, a C/C++ keyword or alternative token (`and`), reserved (`__x`, `_X`), a macro of
-// the headers the generated code includes (dsl/cpp_header_macros.txt), or a name the generated
+// the headers the generated code includes (dsl/check/cpp_header_macros.txt), or a name the generated
 // code declares next to user names (`Arguments`, `run`, `m`, `lda`, `batch_stride_X`, ...).
 std::string cppNameProblem(std::string_view name, CppNameUse use);
 
 // C and C++ keywords and the alternative operator spellings (`and`, `xor_eq`).
 bool isCppKeyword(std::string_view s);
-// A macro the headers included by the generated code define (dsl/cpp_header_macros.txt, generated
+// A macro the headers included by the generated code define (dsl/check/cpp_header_macros.txt, generated
 // from the installed CUDA; tests/diagnostics/header_macros.py checks it is complete).
 bool isHeaderMacro(std::string_view s);
 

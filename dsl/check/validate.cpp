@@ -1,14 +1,14 @@
-// The validation driver: kernel names, then the passes of dsl/validate_rules.h on each kernel; a kernel
+// The validation driver: kernel names, then the passes of dsl/check/validate_rules.h on each kernel; a kernel
 // with errors is left out of the result, the others go on.
-#include "dsl/validate.h"
+#include "dsl/check/validate.h"
 
 #include <algorithm>
 #include <map>
 #include <string>
 #include <string_view>
 
-#include "dsl/cpp_names.h"
-#include "dsl/validate_rules.h"
+#include "dsl/check/cpp_names.h"
+#include "dsl/check/validate_rules.h"
 #include "dsl/words.h"
 
 namespace kdl {
@@ -105,7 +105,7 @@ namespace {
 using validation::KernelCheck;
 
 
-// Kernel names become C++ symbols and file names in the generated code: dsl/cpp_names.h says which
+// Kernel names become C++ symbols and file names in the generated code: dsl/check/cpp_names.h says which
 // names that rules out.
 bool checkKernelName(const RawKernel& k, DiagEngine& diags) {
   const std::string& n = k.name;

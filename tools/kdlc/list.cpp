@@ -1,5 +1,5 @@
 // `kdlc list`: every field of every validated kernel, explicit, with where its value came from.
-#include "dsl/list.h"
+#include "tools/kdlc/list.h"
 
 #include <cmath>
 #include <fmt/format.h>

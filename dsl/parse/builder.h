@@ -8,7 +8,7 @@
 #include "KDLParser.h"
 #include "dsl/ast.h"
 #include "dsl/diagnostics.h"
-#include "dsl/parser/source_map.h"
+#include "dsl/parse/source_map.h"
 
 namespace kdl::parser {
 

@@ -1,4 +1,4 @@
-#include "dsl/parser/builder.h"
+#include "dsl/parse/builder.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include "dsl/parser/string_scan.h"
+#include "dsl/parse/string_scan.h"
 
 namespace kdl::parser {
 

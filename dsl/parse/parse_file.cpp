@@ -9,11 +9,11 @@
 #include "KDLLexer.h"
 #include "KDLParser.h"
 #include "antlr4-runtime.h"
-#include "dsl/parser.h"
-#include "dsl/parser/builder.h"
-#include "dsl/parser/source_map.h"
-#include "dsl/parser/syntax_errors.h"
-#include "dsl/parser/token_scan.h"
+#include "dsl/parse/parser.h"
+#include "dsl/parse/builder.h"
+#include "dsl/parse/source_map.h"
+#include "dsl/parse/syntax_errors.h"
+#include "dsl/parse/token_scan.h"
 
 namespace kdl {
 

@@ -1,4 +1,4 @@
-#include "dsl/value.h"
+#include "dsl/eval/value.h"
 
 #include <fmt/format.h>
 

@@ -6,7 +6,7 @@
 
 #include "antlr4-runtime.h"
 #include "dsl/diagnostics.h"
-#include "dsl/parser/source_map.h"
+#include "dsl/parse/source_map.h"
 
 namespace kdl::parser {
 

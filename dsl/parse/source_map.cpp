@@ -1,4 +1,4 @@
-#include "dsl/parser/source_map.h"
+#include "dsl/parse/source_map.h"
 
 #include <algorithm>
 

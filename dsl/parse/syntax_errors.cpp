@@ -1,10 +1,10 @@
-#include "dsl/parser/syntax_errors.h"
+#include "dsl/parse/syntax_errors.h"
 
 #include <set>
 #include <vector>
 
 #include "KDLParser.h"
-#include "dsl/parser/string_scan.h"
+#include "dsl/parse/string_scan.h"
 
 namespace kdl::parser {
 

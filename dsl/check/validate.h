@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "dsl/diagnostics.h"
-#include "dsl/raw_kernel.h"
+#include "dsl/eval/raw_kernel.h"
 #include "dsl/source.h"
 #include "dsl/spec.h"
 

@@ -1,5 +1,5 @@
-// The evaluator's private parts, shared by dsl/evaluator.cpp (statements, imports), dsl/eval_expr.cpp
-// (expressions, built-in functions) and dsl/eval_kernel.cpp (kernel bodies, templates, epilogues).
+// The evaluator's private parts, shared by dsl/eval/evaluator.cpp (statements, imports), dsl/eval/eval_expr.cpp
+// (expressions, built-in functions) and dsl/eval/eval_kernel.cpp (kernel bodies, templates, epilogues).
 #pragma once
 #include <map>
 #include <memory>
@@ -12,10 +12,10 @@
 
 #include "dsl/ast.h"
 #include "dsl/diagnostics.h"
-#include "dsl/evaluator.h"
-#include "dsl/raw_kernel.h"
+#include "dsl/eval/evaluator.h"
+#include "dsl/eval/raw_kernel.h"
 #include "dsl/source.h"
-#include "dsl/value.h"
+#include "dsl/eval/value.h"
 
 namespace kdl::eval {
 

@@ -1,4 +1,4 @@
-#include "dsl/parser/token_scan.h"
+#include "dsl/parse/token_scan.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "KDLLexer.h"
-#include "dsl/parser/string_scan.h"
+#include "dsl/parse/string_scan.h"
 
 namespace kdl::parser {
 

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "dsl/eval_internal.h"
+#include "dsl/eval/eval_internal.h"
 #include "dsl/words.h"
 
 namespace kdl::eval {

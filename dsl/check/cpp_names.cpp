@@ -1,4 +1,4 @@
-#include "dsl/cpp_names.h"
+#include "dsl/check/cpp_names.h"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -8,7 +8,7 @@ namespace kdl {
 
 namespace {
 
-// Built at configure time from dsl/cpp_header_macros.txt (sorted, one identifier a line).
+// Built at configure time from dsl/check/cpp_header_macros.txt (sorted, one identifier a line).
 constexpr std::string_view kHeaderMacros[] = {
 #include "cpp_header_macros.inc"
 };

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "dsl/validate_rules.h"
+#include "dsl/check/validate_rules.h"
 
 namespace kdl::validation {
 namespace {

@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "dsl/validate_rules.h"
+#include "dsl/check/validate_rules.h"
 #include "dsl/words.h"
 
 namespace kdl::validation {

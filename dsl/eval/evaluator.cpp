@@ -45,7 +45,7 @@
 //   script can hold; maxSequence; maxString), [kernel-limit] (maxKernels). A depth cap too large
 //   for the thread's stack still ends in [recursion-limit] as the stack nears its end, never a crash.
 //   Once the error cap of the DiagEngine is passed, evaluation stops too.
-#include "dsl/evaluator.h"
+#include "dsl/eval/evaluator.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -55,8 +55,8 @@
 
 #include <fmt/format.h>
 
-#include "dsl/eval_internal.h"
-#include "dsl/parser.h"
+#include "dsl/eval/eval_internal.h"
+#include "dsl/parse/parser.h"
 #include "dsl/words.h"
 
 namespace kdl {

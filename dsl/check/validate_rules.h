@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "dsl/diagnostics.h"
-#include "dsl/raw_kernel.h"
+#include "dsl/eval/raw_kernel.h"
 #include "dsl/spec.h"
 
 namespace kdl::validation {

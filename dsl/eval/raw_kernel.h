@@ -1,5 +1,5 @@
 // What evaluating a script yields: kernels with their fields as script values, each with the location
-// it came from. Validation (dsl/validate.h) turns these into typed KernelSpecs.
+// it came from. Validation (dsl/check/validate.h) turns these into typed KernelSpecs.
 #pragma once
 #include <optional>
 #include <string>
@@ -7,7 +7,7 @@
 
 #include "dsl/ast.h"
 #include "dsl/source.h"
-#include "dsl/value.h"
+#include "dsl/eval/value.h"
 
 namespace kdl {
 
