@@ -35,6 +35,26 @@ const char* binaryOpSpelling(BinaryOp op) {
   return "?";
 }
 
+Expr::~Expr() {
+  std::vector<ExprPtr> pending;
+  for (ExprPtr& e : elems) pending.push_back(std::move(e));
+  for (StringPart& p : parts) pending.push_back(std::move(p.expr));
+  while (!pending.empty()) {
+    ExprPtr e = std::move(pending.back());
+    pending.pop_back();
+    if (!e) continue;
+    for (ExprPtr& child : e->elems) pending.push_back(std::move(child));
+    for (StringPart& p : e->parts) pending.push_back(std::move(p.expr));
+  }  // each node dies here with no children left to recurse into
+}
+
+std::vector<const Expr*> binaryChain(const Expr& top) {
+  std::vector<const Expr*> chain;
+  for (const Expr* e = &top; e && e->kind == ExprKind::Binary && e->elems.size() == 2; e = e->elems[0].get())
+    chain.push_back(e);
+  return {chain.rbegin(), chain.rend()};
+}
+
 namespace {
 
 // `line:col+length`; the file is the dumped file's, so it is left out.
@@ -64,7 +84,19 @@ class Dumper {
       else
         line(depth + 1, "", "text " + quoted(part.text));
     }
+    if (e->kind == ExprKind::Binary && e->elems.size() == 2) return chain(depth + 1, *e);
     for (const ExprPtr& child : e->elems) expr(depth + 1, "", child.get());
+  }
+
+  // A chain `a + b - c` as written, at one depth: the first operand, then each operator (with the
+  // range of the chain it closes) and its right operand. Flat, so a long chain dumps in linear size.
+  void chain(int depth, const Expr& top) {
+    std::vector<const Expr*> links = binaryChain(top);
+    expr(depth, "", links.front()->elems[0].get());
+    for (const Expr* link : links) {
+      line(depth, "", fmt::format("{} @{} op@{}", binaryOpSpelling(link->binaryOp), at(link->loc), at(link->opLoc)));
+      expr(depth, "", link->elems[1].get());
+    }
   }
 
   void stmt(int depth, const Stmt& s);
@@ -86,8 +118,7 @@ class Dumper {
       case ExprKind::Index: return fmt::format("index @{} [@{}", loc, at(e.opLoc));
       case ExprKind::Call: return fmt::format("call @{} (@{}", loc, at(e.opLoc));
       case ExprKind::Unary: return fmt::format("unary {} @{} op@{}", unaryOpSpelling(e.unaryOp), loc, at(e.opLoc));
-      case ExprKind::Binary:
-        return fmt::format("binary {} @{} op@{}", binaryOpSpelling(e.binaryOp), loc, at(e.opLoc));
+      case ExprKind::Binary: return fmt::format("binary @{}", loc);
       case ExprKind::Ternary: return fmt::format("ternary @{} ?@{}", loc, at(e.opLoc));
     }
     return "?";

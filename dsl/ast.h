@@ -1,5 +1,5 @@
-// The KDL abstract syntax tree. The parser (dsl/parser/) builds it from ANTLR's parse tree; nothing
-// outside dsl/parser/ sees ANTLR types. Every node carries the source range it came from.
+// The KDL abstract syntax tree. The parser (dsl/parse/) builds it from ANTLR's parse tree; nothing
+// outside dsl/parse/ sees ANTLR types. Every node carries the source range it came from.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -43,6 +43,12 @@ struct StringPart {
 };
 
 struct Expr {
+  Expr() = default;
+  Expr(const Expr&) = delete;
+  Expr& operator=(const Expr&) = delete;
+  // Frees the subtree with a loop: a chain of 100000 `+` is a tree that deep (see binaryChain).
+  ~Expr();
+
   ExprKind kind;
   SourceLoc loc;  // the whole expression
   int64_t intValue = 0;
@@ -55,6 +61,12 @@ struct Expr {
   std::vector<StringPart> parts;  // String
   SourceLoc opLoc;                // the operator token of Unary/Binary/Ternary, the '[' of Index, '(' of Call
 };
+
+// Binary operators are left-associative, so `a - b + c` is (+ (- a b) c): a chain of N operators is
+// a tree N deep down its left operands. Passes over the tree take the chain with a loop, not
+// recursion: this returns its Binary nodes from the innermost (applied first) to `top`; the chain's
+// first operand is the front's elems[0]. Right operands bind tighter and are ordinary subtrees.
+std::vector<const Expr*> binaryChain(const Expr& top);
 
 // ---- kernel bodies -------------------------------------------------------------------------------
 

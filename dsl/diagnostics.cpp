@@ -47,30 +47,76 @@ static const char* severityName(Severity s) {
   return "error";
 }
 
+namespace {
+
+// How one byte or character of a source line shows on a terminal: a control byte or a byte that is
+// not UTF-8 as `\xNN` (echoed raw, ESC ] 0 ; ... BEL would retitle the user's terminal), a UTF-8
+// character as itself in one column, a tab as a tab.
+struct Shown {
+  std::string text;
+  size_t bytes = 1;   // of the source
+  size_t width = 1;   // terminal columns (a tab counts 1; the marker repeats the tab instead)
+  bool tab = false;
+};
+
+Shown showAt(std::string_view s, size_t i) {
+  unsigned char c = static_cast<unsigned char>(s[i]);
+  if (c == '\t') return Shown{"\t", 1, 1, true};
+  size_t n = utf8SequenceLength(s, i);
+  if (n == 0 || c < 0x20 || c == 0x7f) return Shown{fmt::format("\\x{:02x}", c), 1, 4, false};
+  return Shown{std::string(s.substr(i, n)), n, 1, false};
+}
+
+// `s` with every control byte but tab, and every byte that is not UTF-8, written as `\xNN`.
+std::string printable(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    Shown piece = showAt(s, i);
+    out += piece.text;
+    i += piece.bytes;
+  }
+  return out;
+}
+
+// The source line as shown, and under it the caret and underline for bytes [begin, begin + length),
+// aligned with what is shown (an escaped byte is four columns wide, a UTF-8 character one).
+std::pair<std::string, std::string> snippet(std::string_view line, size_t begin, size_t length) {
+  std::string shown, marker;
+  size_t underline = 0;
+  for (size_t i = 0; i < line.size();) {
+    Shown piece = showAt(line, i);
+    shown += piece.text;
+    if (i < begin)
+      marker += piece.tab ? std::string("\t") : std::string(piece.width, ' ');
+    else if (i < begin + length)
+      underline += piece.width;
+    i += piece.bytes;
+  }
+  marker += '^';
+  if (underline > 1) marker += std::string(underline - 1, '~');
+  return {shown, marker};
+}
+
+}  // namespace
+
 static void renderOne(std::string& out, const SourceManager& sm, SourceLoc loc, Severity sev,
                       const std::string& message, const char* id, bool color) {
   const char* bold = color ? "\x1b[1m" : "";
   const char* reset = color ? "\x1b[0m" : "";
   const char* sevColor = !color ? "" : sev == Severity::Error ? "\x1b[1;31m" : sev == Severity::Warning ? "\x1b[1;35m" : "\x1b[1;36m";
   if (loc.valid())
-    out += fmt::format("{}{}:{}:{}:{} ", bold, sm.path(loc.file), loc.line, loc.col, reset);
+    out += fmt::format("{}{}:{}:{}:{} ", bold, printable(sm.path(loc.file)), loc.line, loc.col, reset);
   else
     out += fmt::format("{}kdlc:{} ", bold, reset);
-  out += fmt::format("{}{}:{} {}", sevColor, severityName(sev), reset, message);
+  out += fmt::format("{}{}:{} {}", sevColor, severityName(sev), reset, printable(message));
   if (id) out += fmt::format(" [{}]", id);
   out += '\n';
   if (!loc.valid()) return;
   std::string_view line = sm.lineText(loc.file, loc.line);
   if (line.size() > 400) return;  // an enormous line helps nobody
   std::string gutter = fmt::format("{:>5}", loc.line);
-  out += fmt::format("{} | {}\n", gutter, line);
-  std::string marker;
-  uint32_t col = std::max<uint32_t>(loc.col, 1);
-  for (uint32_t i = 1; i < col && i - 1 < line.size(); ++i) marker += line[i - 1] == '\t' ? '\t' : ' ';
-  marker += '^';
-  uint32_t len = loc.length;
-  if (col - 1 + len > line.size()) len = line.size() >= col - 1 ? static_cast<uint32_t>(line.size()) - (col - 1) : 1;
-  for (uint32_t i = 1; i < len; ++i) marker += '~';
+  auto [shown, marker] = snippet(line, std::max<uint32_t>(loc.col, 1) - 1, loc.length);
+  out += fmt::format("{} | {}\n", gutter, shown);
   out += fmt::format("{} | {}{}{}\n", std::string(gutter.size(), ' '), color ? "\x1b[1;32m" : "", marker, reset);
 }
 
@@ -89,7 +135,19 @@ std::string renderText(const SourceManager& sm, const DiagEngine& diags, bool co
 std::string jsonEscape(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (unsigned char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      // JSON text is UTF-8: a valid sequence is copied, a byte that is not UTF-8 becomes U+FFFD.
+      size_t n = utf8SequenceLength(s, i);
+      if (n == 0) {
+        out += "\\ufffd";
+      } else {
+        out += s.substr(i, n);
+        i += n - 1;
+      }
+      continue;
+    }
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -111,7 +169,11 @@ static std::string jsonLoc(const SourceManager& sm, SourceLoc loc) {
 }
 
 std::string renderJson(const SourceManager& sm, const DiagEngine& diags) {
-  std::string out = "{\"diagnostics\":[";
+  return "{" + renderJsonMembers(sm, diags) + "}\n";
+}
+
+std::string renderJsonMembers(const SourceManager& sm, const DiagEngine& diags) {
+  std::string out = "\"diagnostics\":[";
   bool first = true;
   for (const Diagnostic& d : diags.sorted()) {
     if (!first) out += ',';
@@ -123,7 +185,7 @@ std::string renderJson(const SourceManager& sm, const DiagEngine& diags) {
                          jsonLoc(sm, d.notes[i].loc));
     out += "]}";
   }
-  out += fmt::format("],\"errors\":{}}}\n", diags.errorCount());
+  out += fmt::format("],\"errors\":{}", diags.errorCount());
   return out;
 }
 

@@ -66,6 +66,9 @@ std::string renderText(const SourceManager& sm, const DiagEngine& diags, bool co
 // The same as a JSON document: {"diagnostics":[{id,severity,message,file,line,column,length,notes:[...]}],
 // "errors":N}
 std::string renderJson(const SourceManager& sm, const DiagEngine& diags);
+// The members of that document (`"diagnostics":[...],"errors":N`), for a command that folds them into
+// a document of its own (`kdlc list --json`), so stdout holds exactly one JSON document.
+std::string renderJsonMembers(const SourceManager& sm, const DiagEngine& diags);
 
 // Escapes a string for a JSON string literal (without the quotes).
 std::string jsonEscape(std::string_view s);

@@ -1,6 +1,6 @@
 #include "dsl/frontend.h"
 
-#include "dsl/validate.h"
+#include "dsl/check/validate.h"
 
 namespace kdl {
 

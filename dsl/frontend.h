@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "dsl/diagnostics.h"
-#include "dsl/evaluator.h"
+#include "dsl/eval/evaluator.h"
 #include "dsl/source.h"
 #include "dsl/spec.h"
 

@@ -19,6 +19,11 @@ struct SourceLoc {
   friend bool operator==(const SourceLoc&, const SourceLoc&) = default;
 };
 
+// The length of the UTF-8 sequence that starts at byte `i` of `s`, or 0 when it is not valid UTF-8
+// (overlong forms and surrogates included). The one UTF-8 decoder of the front end: the parser's
+// encoding check and the diagnostics printer both use it.
+size_t utf8SequenceLength(std::string_view s, size_t i);
+
 // Orders locations by file (in load order), then line, then column.
 inline bool locBefore(const SourceLoc& a, const SourceLoc& b) {
   if (a.file != b.file) return a.file < b.file;

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dsl/value.h"
+#include "dsl/eval/value.h"
 
 namespace kdl {
 

@@ -1,5 +1,5 @@
 // The KDL grammar (see docs/language.md). ANTLR generates the C++ lexer and parser from it; the
-// builder in dsl/parser/ turns the parse tree into kdl::ast.
+// builder in dsl/parse/ turns the parse tree into kdl::ast.
 //
 // Shape rules that keep parsing linear and the builder simple:
 //  - every decision needs at most two tokens of lookahead: `(a)` and `(a, b)` share one rule and the

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Front-end throughput: generates a .kdl of 10 000 kernels, builds bench_frontend (Release) and runs
-# runFrontend on it RUNS times (median kernels/s), then times `kdlc check` on the same file.
+# runFrontend on it RUNS times (median kernels/s), then times `kdlc check` on the same file, then
+# times the parser on hostile inputs of 100000 units (`bench_frontend --deep`).
 # Usage: bench/frontend/run.sh [runs=10]        BENCH_BUILD_DIR overrides the build folder (build-bench)
 # Target: >= 20 000 kernels/s on a 2-core machine. To profile:
 #   perf record -g BUILD/bench_frontend BUILD/bench_10k.kdl 5 && perf report
@@ -24,3 +25,5 @@ for i in 1 2 3 4 5; do
 done
 med=$(printf '%s\n' "${times[@]}" | sort -n | sed -n 3p)
 echo "kdlc check wall time (5 runs): median ${med} s -> $(echo "10000 / $med" | bc) kernels/s (process start and file read included)"
+echo "parser on hostile inputs of 100000 units (median of 3):"
+"$BUILD/bench_frontend" --deep 3

@@ -18,7 +18,8 @@ the output are stable (`tile-shape/m_96_sm90a.kdl:9:10`). Options:
                                      path, %d its folder, %t a fresh output folder
 
 Every `check` test also runs with --diagnostics=json: the JSON must parse and name the same ids in the
-same order as the text output. An exit status other than 0, 1 or 2 (or a signal) always fails a test.
+same order as the text output. The output must hold no raw control byte (but tab and newline) and be
+valid UTF-8: kdlc escapes what it echoes of the source (`\x1b`). An exit status other than 0, 1 or 2 (or a signal) always fails a test.
 
     run.py --kdlc PATH [--update] [TEST...]          run (or rewrite) the tests (default: all)
     run.py --kdlc PATH --coverage --def FILE         fail naming each id of diagnostic_kinds.def
@@ -119,6 +120,18 @@ def run_kdlc(kdlc, args, cwd):
         return "timeout", e.stdout or b"", e.stderr or b""
 
 
+def raw_bytes(b: bytes, where):
+    """kdlc escapes what it echoes of the source: its output holds no control byte but tab and newline
+    (an ESC ] 0 ; ... BEL of the source would retitle the user's terminal) and is valid UTF-8."""
+    bad = sorted({c for c in b if (c < 0x20 and c not in (9, 10)) or c == 0x7F})
+    problems = [f"{where} holds raw control bytes {', '.join('0x%02x' % c for c in bad)}"] if bad else []
+    try:
+        b.decode("utf-8")
+    except UnicodeDecodeError as e:
+        problems.append(f"{where} is not valid UTF-8 ({e})")
+    return problems
+
+
 def ids_in_text(lines):
     return [m.group(2) for m in (DIAG_LINE.match(l) for l in lines) if m]
 
@@ -171,6 +184,7 @@ def run_test(kdlc, rel, update):
         if rc not in (0, 1, 2):
             problems.append(f"kdlc crashed or failed internally (exit {rc}); run: cd <copy of tests/diagnostics> && kdlc {' '.join(args)}\n"
                             + escape(err)[-4000:])
+        problems += raw_bytes(out, "stdout") + raw_bytes(err, "stderr")
         if args and args[0] == "check" and not any(a.startswith("--diagnostics") for a in args) and rc in (0, 1):
             problems += check_json(kdlc, args, tmp, rc, ids_in_text(out_lines(err)))
         if update:

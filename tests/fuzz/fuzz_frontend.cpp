@@ -8,7 +8,7 @@
 
 #include "dsl/diagnostics.h"
 #include "dsl/frontend.h"
-#include "dsl/list.h"
+#include "tools/kdlc/list.h"
 #include "dsl/source.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

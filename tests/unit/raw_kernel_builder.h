@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "dsl/diagnostics.h"
-#include "dsl/raw_kernel.h"
+#include "dsl/eval/raw_kernel.h"
 #include "dsl/source.h"
-#include "dsl/value.h"
+#include "dsl/eval/value.h"
 
 namespace kdl::testing {
 

@@ -9,7 +9,9 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include "dsl/evaluator.h"
+#include <fmt/format.h>
+
+#include "dsl/eval/evaluator.h"
 #include "dsl/words.h"
 
 using namespace kdl;
@@ -965,14 +967,54 @@ TEST_CASE("ten thousand kernels from a template in a triple loop", "[eval][speed
 
 // ---- robustness ----------------------------------------------------------------------------------
 
-TEST_CASE("deep nesting and odd inputs never crash", "[eval][robust]") {
-  std::string deep = "let x = " + std::string(150, '(') + "1" + std::string(150, ')') + ";";
-  evaluate(deep);
-  std::string deepList = "let x = " + std::string(150, '[') + "1" + std::string(150, ']') + ";";
-  evaluate(deepList);
-  evaluate("fn f(x) = x(x);\nlet y = f(f);");
-  evaluate("template t(a) { x = t; }\nkernel k = t(t);");
-  evaluate("let f = len;\nlet y = f([1]) + f;");
-  evaluate("kernel k { v = len; w = range; }");
-  SUCCEED();
+TEST_CASE("deep nesting and odd inputs give their value or their error", "[eval][robust]") {
+  std::string deep = "let x = " + std::string(150, '(') + "1" + std::string(150, ')') + ";\nassert x == 1;";
+  CHECK(evaluate(deep)->diags.errorCount() == 0);
+  std::string deepList = "let x = " + std::string(150, '[') + "1" + std::string(150, ']') + ";\nassert len(x) == 1;";
+  CHECK(evaluate(deepList)->diags.errorCount() == 0);
+  // Self-application recurses until the depth cap: one error at the call, not a crash.
+  auto r = evaluate("fn f(x) = x(x);\nlet y = f(f);");
+  CHECK(errorOf(*r, DiagKind::RecursionLimit).loc.line == 1);
+  // A template or a built-in function used as a value is a value, not a crash; adding one to a
+  // number is a type mismatch at the `+`.
+  r = evaluate("template t(a) { x = t; }\nkernel k = t(t);");
+  INFO(r->messages());
+  CHECK(r->diags.errorCount() == 0);
+  REQUIRE(r->result.kernels.size() == 1);
+  CHECK(r->result.kernels[0].fields.at(0).name == "x");
+  r = evaluate("let f = len;\nlet y = f([1]) + f;");
+  CHECK(r->text(errorOf(*r, DiagKind::TypeMismatch).loc) == "+");
+  r = evaluate("kernel k { v = len; w = range; }");
+  INFO(r->messages());
+  CHECK(r->diags.errorCount() == 0);
+  REQUIRE(r->result.kernels.size() == 1);
+  CHECK(r->result.kernels[0].fields.size() == 2);
+}
+
+// A chain of one precedence level is evaluated with a loop: 300 terms need no --max-depth, 100000
+// terms do not overflow the stack; short-circuiting and error locations are as for nested operators.
+TEST_CASE("long chains of binary operators evaluate without nesting", "[eval][robust]") {
+  for (size_t terms : {size_t(300), size_t(100000)}) {
+    // (The string chain stays short: each `+` copies the string so far, quadratic in its length.)
+    const size_t textTerms = std::min<size_t>(terms, 1000);
+    std::string sum = "1", all = "true", text = "\"a\"";
+    for (size_t i = 1; i < terms; ++i) sum += " + 1", all += " && true";
+    for (size_t i = 1; i < textTerms; ++i) text += " + \"a\"";
+    EvalLimits limits;
+    limits.maxCallDepth = 64;
+    auto r = evaluate(fmt::format("let x = {};\nassert x == {};\nlet b = {};\nassert b;\nlet s = {};\n"
+                                  "assert len(s) == {};",
+                                  sum, terms, all, text, textTerms),
+                      limits);
+    INFO(terms << " terms\n" << r->messages());
+    CHECK(r->diags.errorCount() == 0);
+  }
+  CHECK(valueOf("10 - 2 - 3 * 2 - 1").asInt() == 1);
+  CHECK(valueOf("false && 1 / 0 == 0 && true").asBool() == false);  // never divides
+  CHECK(valueOf("true || x_undefined || false").asBool() == true);
+  auto r = evaluate("let x = 1 + 2 + \"a\" + 3;");
+  CHECK(r->text(errorOf(*r, DiagKind::TypeMismatch).loc) == "+");
+  CHECK(errorOf(*r, DiagKind::TypeMismatch).loc.col == 15);
+  r = evaluate("let x = 9223372036854775807 - 1 + 1 + 1;");
+  CHECK(r->text(errorOf(*r, DiagKind::NumberRange).loc) == "9223372036854775807 - 1 + 1 + 1");
 }

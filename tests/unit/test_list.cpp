@@ -4,8 +4,8 @@
 #include <cctype>
 #include <string_view>
 
-#include "dsl/list.h"
-#include "dsl/validate.h"
+#include "tools/kdlc/list.h"
+#include "dsl/check/validate.h"
 #include "raw_kernel_builder.h"
 
 using namespace kdl;
@@ -257,4 +257,14 @@ TEST_CASE("JSON escapes paths and names", "[list]") {
   std::string json = renderSpecsJson(h.sm, specs);
   CHECK(JsonChecker(json).valid());
   CHECK(contains(json, "\"file\":\"dir/we\\\"ird\\\\name.kdl\""));
+}
+
+TEST_CASE("jsonEscape keeps JSON valid: control bytes escaped, bytes that are not UTF-8 become U+FFFD", "[list]") {
+  CHECK(jsonEscape("a\x1b]0;t\x07z") == "a\\u001b]0;t\\u0007z");
+  CHECK(jsonEscape("caf\xc3\xa9") == "caf\xc3\xa9");
+  CHECK(jsonEscape("a\xff\xfe" "b") == "a\\ufffd\\ufffdb");
+  std::string escaped = jsonEscape("x\xc3(\x01");
+  CHECK(JsonChecker("\"" + escaped + "\"").valid());
+  for (size_t i = 0; i < escaped.size(); i += std::max<size_t>(1, utf8SequenceLength(escaped, i)))
+    CHECK(utf8SequenceLength(escaped, i) != 0);
 }

@@ -4,7 +4,8 @@
 
 #include <functional>
 
-#include "dsl/validate.h"
+#include "dsl/check/cpp_names.h"
+#include "dsl/check/validate.h"
 #include "raw_kernel_builder.h"
 
 using namespace kdl;
@@ -954,9 +955,9 @@ TEST_CASE("all errors of a kernel are reported together", "[validate]") {
 #include <fstream>
 #include <sstream>
 
-#include "dsl/evaluator.h"
+#include "dsl/eval/evaluator.h"
 #include "dsl/frontend.h"
-#include "dsl/list.h"
+#include "tools/kdlc/list.h"
 
 namespace {
 
@@ -1137,4 +1138,26 @@ TEST_CASE("a kernel with an evaluation error still reports independent errors", 
   for (const kdl::Diagnostic& d : diags.sorted()) ids.push_back(kdl::diagId(d.kind));
   // the typo, then what it cannot have caused; nothing about operand A's dtype or a missing field
   CHECK(ids == std::vector<std::string>{"undefined-name", "unknown-field", "epilogue-broadcast", "epilogue-arity"});
+}
+
+// ---- names in the generated C++ (dsl/check/cpp_names.h) -------------------------------------------------
+
+TEST_CASE("cppNameProblem refuses what qualification cannot fix, and only that", "[validate][names]") {
+  for (CppNameUse use : {CppNameUse::Kernel, CppNameUse::Epilogue}) {
+    for (const char* fine : {"gemm_bf16", "half", "int64_t", "size_t", "cudaStream_t", "kdl", "std", "x", "_x1"})
+      CHECK(cppNameProblem(fine, use) == "");
+    for (const char* bad : {"NULL", "EOF", "CUDART_VERSION", "errno", "stdin", "INT64_MAX", "KDL_OK", "and", "xor_eq",
+                            "class", "__x", "_X", "run", "detail", "Arguments", "kName", "can_implement", "a-b", "1x"})
+      CHECK(cppNameProblem(bad, use) != "");
+    CHECK(cppNameProblem(std::string(kMaxCppNameLength, 'k'), use) == "");
+    CHECK_THAT(cppNameProblem(std::string(kMaxCppNameLength + 1, 'k'), use), Catch::Contains("201 characters"));
+  }
+  for (const char* member : {"m", "n", "k", "batch", "split_k", "lda", "ldz", "batch_stride_bias"}) {
+    CHECK(cppNameProblem(member, CppNameUse::Kernel) == "");
+    CHECK(cppNameProblem(member, CppNameUse::Epilogue) != "");
+  }
+  // The table is searched by bisection: its first and last names are found, so it is sorted.
+  CHECK(isHeaderMacro("ADJ_ESTERROR"));
+  CHECK(isHeaderMacro("va_start"));
+  CHECK(!isHeaderMacro("gemm"));
 }

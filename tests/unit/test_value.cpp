@@ -1,7 +1,7 @@
 // Script values: spelling, interpolation, equality, type names.
 #include <catch2/catch.hpp>
 
-#include "dsl/value.h"
+#include "dsl/eval/value.h"
 
 using kdl::Value;
 using kdl::WordCategory;

@@ -10,12 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "codegen/codegen.h"
 #include "codegen/compile_cache.h"
+#include "codegen/plan.h"
+#include "codegen/render_plan_json.h"
 #include "dsl/ast.h"
 #include "dsl/diagnostics.h"
 #include "dsl/frontend.h"
-#include "dsl/list.h"
-#include "dsl/parser.h"
+#include "tools/kdlc/list.h"
+#include "dsl/parse/parser.h"
 #include "tools/kdlc/options.h"
 
 #ifndef KDL_VERSION
@@ -61,6 +64,8 @@ A file that passes check describes kernels that kdlc can generate.
 Options:
   --diagnostics=text|json   text on stderr (default), or one JSON document on stdout
   --emit=ast|specs          also print the AST (with locations) or the resolved specs of each file
+                            (text on stdout; not with --diagnostics=json, whose stdout is one JSON
+                            document: use `kdlc list --json` for the specs as JSON)
   --color, --max-errors, --max-kernels, --max-depth   see `kdlc --help`
 )";
 
@@ -71,16 +76,22 @@ included, each with its origin (explicit, template, default, auto) and the place
 
 Options:
   --json                    one JSON document: {"kernels": [{"name": ..., "op": {...}, ...}]}
-  --plan                    also print the code generation plan of each kernel
-  --diagnostics=text|json, --color, --max-errors, --max-kernels, --max-depth   see `kdlc --help`
+  --plan                    print the code generation plan of each kernel instead: every decision
+                            of lowering with its reason; with --json, {"plans": [{"name": ...,
+                            "decisions": [{"what": ..., "value": ..., "why": ...}], ...}]}
+  --diagnostics=text|json   text: diagnostics on stderr. json: stdout holds ONE JSON document (as if
+                            --json was given) with the diagnostics folded in:
+                            {"kernels"|"plans": [...], "diagnostics": [...], "errors": N}
+  --color, --max-errors, --max-kernels, --max-depth   see `kdlc --help`
+
+In every JSON mode stdout holds exactly one JSON document, also when the input has errors (then the
+"kernels" or "plans" array is empty, or holds the plans that could be made).
 )";
 
 static bool stderrIsTty() { return isatty(2) != 0; }
 
-static int reportDiagnostics(const kdl::SourceManager& sm, const kdl::DiagEngine& diags, const CommonOptions& o) {
-  if (o.jsonDiagnostics) {
-    std::cout << kdl::renderJson(sm, diags);
-  } else if (!diags.all().empty()) {
+static void printTextDiagnostics(const kdl::SourceManager& sm, const kdl::DiagEngine& diags, const CommonOptions& o) {
+  if (!diags.all().empty()) {
     bool color = o.color == ColorMode::Always || (o.color == ColorMode::Auto && stderrIsTty());
     std::cerr << kdl::renderText(sm, diags, color);
     if (diags.capped())
@@ -88,6 +99,13 @@ static int reportDiagnostics(const kdl::SourceManager& sm, const kdl::DiagEngine
     else if (diags.hasErrors())
       std::cerr << fmt::format("{} error{} generated.\n", diags.errorCount(), diags.errorCount() == 1 ? "" : "s");
   }
+}
+
+static int reportDiagnostics(const kdl::SourceManager& sm, const kdl::DiagEngine& diags, const CommonOptions& o) {
+  if (o.jsonDiagnostics)
+    std::cout << kdl::renderJson(sm, diags);
+  else
+    printTextDiagnostics(sm, diags, o);
   return diags.hasErrors() ? kInputErrors : kOk;
 }
 
@@ -109,6 +127,9 @@ static int runCheck(Args& args) {
   }
   if (o.bad) return kUsage;
   if (files.empty()) return usageError("`kdlc check` needs at least one FILE");
+  if (emitWhat && o.jsonDiagnostics)
+    return usageError("--emit prints text, which would break the one JSON document of --diagnostics=json; "
+                      "use `kdlc list --json` for the resolved specs as JSON");
   kdl::SourceManager sm;
   kdl::DiagEngine diags(o.maxErrors);
   for (const std::string& f : files) {
@@ -117,7 +138,7 @@ static int runCheck(Args& args) {
       std::string text;
       if (kdl::codegen::readWholeFile(f, text)) {
         uint32_t id = sm.add(f, text);
-        auto tree = kdl::parseFile(sm, id, parseDiags);
+        auto tree = kdl::parseFile(sm, id, parseDiags, o.limits.maxCallDepth);
         if (tree) std::cout << kdl::ast::dump(*tree);
       }
     }
@@ -127,7 +148,14 @@ static int runCheck(Args& args) {
   return reportDiagnostics(sm, diags, o);
 }
 
-int runListPlan(const kdl::SourceManager& sm, const std::vector<kdl::KernelSpec>& specs, kdl::DiagEngine& diags);
+// `kdlc list`'s one JSON document: the kernels (or plans) under `key`, and the diagnostics when they
+// are JSON too, so that stdout never holds two documents.
+static std::string listDocument(const char* key, const std::string& array, const kdl::SourceManager& sm,
+                                const kdl::DiagEngine& diags, bool withDiagnostics) {
+  std::string out = fmt::format("{{\"{}\":{}", key, array);
+  if (withDiagnostics) out += ",\n" + kdl::renderJsonMembers(sm, diags);
+  return out + "}\n";
+}
 
 static int runList(Args& args) {
   CommonOptions o;
@@ -144,18 +172,24 @@ static int runList(Args& args) {
   }
   if (o.bad) return kUsage;
   if (files.size() != 1) return usageError("`kdlc list` takes exactly one FILE");
+  json = json || o.jsonDiagnostics;  // JSON diagnostics make the whole output one JSON document
   kdl::SourceManager sm;
   kdl::DiagEngine diags(o.maxErrors);
   kdl::FrontendResult r = kdl::runFrontend(sm, files[0], diags, o.limits);
-  if (!diags.hasErrors()) {
-    if (plan) {
-      int rc = runListPlan(sm, r.specs, diags);
-      if (rc != kOk) return std::max(rc, reportDiagnostics(sm, diags, o));
-    } else {
-      std::cout << (json ? kdl::renderSpecsJson(sm, r.specs) : kdl::renderSpecsText(sm, r.specs));
-    }
+  std::vector<kdl::codegen::KernelPlan> plans;
+  if (plan && !diags.hasErrors()) plans = kdl::codegen::lower(r.specs, diags);
+  const bool listed = !plan && !diags.hasErrors();
+  if (json) {
+    std::string array = plan ? kdl::codegen::renderPlansJson(plans)
+                             : kdl::renderSpecsJsonArray(sm, listed ? r.specs : std::vector<kdl::KernelSpec>{});
+    std::cout << listDocument(plan ? "plans" : "kernels", array, sm, diags, o.jsonDiagnostics);
+  } else if (plan) {
+    std::cout << kdl::codegen::renderPlans(plans);
+  } else if (listed) {
+    std::cout << kdl::renderSpecsText(sm, r.specs);
   }
-  return reportDiagnostics(sm, diags, o);
+  if (!o.jsonDiagnostics) printTextDiagnostics(sm, diags, o);
+  return diags.hasErrors() ? kInputErrors : kOk;
 }
 
 int runEmit(Args& args, bool build);

@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <string>
 
-#include "dsl/evaluator.h"
+#include "dsl/eval/evaluator.h"
 
 namespace kdlc {
 
