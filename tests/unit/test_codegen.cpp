@@ -353,7 +353,7 @@ TEST_CASE("every sm80 configuration: validation, lowering and the templates' sha
   CHECK(lowered == byConfig.size() * 4 * 7);
 }
 
-TEST_CASE("the manifest's smem_bytes is what the launch asks for; path names the template", "[codegen][smem][path]") {
+TEST_CASE("the manifest's smem_bytes is what the launch asks for, and path names the template", "[codegen][smem][path]") {
   // 64 x 64 x 64 f16, 3 stages: 49152 B of tiles, plus TMA's barriers and alignment = 50224 B
   KernelSpec s = makeGemm("g", DType::F16, DType::F16, false, {64, 64, 64}, 3);
   KernelPlan p = lowerOne(s);
