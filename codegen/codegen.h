@@ -19,8 +19,7 @@ struct EmittedFile {
 
 struct EmitOptions {
   std::string specName;   // the spec file as the user named it, for the header comment (no absolute path)
-  std::string specHash;   // sha256 of the spec and every file it imports
-  bool torch = false;     // also emit a PyTorch extension wrapper
+  std::string specHash;   // sha256 of the spec and every file it imports (manifest.json only)
 };
 
 // Lowers every spec; specs this version cannot generate yet get an [unsupported] error at the field

@@ -50,7 +50,9 @@ std::string emitManifest(const std::vector<KernelPlan>& plans, const EmitOptions
     w.line("\"name\": {},", q(p.name));
     w.line("\"op\": {},", q(opWord(p.spec.op.value)));
     w.line("\"arch\": {},", q(p.archName));
-    w.line("\"path\": \"gemm_sm80\",");
+    w.line("\"kernel_sha256\": {},", q(p.kernelHash));
+    w.line("\"path\": {},", q(pathWord(p.path)));
+    w.line("\"template\": {},", q(pathTemplate(p.path)));
     std::vector<std::string> gc;
     for (const std::string& g : p.gencode) gc.push_back(q(g));
     w.line("\"gencode\": [{}],", fmt::join(gc, ", "));
@@ -85,6 +87,7 @@ std::string emitManifest(const std::vector<KernelPlan>& plans, const EmitOptions
     w.line("\"threads\": {},", p.threads);
     w.line("\"stages\": {},", p.stages);
     w.line("\"smem_bytes\": {},", p.smemBytes);
+    if (p.smemBytes != p.cpAsyncSmemBytes) w.line("\"smem_bytes_without_tma\": {},", p.cpAsyncSmemBytes);
     w.line("\"raster\": {},", q(p.rasterAlongM ? "along_m" : "along_n"));
     w.line("\"split_k\": {},", p.serialSplitK ? fmt::format("{{\"mode\": \"serial\", \"max_slices\": {}}}", p.maxSplitK)
                                               : std::string("{\"mode\": \"none\"}"));

@@ -22,16 +22,12 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
       case ArgPlan::Role::Param: w.line("float {};", a.name); break;
       case ArgPlan::Role::Input:
         if (a.kind == ArgPlan::Kind::Vector)
-          w.line("const {}* {}; int64_t batch_stride_{};  // [{}]", a.cppType, a.name, a.name, a.broadcast);
+          w.line("const {}* {}; int64_t {};  // [{}]", a.cppType, a.name, a.batchStrideName, a.broadcast);
         else
           w.line("const {}* {};  // []", a.cppType, a.name);
         break;
       case ArgPlan::Role::TensorOutput:
-        w.line("{}* {}; int64_t ld{}; int64_t batch_stride_{};", a.cppType, a.name, [&] {
-          std::string s = a.name;
-          for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-          return s;
-        }(), a.name);
+        w.line("{}* {}; int64_t {}; int64_t {};", a.cppType, a.name, a.ldName, a.batchStrideName);
         break;
       case ArgPlan::Role::AmaxOutput: w.line("float* {};  // max |.|, zeroed by run()", a.name); break;
       default: break;

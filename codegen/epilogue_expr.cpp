@@ -22,18 +22,8 @@ std::string floatLiteral(double v) {
   return s + "f";
 }
 
-static bool isComparison(EpiOp op) {
-  switch (op) {
-    case EpiOp::Lt: case EpiOp::Le: case EpiOp::Gt: case EpiOp::Ge: case EpiOp::Eq: case EpiOp::Ne:
-    case EpiOp::And: case EpiOp::Or: case EpiOp::Not:
-      return true;
-    default:
-      return false;
-  }
-}
-
 bool isBoolExpr(const Epilogue& e, const EpiNode& n) {
-  if (isComparison(n.op)) return true;
+  if (isBooleanOp(n.op)) return true;
   if (n.op == EpiOp::Let && n.index >= 0 && size_t(n.index) < e.lets.size()) return isBoolExpr(e, e.lets[n.index].value);
   return false;
 }

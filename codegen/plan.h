@@ -23,6 +23,8 @@ struct OperandPlan {
   Layout layout = Layout::Row;
   std::string cppLayout;  // "kdl::RowMajor"
   int align = 1;          // elements
+  int elementBytes = 2;   // bytes of one element in memory (bytesOf(dtype))
+  bool contigK = false;   // A and B: K is the contiguous dimension (A row-major, B column-major)
   // C++ member names in Arguments / Epilogue::Params
   std::string ldName;           // "lda"
   std::string batchStrideName;  // "batch_stride_A"
@@ -40,15 +42,25 @@ struct ArgPlan {
   std::string broadcast;      // "row" | "col" | "" (vectors only)
   double defaultValue = 0;    // params only
   int index = -1;             // into operands / epilogue params / inputs / outputs
+  // C++ member names it declares besides `name` ("" where the kind has none)
+  std::string ldName;           // tensors: "ldz"
+  std::string batchStrideName;  // tensors and vectors: "batch_stride_Z"
 };
 
 // Which device template the kernel instantiates.
-enum class KernelPath { GemmSm80 };
+enum class KernelPath {
+  GemmSm80,     // kdl::GemmSm80: every thread's cp.async fills the stages
+  GemmSm80Tma,  // kdl::GemmSm80Tma: TMA fills the stages on Hopper, GemmSm80 elsewhere
+};
+const char* pathWord(KernelPath p);      // "gemm_sm80_tma" (manifest.json)
+const char* pathTemplate(KernelPath p);  // "kdl::GemmSm80Tma"
+const char* pathHeader(KernelPath p);    // "kdl/gemm_sm80_tma.cuh"
 
 struct KernelPlan {
   std::string name;
   KernelSpec spec;  // the validated spec this plan was lowered from
   KernelPath path = KernelPath::GemmSm80;
+  std::string kernelHash;  // sha256 of what determines the emitted files (codegen/lower_hash.cpp)
 
   // Target
   Arch arch = Arch::SM80;
@@ -73,16 +85,18 @@ struct KernelPlan {
   bool rasterAlongM = false;
   bool serialSplitK = false;
   int maxSplitK = 1;                      // slices allowed at run time (serial(N) -> N)
+  // Dynamic shared memory per block, from include/kdl/gemm_sm80_smem.h (the templates use it too).
   size_t mainloopSmemBytes = 0;
   size_t epilogueSmemBytes = 0;
-  size_t smemBytes = 0;                   // dynamic shared memory per block
+  size_t cpAsyncSmemBytes = 0;            // what a kdl::GemmSm80 launch asks for: max(mainloop, epilogue)
+  size_t smemBytes = 0;                   // what the instantiated template's launch asks for (Gemm::kSmemBytes)
   int epilogueVectorWidth = 8;            // columns per Epilogue::apply call
 
   Epilogue epilogue;                      // the typed expression tree (spec.epilogue)
   std::vector<ArgPlan> args;              // ABI order
   std::vector<Decision> decisions;
 
-  std::string templateInstance() const;   // "kdl::GemmSm80Tma<...>" without the epilogue argument's name
+  std::string templateInstance() const;   // "kdl::GemmSm80Tma<..., Epilogue>" (the template of `path`)
 };
 
 // C++ spelling of an element type ("__nv_bfloat16"); tf32 operands are stored as float.

@@ -183,6 +183,16 @@ int maxSharedMemoryPerBlock(Arch a) {
   return 0;
 }
 
+bool isBooleanOp(EpiOp op) {
+  switch (op) {
+    case EpiOp::Lt: case EpiOp::Le: case EpiOp::Gt: case EpiOp::Ge: case EpiOp::Eq: case EpiOp::Ne:
+    case EpiOp::And: case EpiOp::Or: case EpiOp::Not:
+      return true;
+    default:
+      return false;
+  }
+}
+
 const char* infixSpelling(EpiOp op) {
   switch (op) {
     case EpiOp::Add: return "+";

@@ -80,6 +80,8 @@ enum class EpiOp {
 const char* name(EpiOp);
 // The infix spelling of a binary EpiOp (`+`, `<=`, `&&`, ...); nullptr for the others.
 const char* infixSpelling(EpiOp);
+// True when the op's result is a boolean (comparisons, &&, ||, !); every other op yields a number.
+bool isBooleanOp(EpiOp);
 
 struct EpiNode {
   EpiOp op = EpiOp::Const;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "dsl/check/validate_rules.h"
+#include "include/kdl/gemm_sm80_smem.h"
 
 namespace kdl::validation {
 namespace {
@@ -217,10 +218,15 @@ std::string tileText(const KernelCheck& c) {
 }
 
 // Pipeline depth against shared memory: each stage holds an M x K tile of A and an N x K tile of B.
+// On the multistage path the bytes are those of the template (include/kdl/gemm_sm80_smem.h); lowering
+// adds what does not depend on the stages (epilogue staging, TMA barriers) to the same function's
+// result, and tests/unit/test_codegen.cpp checks on every configuration that it then still fits.
 void resolveStages(KernelCheck& c) {
   if (!c.tile || !c.inputA || !c.inputB || !c.arch || !c.schedule) return;
   const auto& t = c.tile->value;
-  int64_t perStage = int64_t{t[0]} * t[2] * bytesOf(*c.inputA) + int64_t{t[1]} * t[2] * bytesOf(*c.inputB);
+  int64_t perStage = onMultistagePath(c)
+                         ? kdl::gemm_sm80_stage_bytes(bytesOf(*c.inputA), bytesOf(*c.inputB), t[0], t[1], t[2])
+                         : int64_t{t[0]} * t[2] * bytesOf(*c.inputA) + int64_t{t[1]} * t[2] * bytesOf(*c.inputB);
   int64_t limit = maxSharedMemoryPerBlock(c.arch->value);
   int64_t fit = limit / perStage;
   std::string archText = name(c.arch->value);

@@ -77,11 +77,6 @@ EpiOp binaryOp(ast::BinaryOp op) {
   return EpiOp::Const;
 }
 
-bool isComparison(EpiOp op) {
-  return op == EpiOp::Lt || op == EpiOp::Le || op == EpiOp::Gt || op == EpiOp::Ge || op == EpiOp::Eq ||
-         op == EpiOp::Ne;
-}
-
 EpiNode makeNode(EpiOp op, SourceLoc loc, std::vector<EpiNode> args = {}, int index = -1) {
   EpiNode n;
   n.op = op;
@@ -625,7 +620,7 @@ class EpilogueBuilder {
     bool ok = expect(*l, operand, e.args[0].loc, what);
     ok &= expect(*r, operand, e.args[1].loc, what);
     if (!ok) return std::nullopt;
-    EType result = logical || isComparison(op) ? EType::Bool : EType::Number;
+    EType result = isBooleanOp(op) ? EType::Bool : EType::Number;
     return Typed{makeNode(op, e.loc, {std::move(l->node), std::move(r->node)}), result};
   }
 

@@ -38,6 +38,7 @@
 #include "kdl/epilogue.cuh"
 #include "kdl/mma_sm80.cuh"
 #include "kdl/copy_sm80.cuh"
+#include "kdl/gemm_sm80_smem.h"
 #include "kdl/smem_layout.cuh"
 
 namespace kdl {
@@ -286,7 +287,11 @@ struct GemmSm80 {
   static constexpr int kStgStride = kWarpN + 8;  // floats per staged row (conflict-free float2 writes)
   static constexpr int kEpiSmem = kWarps * 16 * kStgStride * 4;
   static_assert(kWarpN % kV == 0 && ((16 * kWarpN / kV) % 32) == 0, "warp tile N incompatible with the epilogue vector width");
-  static constexpr int kSmemBytes = kMainloopSmem > kEpiSmem ? kMainloopSmem : kEpiSmem;
+  // The launch size comes from kdl/gemm_sm80_smem.h, which kdlc uses too (tests/nvcc/smem_agreement.py
+  // checks it against kMainloopSmem and kEpiSmem above).
+  static constexpr GemmSm80SmemShape kSmemShape{(int)sizeof(ElementA), (int)sizeof(ElementB), kAContigK, kBContigK,
+                                                TileM, TileN, TileK, WarpsM, WarpsN, Stages};
+  static constexpr int kSmemBytes = gemm_sm80_smem_bytes(kSmemShape);
 
   struct KernelParams {
     GemmProblem prob;

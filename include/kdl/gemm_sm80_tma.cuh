@@ -100,15 +100,13 @@ struct GemmSm80Tma {
   static constexpr int kWarps = Base::kWarps;  // consumer (MMA) warps
 
   // Configurations the TMA path covers (else everything forwards to GemmSm80).
-  static constexpr bool kTmaPath = sizeof(ElementA) == 2 && Base::kAContigK && Base::kBContigK &&
-                                   TileK * (int)sizeof(ElementA) == 128 && TileM <= 256 && TileN <= 256;
+  static constexpr bool kTmaPath = gemm_sm80_tma_covers(Base::kSmemShape);  // kdl/gemm_sm80_smem.h
 
   static constexpr int kStageBytesA = Base::kStageBytesA;
   static constexpr int kStageBytesB = Base::kStageBytesB;
-  static constexpr int kDataSmem = Base::kSmemBytes;               // max(mainloop, epilogue staging)
-  static constexpr int kBarOffset = (kDataSmem + 7) / 8 * 8;        // full[Stages], empty[Stages]
-  static constexpr int kTmaSmem = kBarOffset + 16 * Stages + 1024;  // + slack to align the base to 1024 B
-  static constexpr int kSmemBytes = kTmaPath ? kTmaSmem : Base::kSmemBytes;
+  // After GemmSm80's bytes: full[Stages], empty[Stages], then slack to align the base to 1024 B.
+  static constexpr int kBarOffset = gemm_sm80_tma_barrier_offset(Base::kSmemShape);
+  static constexpr int kSmemBytes = gemm_sm80_tma_variant_smem_bytes(Base::kSmemShape);
   static constexpr int kThreads = Base::kThreads;
 
   struct TmaParams {

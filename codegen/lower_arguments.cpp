@@ -1,0 +1,136 @@
+// Lowering step: the epilogue and the kernel's arguments. Their order in the C ABI (operands, then
+// the epilogue's params, inputs and extra outputs as declared) and the C++ member names each
+// declares in Arguments and Epilogue::Params, which must be legal and unique.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "codegen/epilogue_expr.h"
+#include "codegen/lower_steps.h"
+
+namespace kdl::codegen {
+
+namespace {
+
+bool isCppKeyword(const std::string& s) {
+  static const std::set<std::string> kw = {
+      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
+      "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
+      "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete",
+      "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for",
+      "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
+      "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast",
+      "requires", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct",
+      "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union",
+      "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
+      // type names the generated code declares (members with these names would not compile)
+      "Arguments", "Epilogue", "Gemm", "Params", "State"};
+  return kw.count(s) > 0 || (s.size() >= 2 && s[0] == '_' && (s[1] == '_' || std::isupper(static_cast<unsigned char>(s[1]))));
+}
+
+ArgPlan& addArg(KernelPlan& p, std::string name, ArgPlan::Kind kind, ArgPlan::Role role, DType dt, int index) {
+  ArgPlan a;
+  a.kind = kind;
+  a.role = role;
+  a.dtype = dt;
+  a.cppType = cppElementType(dt);
+  a.index = index;
+  if (kind == ArgPlan::Kind::Tensor) a.ldName = ldName(name);
+  if (kind == ArgPlan::Kind::Tensor || kind == ArgPlan::Kind::Vector) a.batchStrideName = batchStrideName(name);
+  a.name = std::move(name);
+  p.args.push_back(std::move(a));
+  return p.args.back();
+}
+
+void addOperandArgs(const KernelSpec& s, KernelPlan& p) {
+  addArg(p, "A", ArgPlan::Kind::Tensor, ArgPlan::Role::OperandIn, p.a.dtype, 0);
+  addArg(p, "B", ArgPlan::Kind::Tensor, ArgPlan::Role::OperandIn, p.b.dtype, 1);
+  if (s.operand("C")) addArg(p, "C", ArgPlan::Kind::Tensor, ArgPlan::Role::OperandIn, p.c.dtype, 2);
+  addArg(p, "D", ArgPlan::Kind::Tensor, ArgPlan::Role::OperandOut, p.d.dtype, 3);
+}
+
+// The epilogue's params, inputs and extra outputs in declaration order (declarations without a
+// location, as built by the implicit epilogue, first).
+void addEpilogueArgs(const Epilogue& e, KernelPlan& p) {
+  enum class DeclKind { Param, Input, Output };
+  struct Decl { SourceLoc loc; DeclKind kind; int index; };
+  std::vector<Decl> decls;
+  for (size_t i = 0; i < e.params.size(); ++i) decls.push_back({e.params[i].loc, DeclKind::Param, int(i)});
+  for (size_t i = 0; i < e.inputs.size(); ++i) decls.push_back({e.inputs[i].loc, DeclKind::Input, int(i)});
+  for (size_t i = 1; i < e.outputs.size(); ++i) decls.push_back({e.outputs[i].loc, DeclKind::Output, int(i)});
+  std::stable_sort(decls.begin(), decls.end(), [](const Decl& x, const Decl& y) {
+    if (x.loc.valid() != y.loc.valid()) return !x.loc.valid();
+    return x.loc.valid() && locBefore(x.loc, y.loc);
+  });
+  for (const Decl& d : decls) {
+    if (d.kind == DeclKind::Param) {
+      addArg(p, e.params[d.index].name, ArgPlan::Kind::Param, ArgPlan::Role::Param, DType::F32, d.index).defaultValue =
+          e.params[d.index].defaultValue;
+    } else if (d.kind == DeclKind::Input) {
+      const EpiInput& in = e.inputs[d.index];
+      bool scalar = in.broadcast == Broadcast::Scalar;
+      ArgPlan& a = addArg(p, in.name, scalar ? ArgPlan::Kind::DeviceScalar : ArgPlan::Kind::Vector, ArgPlan::Role::Input,
+                          in.dtype, d.index);
+      if (!scalar) a.broadcast = in.broadcast == Broadcast::Row ? "row" : "col";
+    } else {
+      const EpiOutput& o = e.outputs[d.index];
+      if (o.kind == EpiOutput::Kind::AmaxReduction)
+        addArg(p, o.name, ArgPlan::Kind::DeviceScalar, ArgPlan::Role::AmaxOutput, DType::F32, d.index);
+      else
+        addArg(p, o.name, ArgPlan::Kind::Tensor, ArgPlan::Role::TensorOutput, o.dtype, d.index);
+    }
+  }
+}
+
+// The C++ names the kernel declares must be legal and unique; false after an error.
+bool checkNames(Lowering& l) {
+  const KernelSpec& s = l.spec;
+  const Epilogue& e = s.epilogue;
+  if (isCppKeyword(s.name)) {
+    l.unsupported(s.loc, fmt::format("the name `{}` is reserved in C++ (the generated namespace would not compile); "
+                                     "rename the kernel",
+                                     s.name));
+    return false;
+  }
+  std::set<std::string> members = {"m", "n", "k", "batch", "split_k"};
+  for (const ArgPlan& a : l.plan.args) {
+    SourceLoc loc = s.loc;
+    for (const EpiParam& x : e.params) if (x.name == a.name) loc = x.loc;
+    for (const EpiInput& x : e.inputs) if (x.name == a.name) loc = x.loc;
+    for (const std::string* m : {&a.name, &a.ldName, &a.batchStrideName}) {
+      if (m->empty()) continue;
+      if (isCppKeyword(*m)) {
+        l.unsupported(loc, fmt::format("the name `{}` is reserved in the generated C++; rename it", *m));
+        return false;
+      }
+      if (!members.insert(*m).second) {
+        l.unsupported(loc, fmt::format("`{}` would be declared twice in the generated Arguments struct (it also names a "
+                                       "size, leading dimension or batch stride); rename it",
+                                       *m));
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool lowerArguments(Lowering& l) {
+  KernelPlan& p = l.plan;
+  l.decide("epilogue", renderEpilogueSummary(l.spec.epilogue),
+           fmt::format("f32 math, {} columns per call; one rounding at each store (saturating for integer and fp8 "
+                       "outputs)",
+                       p.epilogueVectorWidth));
+  addOperandArgs(l.spec, p);
+  addEpilogueArgs(l.spec.epilogue, p);
+  if (!checkNames(l)) return false;
+  std::vector<std::string> argNames;
+  for (const ArgPlan& a : p.args) argNames.push_back(a.name);
+  l.decide("arguments", fmt::format("{}", fmt::join(argNames, ", ")),
+           "the C ABI order: operands, then the epilogue's params, inputs and extra outputs as declared");
+  return true;
+}
+
+}  // namespace kdl::codegen

@@ -1,0 +1,52 @@
+// The steps of lowering a KernelSpec to a KernelPlan, each in the file of its subject, run in order
+// by a driver of codegen/lower.cpp (one per path: today the sm80 GEMM; an sm90a GEMM or a
+// convolution gets a driver of its own that picks its steps). A step fills its part of the plan,
+// records each decision with its reason, and returns false after reporting an [unsupported] error.
+#pragma once
+#include <string>
+
+#include "codegen/plan.h"
+#include "dsl/diagnostics.h"
+#include "dsl/spec.h"
+
+namespace kdl::codegen {
+
+// What every step reads and writes.
+struct Lowering {
+  const KernelSpec& spec;
+  KernelPlan& plan;
+  DiagEngine& diags;
+
+  void decide(std::string what, std::string value, std::string why) const;
+  // An [unsupported] error at `loc`, naming the kernel.
+  void unsupported(SourceLoc loc, const std::string& message) const;
+};
+
+using LoweringStep = bool (*)(Lowering&);
+
+// codegen/lower_target.cpp: arch, the nvcc -gencode flags, the compute capabilities the code runs on.
+bool lowerTarget(Lowering& l);
+// codegen/lower_operands.cpp: A, B, C, D and the extra outputs (types, layouts, alignment, element
+// sizes, leading-dimension names), the accumulator and the MMA instruction.
+bool lowerOperands(Lowering& l);
+// codegen/lower_tiling.cpp: the tile, the warps that run it, the shared-memory layout of A and B.
+bool lowerTiling(Lowering& l);
+// codegen/lower_pipeline.cpp: the template that feeds the pipeline (cp.async or TMA), stages, the
+// shared memory per block, raster order, split-K.
+bool lowerPipeline(Lowering& l);
+// codegen/lower_arguments.cpp: the epilogue and the kernel's arguments in C ABI order, with the
+// C++ names they declare.
+bool lowerArguments(Lowering& l);
+
+// codegen/lower_hash.cpp: sha256 of what determines the kernel's emitted files (its resolved spec,
+// without source locations, and the kdlc version); the header line of NAME.h and NAME.cu.
+std::string kernelHash(const KernelPlan& p);
+
+// Words shared by the steps.
+const char* originWord(Origin o);  // "set in the spec", "the default", ...
+std::string toLower(std::string s);
+// The C++ members a tensor `name` declares besides its pointer: "ldz", "batch_stride_Z".
+std::string ldName(const std::string& name);
+std::string batchStrideName(const std::string& name);
+
+}  // namespace kdl::codegen
