@@ -8,26 +8,11 @@
 
 #include "codegen/epilogue_expr.h"
 #include "codegen/lower_steps.h"
+#include "dsl/check/cpp_names.h"
 
 namespace kdl::codegen {
 
 namespace {
-
-bool isCppKeyword(const std::string& s) {
-  static const std::set<std::string> kw = {
-      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
-      "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
-      "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete",
-      "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for",
-      "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
-      "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast",
-      "requires", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct",
-      "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union",
-      "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
-      // type names the generated code declares (members with these names would not compile)
-      "Arguments", "Epilogue", "Gemm", "Params", "State"};
-  return kw.count(s) > 0 || (s.size() >= 2 && s[0] == '_' && (s[1] == '_' || std::isupper(static_cast<unsigned char>(s[1]))));
-}
 
 ArgPlan& addArg(KernelPlan& p, std::string name, ArgPlan::Kind kind, ArgPlan::Role role, DType dt, int index) {
   ArgPlan a;
@@ -83,14 +68,14 @@ void addEpilogueArgs(const Epilogue& e, KernelPlan& p) {
   }
 }
 
-// The C++ names the kernel declares must be legal and unique; false after an error.
+// The C++ names the kernel declares must be legal and unique; false after an error. `check` already
+// refuses every such name (dsl/check/cpp_names.h, the one place the rules live): this is the
+// backstop that keeps a spec which skipped validation from reaching nvcc.
 bool checkNames(Lowering& l) {
   const KernelSpec& s = l.spec;
   const Epilogue& e = s.epilogue;
-  if (isCppKeyword(s.name)) {
-    l.unsupported(s.loc, fmt::format("the name `{}` is reserved in C++ (the generated namespace would not compile); "
-                                     "rename the kernel",
-                                     s.name));
+  if (std::string why = cppNameProblem(s.name, CppNameUse::Kernel); !why.empty()) {
+    l.unsupported(s.loc, fmt::format("the kernel name `{}` {}; rename the kernel", s.name, why));
     return false;
   }
   std::set<std::string> members = {"m", "n", "k", "batch", "split_k"};
@@ -98,12 +83,15 @@ bool checkNames(Lowering& l) {
     SourceLoc loc = s.loc;
     for (const EpiParam& x : e.params) if (x.name == a.name) loc = x.loc;
     for (const EpiInput& x : e.inputs) if (x.name == a.name) loc = x.loc;
-    for (const std::string* m : {&a.name, &a.ldName, &a.batchStrideName}) {
-      if (m->empty()) continue;
-      if (isCppKeyword(*m)) {
-        l.unsupported(loc, fmt::format("the name `{}` is reserved in the generated C++; rename it", *m));
+    bool userName = a.role != ArgPlan::Role::OperandIn && a.role != ArgPlan::Role::OperandOut;
+    if (userName) {
+      if (std::string why = cppNameProblem(a.name, CppNameUse::Epilogue); !why.empty()) {
+        l.unsupported(loc, fmt::format("`{}` {}; rename it", a.name, why));
         return false;
       }
+    }
+    for (const std::string* m : {&a.name, &a.ldName, &a.batchStrideName}) {
+      if (m->empty()) continue;
       if (!members.insert(*m).second) {
         l.unsupported(loc, fmt::format("`{}` would be declared twice in the generated Arguments struct (it also names a "
                                        "size, leading dimension or batch stride); rename it",

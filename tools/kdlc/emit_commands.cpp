@@ -248,12 +248,6 @@ cg::BuildRequest buildRequest(const EmitCommand& c, const std::vector<cg::Kernel
 
 }  // namespace
 
-int runListPlan(const kdl::SourceManager&, const std::vector<kdl::KernelSpec>& specs, kdl::DiagEngine& diags) {
-  std::vector<cg::KernelPlan> plans = cg::lower(specs, diags);
-  std::cout << cg::renderPlans(plans);
-  return diags.hasErrors() ? kInputErrors : kOk;
-}
-
 int runEmit(Args& args, bool build) {
   EmitCommand c;
   c.build = build;
