@@ -18,6 +18,8 @@
 // sm_90 code for this kernel, pointers/strides TMA cannot describe (16-byte aligned base,
 // strides multiples of 16 bytes, < 2^40), or a tensor-map encode failure.
 // Built for sm_80 only, the TMA kernel's body is __trap() and run() never launches it.
+// Whether a device can take the TMA path is asked once per device, thread-safely (tma_runnable);
+// uses_tma(p) says which path run(p) takes without running it (for tests and benchmarks).
 #pragma once
 #include "kdl/gemm_sm80.cuh"
 #include "kdl/per_device.h"
