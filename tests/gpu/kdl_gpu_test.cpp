@@ -678,10 +678,14 @@ void runRejections(Harness& h, KernelUnderTest& k) {
     cb.release();
     return;
   }
-  auto expectReject = [&](const std::string& what, const kdl_gemm_shape& s, const std::vector<kdl_arg>& args) {
+  // `needle`, when given, must be in the message (the rejection is for the reason the case names).
+  auto expectReject = [&](const std::string& what, const kdl_gemm_shape& s, const std::vector<kdl_arg>& args,
+                          const std::string& needle = "") {
     const char* m = k.entry.canImplement(&s, args.data(), (int32_t)args.size());
-    if (m) report(true, who + " reject/" + what + ": \"" + m + "\"");
-    else report(false, who + " reject/" + what + ": accepted (can_implement returned NULL)");
+    if (!m) report(false, who + " reject/" + what + ": accepted (can_implement returned NULL)");
+    else if (std::string(m).find(needle) == std::string::npos)
+      report(false, who + " reject/" + what + ": \"" + m + "\" does not say \"" + needle + "\"");
+    else report(true, who + " reject/" + what + ": \"" + m + "\"");
   };
   const int ia = idx(Role::A), ib = idx(Role::B), id = idx(Role::D);
   const size_t ebA = storageBytes(k.A->dtype);
@@ -737,15 +741,15 @@ void runRejections(Harness& h, KernelUnderTest& k) {
     kdl_gemm_shape s = shape;
     s.batch = 2;
     a[(size_t)id].batch_stride = 0;
-    expectReject("batch-2-batch_stride_D-0(batches overwrite each other)", s, a);
+    expectReject("batch-2-batch_stride_D-0(batches overwrite each other)", s, a, "batch_stride_D (0) <");
     a[(size_t)id].batch_stride = (base.m - 1) * a[(size_t)id].ld + base.n - 1;
-    expectReject("batch-2-batch_stride_D-one-short", s, a);
+    expectReject("batch-2-batch_stride_D-one-short", s, a, "would overwrite each other");
     for (size_t i = 0; i < k.args.size(); ++i)
       if (k.args[i].role == Role::OutTensor) {
         std::vector<kdl_arg> z = cb.args;
         z[i].batch_stride = 0;
         z[(size_t)id].batch_stride = base.m * z[(size_t)id].ld;
-        expectReject("batch-2-batch_stride_" + k.args[i].name + "-0", s, z);
+        expectReject("batch-2-batch_stride_" + k.args[i].name + "-0", s, z, "batch_stride_" + k.args[i].name + " (0) <");
       }
   }
   {
@@ -754,15 +758,15 @@ void runRejections(Harness& h, KernelUnderTest& k) {
     s.batch = 2;
     a[(size_t)id].batch_stride = base.m * a[(size_t)id].ld;
     a[(size_t)ia].batch_stride = -roundUp(64, k.A->align);
-    expectReject("negative-batch_stride_A", s, a);
+    expectReject("negative-batch_stride_A", s, a, "batch_stride_A (" + std::to_string(a[(size_t)ia].batch_stride) + ") is negative");
     a[(size_t)ia].batch_stride = 0;
     a[(size_t)ib].batch_stride = -roundUp(64, k.B->align);
-    expectReject("negative-batch_stride_B", s, a);
+    expectReject("negative-batch_stride_B", s, a, "batch_stride_B (" + std::to_string(a[(size_t)ib].batch_stride) + ") is negative");
   }
   {
     kdl_gemm_shape s = shape;
     s.m = INT_MAX;  // the C ABI's own limit: the kernel's int tile arithmetic would overflow
-    expectReject("m=INT_MAX(32-bit overflow)", s, cb.args);
+    expectReject("m=INT_MAX(32-bit overflow)", s, cb.args, "too large for 32-bit tile arithmetic");
   }
   // Item 13: with nothing to compute, run() still zeroes amax outputs, so their pointers are checked.
   for (size_t i = 0; i < k.args.size(); ++i) {
@@ -771,7 +775,7 @@ void runRejections(Harness& h, KernelUnderTest& k) {
     s.m = 0;
     std::vector<kdl_arg> a = cb.args;
     a[i].data = nullptr;
-    expectReject("m=0-null-" + k.args[i].name, s, a);
+    expectReject("m=0-null-" + k.args[i].name, s, a, k.args[i].name + " is null");
     KDL_CUDA_CHECK(cudaMemset(cb.args[i].data, 0xff, sizeof(float)));
     const int rc = k.entry.run(&s, cb.args.data(), (int32_t)cb.args.size(), nullptr, 0, nullptr);
     float amax = -1;
