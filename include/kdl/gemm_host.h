@@ -220,6 +220,20 @@ template <class A, class P, class T> const char* check(const Scalar<A, P, T>& e,
 template <class A, class P> const char* check(const Amax<A, P>&, const char*, const A&) { return nullptr; }
 template <class A, class P> const char* check(const Param<A, P>&, const char*, const A&) { return nullptr; }
 
+// The bytes a written tensor's batches span ([begin, end); empty for everything else), so that two
+// outputs writing the same memory are refused like overlapping batches of one.
+struct ByteRange {
+  uintptr_t begin = 0, end = 0;
+  const char* name = nullptr;
+};
+template <class E, class A> ByteRange written_range(const E&, const A&) { return {}; }
+template <class A, class P, class T> ByteRange written_range(const Tensor<A, P, T>& e, const A& a) {
+  if (!Tensor<A, P, T>::kWritten || a.*e.data == nullptr || a.m == 0 || a.n == 0) return {};
+  const int64_t extent = row_major_extent(a.m, a.n, a.*e.ld) + (int64_t)(a.batch - 1) * a.*e.batch_stride;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(a.*e.data);
+  return {begin, begin + (uintptr_t)extent * sizeof(T), e.name};
+}
+
 // Zeroes an amax output before the launch (the kernel folds its maxima into it).
 template <class E, class A> cudaError_t prepare_output(const E&, const A&, cudaStream_t) { return cudaSuccess; }
 template <class A, class P> cudaError_t prepare_output(const Amax<A, P>& e, const A& a, cudaStream_t stream) {
@@ -288,7 +302,7 @@ struct GemmHost {
       if (err) return err;
     }
     if (const char* e = Gemm::can_implement(problem_of(a))) return error_message("%s: %s", K::kName, e);
-    return nullptr;
+    return a.m > 0 && a.n > 0 ? check_outputs_disjoint(a) : nullptr;
   }
 
   // NAME.h's can_implement: the arguments, then the current device.
@@ -368,6 +382,21 @@ struct GemmHost {
   }
 
  private:
+  // Two written tensors (D, extra outputs) must not share memory: their stores would race.
+  // Called after each one's own checks (ld, batch strides), so the ranges are well-formed.
+  static const char* check_outputs_disjoint(const Arguments& a) {
+    arg::ByteRange ranges[kNumArgs];
+    int n = 0;
+    std::apply([&](const auto&... e) { ((ranges[n] = arg::written_range(e, a), n += ranges[n].name != nullptr), ...); },
+               K::kArgs);
+    for (int i = 0; i < n; ++i)
+      for (int j = i + 1; j < n; ++j)
+        if (ranges[i].begin < ranges[j].end && ranges[j].begin < ranges[i].end)
+          return error_message("%s: %s and %s overlap in memory; written outputs must not share elements", K::kName,
+                               ranges[i].name, ranges[j].name);
+    return nullptr;
+  }
+
   struct InfoTable {
     const char* names[kNumArgs];
     int32_t kinds[kNumArgs];

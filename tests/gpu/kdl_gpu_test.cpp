@@ -750,6 +750,11 @@ void runRejections(Harness& h, KernelUnderTest& k) {
         z[i].batch_stride = 0;
         z[(size_t)id].batch_stride = base.m * z[(size_t)id].ld;
         expectReject("batch-2-batch_stride_" + k.args[i].name + "-0", s, z, "batch_stride_" + k.args[i].name + " (0) <");
+        if (k.args[i].dtype == k.D->dtype && cb.args[i].ld == cb.args[(size_t)id].ld) {
+          z = cb.args;
+          z[i].data = z[(size_t)id].data;  // the output writes over D
+          expectReject(k.args[i].name + "-aliases-D", shape, z, "overlap in memory");
+        }
       }
   }
   {

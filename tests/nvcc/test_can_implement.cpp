@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -42,11 +43,11 @@ void expect_arguments_ok(const char* what, const kdl_kernels::args_all::Argument
   expect(ok, std::string(what) + ": \"" + got + "\" (want the arguments accepted)");
 }
 
-alignas(256) unsigned char g_memory[1 << 16];  // never dereferenced: can_implement reads addresses only
-
+// A device address `offset` bytes into a made-up 4 GiB-aligned allocation: can_implement reads
+// addresses (alignment, overlap), never the memory.
 template <class T>
 T* at(size_t offset) {
-  return reinterpret_cast<T*>(g_memory + offset);
+  return reinterpret_cast<T*>((uintptr_t(1) << 32) + offset);
 }
 
 // A valid 256 x 256 x 64 problem, batch 1: every pointer set and aligned.
@@ -56,10 +57,10 @@ kdl_kernels::args_all::Arguments valid() {
   a.A = at<const __nv_bfloat16>(0), a.lda = 64;
   a.B = at<const __nv_bfloat16>(256), a.ldb = 64;
   a.C = at<const __nv_bfloat16>(512), a.ldc = 256;
-  a.D = at<__nv_bfloat16>(1024), a.ldd = 256;
+  a.D = at<__nv_bfloat16>(1 << 20), a.ldd = 256;
   a.bias = at<const float>(2048);
   a.scale = at<const float>(4096);
-  a.Z = at<__nv_bfloat16>(8192), a.ldz = 256;
+  a.Z = at<__nv_bfloat16>(1 << 22), a.ldz = 256;  // after D's 256 x 256 (and further batches)
   a.amax = at<float>(16384);
   return a;
 }
@@ -105,6 +106,22 @@ int main() {
     expect_arguments_ok("batch 2, batch_stride_D = (m-1)*ldd + n", a);
     a.batch_stride_Z = 100;
     expect_rejected("batch 2, batch_stride_Z overlapping", a, "batch_stride_Z (100) < (m-1)*ld + n = 65536");
+  }
+  // item 12: two outputs must not write the same memory.
+  {
+    Arguments a = valid();
+    a.Z = a.D;
+    expect_rejected("Z = D", a, "args_all: D and Z overlap in memory");
+    a.Z = a.D + 255 * 256 + 255;  // Z's first element is D's last
+    expect_rejected("Z starts at D's last element", a, "D and Z overlap");
+    a.Z = a.D + 255 * 256 + 256;
+    expect_arguments_ok("Z right after D", a);
+    a.batch = 2;
+    a.batch_stride_D = a.batch_stride_Z = 256 * 256;
+    a.Z = a.D + 256 * 256;
+    expect_rejected("batch 2: Z at D's second batch", a, "D and Z overlap");
+    a.Z = a.D + 2 * 256 * 256;
+    expect_arguments_ok("batch 2: Z after D's second batch", a);
   }
   // item 12: read-only operands may broadcast one matrix to every batch (stride 0), never go backwards.
   {
