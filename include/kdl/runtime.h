@@ -121,6 +121,9 @@ inline const char* check_epilogue_tensor(const char* kernel, const char* name, c
   if (written && batch > 1 && batch_stride < extent)
     return error_message("%s: batch_stride_%s (%lld) < (m-1)*ld + n = %lld: the %d batches of %s would overwrite each other",
                          kernel, name, (long long)batch_stride, (long long)extent, batch, name);
+  if (batch > 1 && batch_stride > (INT64_MAX - extent) / (batch - 1))
+    return error_message("%s: batch_stride_%s (%lld) is too large: %d batches overflow int64", kernel, name,
+                         (long long)batch_stride, batch);
   return nullptr;
 }
 

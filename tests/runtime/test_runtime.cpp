@@ -83,6 +83,8 @@ TEST_CASE("argument checks say what is wrong") {
   CHECK(m == "k: batch_stride_D (0) < (m-1)*ld + n = 32: the 2 batches of D would overwrite each other");
   CHECK(kdl::check_epilogue_tensor<float>("k", "D", f, 8, 32, 4, 8, 2, false, true) == nullptr);
   CHECK(kdl::check_epilogue_tensor<float>("k", "C", f, 8, 0, 4, 8, 2, true, false) == nullptr);
+  m = kdl::check_epilogue_tensor<float>("k", "D", f, 8, INT64_MAX / 2, 4, 8, 3, false, true);
+  CHECK(m.find("is too large: 3 batches overflow int64") != std::string::npos);
   CHECK(kdl::row_major_extent(3, 5, 8) == 21);
   CHECK(kdl::row_major_extent(3, 5, INT64_MAX / 2) == -1);
 }
