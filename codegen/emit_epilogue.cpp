@@ -15,19 +15,19 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
   w.line("// {}", renderEpilogueSummary(e));
   w.open("struct Epilogue {{");
   w.open("struct Params {{");
-  w.line("{}* D; int64_t ldd; int64_t batch_stride_D;", p.d.cppType);
-  if (p.hasSource) w.line("const {}* C; int64_t ldc; int64_t batch_stride_C;  // null: C reads as 0", p.c.cppType);
+  w.line("{}* D; ::int64_t ldd; ::int64_t batch_stride_D;", cppQualified(p.d.cppType));
+  if (p.hasSource) w.line("const {}* C; ::int64_t ldc; ::int64_t batch_stride_C;  // null: C reads as 0", cppQualified(p.c.cppType));
   for (const ArgPlan& a : p.args) {
     switch (a.role) {
       case ArgPlan::Role::Param: w.line("float {};", a.name); break;
       case ArgPlan::Role::Input:
         if (a.kind == ArgPlan::Kind::Vector)
-          w.line("const {}* {}; int64_t {};  // [{}]", a.cppType, a.name, a.batchStrideName, a.broadcast);
+          w.line("const {}* {}; ::int64_t {};  // [{}]", cppQualified(a.cppType), a.name, a.batchStrideName, a.broadcast);
         else
-          w.line("const {}* {};  // []", a.cppType, a.name);
+          w.line("const {}* {};  // []", cppQualified(a.cppType), a.name);
         break;
       case ArgPlan::Role::TensorOutput:
-        w.line("{}* {}; int64_t {}; int64_t {};", a.cppType, a.name, a.ldName, a.batchStrideName);
+        w.line("{}* {}; ::int64_t {}; ::int64_t {};", cppQualified(a.cppType), a.name, a.ldName, a.batchStrideName);
         break;
       case ArgPlan::Role::AmaxOutput: w.line("float* {};  // max |.|, zeroed by run()", a.name); break;
       default: break;
@@ -45,19 +45,19 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
   w.blank();
 
   w.line("template <int V>");
-  w.open("__device__ __forceinline__ void apply(const Params& p, State& s, const kdl::EpilogueCoord& c, const float (&acc)[V]) const {{");
+  w.open("__device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {{");
   if (!anyAmax) w.line("(void)s;");
   if (e.usesSource) {
     w.line("float src_C[V];");
-    w.line("if (p.C != nullptr) kdl::load_tile<{}, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);", p.c.cppType);
+    w.line("if (p.C != nullptr) ::kdl::load_tile<{}, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);", cppQualified(p.c.cppType));
     w.line("else for (int i = 0; i < V; ++i) src_C[i] = 0.0f;");
   }
   for (const EpiInput& in : e.inputs) {
-    const char* t = cppElementType(in.dtype);
+    const std::string t = cppQualified(cppElementType(in.dtype));
     if (in.broadcast == Broadcast::Scalar)
-      w.line("const float in_{0} = kdl::load_scalar<{1}>(p.{0});", in.name, t);
+      w.line("const float in_{0} = ::kdl::load_scalar<{1}>(p.{0});", in.name, t);
     else
-      w.line("float in_{0}[V]; kdl::load_{2}_broadcast<{1}, V>(p.{0}, p.batch_stride_{0}, c, in_{0});", in.name, t,
+      w.line("float in_{0}[V]; ::kdl::load_{2}_broadcast<{1}, V>(p.{0}, p.batch_stride_{0}, c, in_{0});", in.name, t,
              in.broadcast == Broadcast::Row ? "row" : "col");
   }
   for (const EpiOutput& o : e.outputs)
@@ -76,19 +76,19 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
     if (o.kind != EpiOutput::Kind::AmaxReduction) continue;
     std::string v = cppExpr(e, o.value);
     if (isBoolExpr(e, o.value)) v = fmt::format("({} ? 1.0f : 0.0f)", v);
-    w.line("if (i < c.valid) kdl::amax_accumulate(s.amax_{}, {});", o.name, v);
+    w.line("if (i < c.valid) ::kdl::amax_accumulate(s.amax_{}, {});", o.name, v);
   }
   w.close();
-  w.line("kdl::store_tile<{}, V>(p.D, p.ldd, p.batch_stride_D, c, out_{});", p.d.cppType, e.outputs.at(0).name);
+  w.line("::kdl::store_tile<{}, V>(p.D, p.ldd, p.batch_stride_D, c, out_{});", cppQualified(p.d.cppType), e.outputs.at(0).name);
   for (const OperandPlan& z : p.extraOutputs)
-    w.line("kdl::store_tile<{0}, V>(p.{1}, p.{2}, p.{3}, c, out_{1});", z.cppType, z.name, z.ldName, z.batchStrideName);
+    w.line("::kdl::store_tile<{0}, V>(p.{1}, p.{2}, p.{3}, c, out_{1});", cppQualified(z.cppType), z.name, z.ldName, z.batchStrideName);
   w.close();
   w.blank();
   w.open("__device__ __forceinline__ void finish(const Params& p, State& s) const {{");
   if (!anyAmax) w.line("(void)p; (void)s;");
   for (size_t i = 1; i < e.outputs.size(); ++i)
     if (e.outputs[i].kind == EpiOutput::Kind::AmaxReduction)
-      w.line("kdl::amax_finish(p.{0}, s.amax_{0});", e.outputs[i].name);
+      w.line("::kdl::amax_finish(p.{0}, s.amax_{0});", e.outputs[i].name);
   w.close();
   w.close("};");
   return w.take();

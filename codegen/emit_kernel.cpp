@@ -21,19 +21,15 @@ std::string generatedComment(const KernelPlan& p, const EmitOptions& o) {
                      p.kernelHash);
 }
 
+std::string cppQualified(const std::string& spelling) {
+  static const std::set<std::string> kBuiltin = {"bool", "char", "double", "float", "int", "long", "short", "unsigned", "void"};
+  if (spelling.empty() || kBuiltin.count(spelling) || spelling.rfind("::", 0) == 0) return spelling;
+  return "::" + spelling;
+}
+
 namespace {
 
 std::string paramDefault(double v) { return floatLiteral(v); }
-
-const char* abiKind(ArgPlan::Kind k) {
-  switch (k) {
-    case ArgPlan::Kind::Tensor: return "KDL_ARG_TENSOR";
-    case ArgPlan::Kind::Vector: return "KDL_ARG_VECTOR";
-    case ArgPlan::Kind::DeviceScalar: return "KDL_ARG_DEVICE_SCALAR";
-    case ArgPlan::Kind::Param: return "KDL_ARG_PARAM";
-  }
-  return "";
-}
 
 bool isWritten(const ArgPlan& a) {
   return a.role == ArgPlan::Role::OperandOut || a.role == ArgPlan::Role::TensorOutput || a.role == ArgPlan::Role::AmaxOutput;
@@ -62,9 +58,39 @@ std::string kernelDoc(const KernelPlan& p) {
                      p.tileM, p.tileN, p.tileK, p.stages);
 }
 
+// The device template instance, every name spelled from the global namespace (cppQualified).
+std::string gemmInstance(const KernelPlan& p) { return p.templateInstance(&cppQualified); }
+
+// One entry of the kernel's argument table (include/kdl/gemm_host.h), in C ABI order.
+std::string argTableEntry(const KernelPlan& p, const ArgPlan& a) {
+  const std::string dt = dtypeWord(a.dtype);
+  switch (a.kind) {
+    case ArgPlan::Kind::Tensor:
+      if (a.role == ArgPlan::Role::OperandIn && (a.name == "A" || a.name == "B"))
+        return fmt::format("::kdl::arg::mainloop(\"{0}\", \"{1}\", &Arguments::{0}, &Arguments::{2}, &Arguments::batch_stride_{0}, {3})",
+                           a.name, dt, a.ldName, a.name == "A" ? p.a.align : p.b.align);
+      return fmt::format("::kdl::arg::tensor(\"{0}\", \"{1}\", &Arguments::{0}, &Arguments::{2}, &Arguments::batch_stride_{0}, "
+                         "&Params::{0}, &Params::{2}, &Params::batch_stride_{0})",
+                         a.name, dt, a.ldName);
+    case ArgPlan::Kind::Vector:
+      return fmt::format("::kdl::arg::vector(\"{0}\", \"{1}\", \"{2}\", &Arguments::{0}, &Arguments::batch_stride_{0}, &Params::{0}, "
+                         "&Params::batch_stride_{0})",
+                         a.name, dt, a.broadcast);
+    case ArgPlan::Kind::DeviceScalar:
+      if (a.role == ArgPlan::Role::AmaxOutput)
+        return fmt::format("::kdl::arg::amax(\"{0}\", \"{1}\", &Arguments::{0}, &Params::{0})", a.name, dt);
+      return fmt::format("::kdl::arg::scalar(\"{0}\", \"{1}\", &Arguments::{0}, &Params::{0})", a.name, dt);
+    case ArgPlan::Kind::Param: return fmt::format("::kdl::arg::param(\"{0}\", &Arguments::{0}, &Params::{0})", a.name);
+  }
+  return "";
+}
+
 }  // namespace
 
 // ---- NAME.h ----------------------------------------------------------------------------------------------
+// Every type and namespace is spelled from the global namespace (::int64_t, ::kdl::...): the
+// kernel's own namespace (kdl_kernels::NAME) and its members (params named like types) would
+// otherwise hide them.
 
 std::string emitKernelHeader(const KernelPlan& p, const EmitOptions& o) {
   CodeWriter w;
@@ -87,8 +113,9 @@ std::string emitKernelHeader(const KernelPlan& p, const EmitOptions& o) {
   w.open("struct Arguments {{");
   w.raw("int m = 0, n = 0, k = 0;  // D is m x n; the reduction is over k");
   w.raw("int batch = 1;");
-  if (p.serialSplitK) w.line("int split_k = {};  // serial split-K slices, 1..kMaxSplitK (needs a workspace when > 1)", p.maxSplitK);
+  if (p.serialSplitK) w.raw("int split_k = 1;  // serial split-K slices, 1..kMaxSplitK (needs a workspace when > 1)");
   for (const ArgPlan& a : p.args) {
+    const std::string type = cppQualified(a.cppType);
     switch (a.kind) {
       case ArgPlan::Kind::Tensor: {
         const Operand* op = p.spec.operand(a.name);
@@ -99,19 +126,19 @@ std::string emitKernelHeader(const KernelPlan& p, const EmitOptions& o) {
         else if (a.name == "C") extra = "m x n; may be null (reads as 0)";
         else extra = "m x n";
         if (a.name == "A" && a.role != ArgPlan::Role::OperandIn) extra = "m x n";
-        w.line("{}{}* {} = nullptr; int64_t {} = 0; int64_t batch_stride_{} = 0;  // {} {}", isWritten(a) ? "" : "const ",
-               a.cppType, a.name, a.ldName, a.name, dtypeWord(a.dtype), extra);
+        w.line("{}{}* {} = nullptr; ::int64_t {} = 0; ::int64_t batch_stride_{} = 0;  // {} {}", isWritten(a) ? "" : "const ",
+               type, a.name, a.ldName, a.name, dtypeWord(a.dtype), extra);
         break;
       }
       case ArgPlan::Kind::Vector:
-        w.line("const {}* {} = nullptr; int64_t batch_stride_{} = 0;  // {} [{}]: one per {}", a.cppType, a.name, a.name,
+        w.line("const {}* {} = nullptr; ::int64_t batch_stride_{} = 0;  // {} [{}]: one per {}", type, a.name, a.name,
                dtypeWord(a.dtype), a.broadcast, a.broadcast == "row" ? "row m (length m)" : "column n (length n)");
         break;
       case ArgPlan::Kind::DeviceScalar:
         if (a.role == ArgPlan::Role::AmaxOutput)
           w.line("float* {} = nullptr;  // device scalar: max |.| over the output, zeroed by run()", a.name);
         else
-          w.line("const {}* {} = nullptr;  // {} []: one device scalar", a.cppType, a.name, dtypeWord(a.dtype));
+          w.line("const {}* {} = nullptr;  // {} []: one device scalar", type, a.name, dtypeWord(a.dtype));
         break;
       case ArgPlan::Kind::Param: w.line("float {} = {};", a.name, paramDefault(a.defaultValue)); break;
     }
@@ -121,190 +148,76 @@ std::string emitKernelHeader(const KernelPlan& p, const EmitOptions& o) {
   w.raw("// nullptr when run() can run these arguments on the current device, else what is wrong.");
   w.raw("const char* can_implement(const Arguments& args);");
   w.raw("// Bytes of device workspace run() needs (0 unless split-K runs more than one slice).");
-  w.raw("size_t workspace_size(const Arguments& args);");
+  w.raw("::size_t workspace_size(const Arguments& args);");
   w.raw("// Enqueues the kernel on `stream`; cudaErrorInvalidValue when can_implement() rejects the arguments.");
-  w.raw("cudaError_t run(const Arguments& args, void* workspace = nullptr, cudaStream_t stream = nullptr);");
+  w.raw("::cudaError_t run(const Arguments& args, void* workspace = nullptr, ::cudaStream_t stream = nullptr);");
   w.blank();
   w.raw(fmt::format("}}  // namespace kdl_kernels::{}", p.name));
   return w.take();
 }
 
 // ---- NAME.cu -----------------------------------------------------------------------------------------------
+// The Epilogue functor, the template instance and the argument table; kdl::GemmHost (include/kdl/gemm_host.h)
+// is the rest of the host side.
 
 std::string emitKernelSource(const KernelPlan& p, const EmitOptions& o) {
   CodeWriter w;
   const std::string& N = p.name;
+  const std::string ns = "::kdl_kernels::" + N;
   w.raw(generatedComment(p, o));
   w.line("// {}", kernelDoc(p));
   w.line("// Compile: nvcc -std=c++17 {} -I<kdl include dir> -c {}.cu", fmt::join(p.gencode, " "), N);
   w.line("#include \"{}.h\"", N);
   w.blank();
-  w.raw("#include <kdl/abi.h>");
   w.raw("#include <kdl/activations.cuh>");
   w.raw("#include <kdl/epilogue.cuh>");
+  w.raw("#include <kdl/gemm_host.h>");
   w.line("#include <{}>", pathHeader(p.path));
   w.raw("#include <kdl/numeric.cuh>");
-  w.raw("#include <kdl/runtime.h>");
   w.blank();
-  w.line("namespace kdl_kernels::{} {{", N);
-  w.raw("namespace detail {");
+  w.line("namespace kdl_kernels::{}::detail {{", N);
   w.blank();
   w.lines(emitEpilogueFunctor(p, 0));
   w.blank();
   for (const Decision& d : p.decisions)
     if (d.what == "warps" || d.what == "mma" || d.what == "stages")
       w.line("// {}: {}", d.what, d.value);
-  w.line("using Gemm = {};", p.templateInstance());
-  w.blank();
-  w.line("constexpr const char* kName = \"{}\";", N);
-  w.blank();
-  w.open("inline kdl::GemmProblem problem_of(const Arguments& a) {{");
-  w.line("return kdl::GemmProblem{{a.m, a.n, a.k, a.batch, a.A, a.lda, a.batch_stride_A, a.B, a.ldb, a.batch_stride_B, {}}};",
-         p.serialSplitK ? "a.split_k" : "1");
-  w.close();
-  w.blank();
-  w.open("inline Epilogue::Params params_of(const Arguments& a) {{");
-  w.raw("Epilogue::Params ep;");
-  w.raw("ep.D = a.D; ep.ldd = a.ldd; ep.batch_stride_D = a.batch_stride_D;");
-  if (p.hasSource) w.raw("ep.C = a.C; ep.ldc = a.ldc; ep.batch_stride_C = a.batch_stride_C;");
-  for (const ArgPlan& a : p.args) {
-    switch (a.role) {
-      case ArgPlan::Role::Param: case ArgPlan::Role::AmaxOutput: w.line("ep.{0} = a.{0};", a.name); break;
-      case ArgPlan::Role::Input:
-        if (a.kind == ArgPlan::Kind::Vector) w.line("ep.{0} = a.{0}; ep.batch_stride_{0} = a.batch_stride_{0};", a.name);
-        else w.line("ep.{0} = a.{0};", a.name);
-        break;
-      case ArgPlan::Role::TensorOutput:
-        w.line("ep.{0} = a.{0}; ep.{1} = a.{1}; ep.batch_stride_{0} = a.batch_stride_{0};", a.name, a.ldName);
-        break;
-      default: break;
-    }
-  }
-  w.raw("return ep;");
-  w.close();
-  w.blank();
-  w.raw("}  // namespace detail");
-  w.blank();
-
-  // can_implement
-  w.open("const char* can_implement(const Arguments& a) {{");
-  w.raw("using namespace detail;");
-  w.raw("if (a.m < 0 || a.n < 0 || a.k < 0)");
-  w.raw("  return kdl::error_message(\"%s: negative problem size (m=%d, n=%d, k=%d)\", kName, a.m, a.n, a.k);");
-  w.raw("if (a.batch < 1) return kdl::error_message(\"%s: batch (%d) must be at least 1\", kName, a.batch);");
-  if (p.serialSplitK)
-    w.line("if (a.split_k < 1 || a.split_k > {0}) return kdl::error_message(\"%s: split_k (%d) must be in 1..{0} (split_k = "
-           "serial({0}) in the spec)\", kName, a.split_k);",
-           p.maxSplitK);
-  w.line("if (const char* e = kdl::check_device_arch(kName, \"{}\", {}, {})) return e;", p.archName, p.minComputeCapability,
+  w.raw("// The kernel for kdl::GemmHost: its template instance and its arguments in C ABI order.");
+  w.open("struct Kernel {{");
+  w.line("using Arguments = {}::Arguments;", ns);
+  w.line("using Epilogue = {}::detail::Epilogue;", ns);
+  w.raw("using Params = Epilogue::Params;");
+  w.line("using Gemm = {};", gemmInstance(p));
+  w.line("static constexpr const char* kName = \"{}\";", N);
+  w.line("static constexpr const char* kOp = \"{}\";", opWord(p.spec.op.value));
+  w.line("static constexpr ::kdl::KernelTarget kTarget = {{\"{}\", {}, {}}};", p.archName, p.minComputeCapability,
          p.exactComputeCapability ? "true" : "false");
-  w.raw("if (a.m == 0 || a.n == 0) return nullptr;  // nothing to compute");
-  w.open("if (a.k > 0) {{");
-  w.line("if (const char* e = kdl::check_mainloop_operand(kName, \"A\", a.A, a.lda, a.batch_stride_A, {}, a.batch)) return e;",
-         p.a.align);
-  w.line("if (const char* e = kdl::check_mainloop_operand(kName, \"B\", a.B, a.ldb, a.batch_stride_B, {}, a.batch)) return e;",
-         p.b.align);
-  w.close();
-  for (const ArgPlan& a : p.args) {
-    if (a.role == ArgPlan::Role::OperandIn && (a.name == "A" || a.name == "B")) continue;
-    switch (a.kind) {
-      case ArgPlan::Kind::Tensor:
-        w.line("if (const char* e = kdl::check_epilogue_tensor(kName, \"{0}\", a.{0}, a.{1}, a.batch_stride_{0}, a.m, a.n, "
-               "a.batch, {2})) return e;",
-               a.name, a.ldName, a.name == "C" ? "true" : "false");
-        break;
-      case ArgPlan::Kind::Vector: case ArgPlan::Kind::DeviceScalar:
-        w.line("if (const char* e = kdl::check_device_pointer(kName, \"{0}\", a.{0})) return e;", a.name);
-        break;
-      default: break;
-    }
-  }
-  w.raw("return Gemm::can_implement(problem_of(a));");
-  w.close();
+  if (p.serialSplitK) w.line("static constexpr int kMaxSplitK = {}::kMaxSplitK;", ns);
+  w.raw("static constexpr auto kArgs = ::std::make_tuple(");
+  for (size_t i = 0; i < p.args.size(); ++i)
+    w.line("    {}{}", argTableEntry(p, p.args[i]), i + 1 < p.args.size() ? "," : ");");
+  w.close("};");
+  w.raw("using Host = ::kdl::GemmHost<Kernel>;");
   w.blank();
-  w.open("size_t workspace_size(const Arguments& a) {{");
-  w.raw("return detail::Gemm::workspace_size(detail::problem_of(a));");
-  w.close();
+  w.line("}}  // namespace kdl_kernels::{}::detail", N);
   w.blank();
-  w.open("cudaError_t run(const Arguments& a, void* workspace, cudaStream_t stream) {{");
-  w.raw("using namespace detail;");
-  w.raw("if (can_implement(a) != nullptr) return cudaErrorInvalidValue;");
-  w.raw("const kdl::GemmProblem problem = problem_of(a);");
-  w.raw("if (Gemm::workspace_size(problem) > 0 && workspace == nullptr) return cudaErrorInvalidValue;");
-  for (const ArgPlan& a : p.args)
-    if (a.role == ArgPlan::Role::AmaxOutput)
-      w.line("if (cudaError_t e = cudaMemsetAsync(a.{}, 0, sizeof(float), stream); e != cudaSuccess) return e;", a.name);
-  w.raw("return Gemm::run(problem, params_of(a), workspace, stream);");
-  w.close();
+  w.line("namespace kdl_kernels::{} {{", N);
+  w.line("const char* can_implement(const Arguments& a) {{ return {}::detail::Host::can_implement(a); }}", ns);
+  w.line("::size_t workspace_size(const Arguments& a) {{ return {}::detail::Host::workspace_size(a); }}", ns);
+  w.line("::cudaError_t run(const Arguments& a, void* workspace, ::cudaStream_t stream) {{ return {}::detail::Host::run(a, workspace, stream); }}",
+         ns);
+  w.line("}}  // namespace kdl_kernels::{}", N);
   w.blank();
-
-  // C ABI unpacking
-  w.raw("namespace detail {");
-  w.line("constexpr int32_t kNumArgs = {};", p.args.size());
-  w.raw("// kdl_gemm_shape + kdl_arg[] (include/kdl/abi.h) -> Arguments; nullptr or what is wrong.");
-  w.open("inline const char* unpack(const kdl_gemm_shape* s, const kdl_arg* args, int32_t nargs, Arguments& a) {{");
-  w.raw("if (const char* e = kdl::check_abi_shape(kName, s)) return e;");
-  w.raw("if (nargs != kNumArgs) return kdl::error_message(\"%s: %d arguments given, the kernel takes %d\", kName, (int)nargs, (int)kNumArgs);");
-  w.raw("if (args == nullptr) return kdl::error_message(\"%s: args is null\", kName);");
-  w.raw("a.m = (int)s->m; a.n = (int)s->n; a.k = (int)s->k; a.batch = (int)s->batch;");
-  if (p.serialSplitK) w.raw("a.split_k = s->split_k;");
-  else w.raw("if (s->split_k != 1) return kdl::error_message(\"%s: split_k (%d) must be 1; the kernel has no split-K\", kName, (int)s->split_k);");
-  for (size_t i = 0; i < p.args.size(); ++i) {
-    const ArgPlan& a = p.args[i];
-    std::string cv = isWritten(a) ? "" : "const ";
-    switch (a.kind) {
-      case ArgPlan::Kind::Tensor:
-        w.line("a.{0} = static_cast<{1}{2}*>(args[{3}].data); a.{4} = args[{3}].ld; a.batch_stride_{0} = args[{3}].batch_stride;",
-               a.name, cv, a.cppType, i, a.ldName);
-        break;
-      case ArgPlan::Kind::Vector:
-        w.line("a.{0} = static_cast<const {1}*>(args[{2}].data); a.batch_stride_{0} = args[{2}].batch_stride;", a.name,
-               a.cppType, i);
-        break;
-      case ArgPlan::Kind::DeviceScalar:
-        w.line("a.{0} = static_cast<{1}{2}*>(args[{3}].data);", a.name, cv, a.role == ArgPlan::Role::AmaxOutput ? "float" : a.cppType, i);
-        break;
-      case ArgPlan::Kind::Param: w.line("a.{} = (float)args[{}].value;", a.name, i); break;
-    }
-  }
-  w.raw("return nullptr;");
-  w.close();
-  w.raw("}  // namespace detail");
-  w.raw(fmt::format("}}  // namespace kdl_kernels::{}", N));
-  w.blank();
-
-  // C ABI
   w.raw("// ---- C ABI (include/kdl/abi.h) ----");
-  w.raw("namespace {");
-  auto list = [&](const char* type, const char* var, auto&& f) {
-    std::string s = fmt::format("const {} {}[] = {{", type, var);
-    for (size_t i = 0; i < p.args.size(); ++i) s += (i ? ", " : "") + f(p.args[i]);
-    w.raw(s + "};");
-  };
-  list("char* const", "kArgNames", [](const ArgPlan& a) { return "\"" + a.name + "\""; });
-  list("int32_t", "kArgKinds", [](const ArgPlan& a) { return std::string(abiKind(a.kind)); });
-  list("char* const", "kArgDtypes", [](const ArgPlan& a) { return fmt::format("\"{}\"", dtypeWord(a.dtype)); });
-  list("char* const", "kArgBroadcasts", [](const ArgPlan& a) { return "\"" + a.broadcast + "\""; });
-  list("double", "kParamDefaults", [](const ArgPlan& a) {
-    return a.kind == ArgPlan::Kind::Param ? fmt::format("{}", a.defaultValue) : std::string("0");
-  });
-  w.line("const kdl_kernel_info kInfo = {{KDL_ABI_VERSION, \"{}\", \"{}\", \"{}\", {}, kArgNames, kArgKinds, kArgDtypes, "
-         "kArgBroadcasts, kParamDefaults}};",
-         N, opWord(p.spec.op.value), p.archName, p.args.size());
-  w.raw("}  // namespace");
-  w.blank();
-  w.line("extern \"C\" const kdl_kernel_info* kdl_{}_info(void) {{ return &kInfo; }}", N);
-  w.blank();
-  w.line("namespace {{ using Abi = kdl::AbiEntry<kdl_kernels::{0}::Arguments, &kdl_kernels::{0}::detail::unpack, "
-         "&kdl_kernels::{0}::can_implement, &kdl_kernels::{0}::workspace_size, &kdl_kernels::{0}::run>; }}",
-         N);
-  w.line("extern \"C\" const char* kdl_{}_can_implement(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs) {{ "
-         "return Abi::can_implement(shape, args, nargs); }}",
-         N);
-  w.line("extern \"C\" size_t kdl_{}_workspace_size(const kdl_gemm_shape* shape) {{ return Abi::workspace_size(shape); }}", N);
-  w.line("extern \"C\" int kdl_{}_run(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs, void* workspace, "
-         "size_t workspace_bytes, void* stream) {{ return Abi::run(shape, args, nargs, workspace, workspace_bytes, stream); }}",
-         N);
+  w.line("extern \"C\" const ::kdl_kernel_info* kdl_{}_info(void) {{ return {}::detail::Host::abi_info(); }}", N, ns);
+  w.line("extern \"C\" const char* kdl_{}_can_implement(const ::kdl_gemm_shape* shape, const ::kdl_arg* args, ::int32_t nargs) {{ "
+         "return {}::detail::Host::abi_can_implement(shape, args, nargs); }}",
+         N, ns);
+  w.line("extern \"C\" ::size_t kdl_{}_workspace_size(const ::kdl_gemm_shape* shape) {{ return {}::detail::Host::abi_workspace_size(shape); }}",
+         N, ns);
+  w.line("extern \"C\" int kdl_{}_run(const ::kdl_gemm_shape* shape, const ::kdl_arg* args, ::int32_t nargs, void* workspace, "
+         "::size_t workspace_bytes, void* stream) {{ return {}::detail::Host::abi_run(shape, args, nargs, workspace, workspace_bytes, stream); }}",
+         N, ns);
   return w.take();
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "codegen/emit_internal.h"
 #include "codegen/plan.h"
 
 namespace kdl::codegen {
@@ -40,10 +41,10 @@ static std::string asBool(const Epilogue& e, const EpiNode& n) {
 static std::string castExpr(DType t, const std::string& x) {
   switch (t) {
     case DType::F32: case DType::F64: return x;
-    case DType::TF32: return fmt::format("__uint_as_float(kdl::float_to_tf32(__float_as_uint({})))", x);
+    case DType::TF32: return fmt::format("__uint_as_float(::kdl::float_to_tf32(__float_as_uint({})))", x);
     default: {
-      const char* c = cppElementType(t);
-      return fmt::format("kdl::to_float<{0}>(kdl::convert_out<{0}>({1}))", c, x);
+      const std::string c = cppQualified(cppElementType(t));
+      return fmt::format("::kdl::to_float<{0}>(::kdl::convert_out<{0}>({1}))", c, x);
     }
   }
 }
@@ -51,7 +52,7 @@ static std::string castExpr(DType t, const std::string& x) {
 std::string cppExpr(const Epilogue& e, const EpiNode& n) {
   auto a = [&](size_t i) { return asFloat(e, n.args.at(i)); };
   auto call = [&](const char* f) {
-    std::string s = fmt::format("kdl::{}(", f);
+    std::string s = fmt::format("::kdl::{}(", f);
     for (size_t i = 0; i < n.args.size(); ++i) s += (i ? ", " : "") + a(i);
     return s + ")";
   };
@@ -97,7 +98,7 @@ std::string cppExpr(const Epilogue& e, const EpiNode& n) {
     case EpiOp::Silu: return call("silu");
     case EpiOp::LeakyRelu: return call("leaky_relu");
     case EpiOp::Select:
-      return fmt::format("kdl::select({}, {}, {})", asBool(e, n.args.at(0)), a(1), a(2));
+      return fmt::format("::kdl::select({}, {}, {})", asBool(e, n.args.at(0)), a(1), a(2));
     case EpiOp::Cast: return castExpr(n.castTo, a(0));
   }
   return "0.0f";

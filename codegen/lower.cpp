@@ -42,10 +42,11 @@ const char* pathWord(KernelPath p) { return p == KernelPath::GemmSm80Tma ? "gemm
 const char* pathTemplate(KernelPath p) { return p == KernelPath::GemmSm80Tma ? "kdl::GemmSm80Tma" : "kdl::GemmSm80"; }
 const char* pathHeader(KernelPath p) { return p == KernelPath::GemmSm80Tma ? "kdl/gemm_sm80_tma.cuh" : "kdl/gemm_sm80.cuh"; }
 
-std::string KernelPlan::templateInstance() const {
-  return fmt::format("{}<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, Epilogue>", pathTemplate(path),
-                     a.cppType, a.cppLayout, a.align, b.cppType, b.cppLayout, b.align, accumCpp, tileM, tileN, tileK,
-                     warpsM, warpsN, stages, rasterAlongM ? "true" : "false");
+std::string KernelPlan::templateInstance(std::string (*spell)(const std::string&)) const {
+  auto s = [&](const std::string& name) { return spell ? spell(name) : name; };
+  return fmt::format("{}<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, Epilogue>", s(pathTemplate(path)),
+                     s(a.cppType), s(a.cppLayout), a.align, s(b.cppType), s(b.cppLayout), b.align, s(accumCpp), tileM,
+                     tileN, tileK, warpsM, warpsN, stages, rasterAlongM ? "true" : "false");
 }
 
 namespace {

@@ -96,7 +96,9 @@ struct KernelPlan {
   std::vector<ArgPlan> args;              // ABI order
   std::vector<Decision> decisions;
 
-  std::string templateInstance() const;   // "kdl::GemmSm80Tma<..., Epilogue>" (the template of `path`)
+  // "kdl::GemmSm80Tma<..., Epilogue>" (the template of `path`); `spell`, when given, spells each type and
+  // template name (the emitter qualifies them from the global namespace: "::kdl::GemmSm80Tma<::half, ...>").
+  std::string templateInstance(std::string (*spell)(const std::string&) = nullptr) const;
 };
 
 // C++ spelling of an element type ("__nv_bfloat16"); tf32 operands are stored as float.

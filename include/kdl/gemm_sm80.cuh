@@ -40,20 +40,10 @@
 #include "kdl/copy_sm80.cuh"
 #include "kdl/gemm_sm80_smem.h"
 #include "kdl/smem_layout.cuh"
+#include "kdl/gemm_problem.h"
+#include "kdl/per_device.h"
 
 namespace kdl {
-
-#ifndef KDL_GEMM_COMMON_TYPES_DEFINED
-#define KDL_GEMM_COMMON_TYPES_DEFINED
-struct RowMajor {};
-struct ColMajor {};
-struct GemmProblem {
-  int m, n, k, batch;  // batch >= 1
-  const void* A; int64_t lda; int64_t batch_stride_a;  // leading dimension in elements
-  const void* B; int64_t ldb; int64_t batch_stride_b;
-  int split_k;  // serial split-K slices, >= 1
-};
-#endif
 
 namespace detail {
 template <class X, class Y> struct is_same_t { static constexpr bool value = false; };
@@ -240,11 +230,7 @@ template <class ElementA, class LayoutA, int AlignA,
 struct GemmSm80 {
   static constexpr int kThreads = WarpsM * WarpsN * 32;
   static constexpr int kWarps = WarpsM * WarpsN;
-#ifdef KDL_SM80_RASTER_GROUP
-  static constexpr int kRasterGroup = KDL_SM80_RASTER_GROUP;  // tuning override
-#else
-  static constexpr int kRasterGroup = 8;
-#endif
+  static constexpr int kRasterGroup = 8;  // tiles per raster band (docs/perf-notes.md)
 
   using Mma = MmaOp<ElementA>;
   static_assert(detail::is_same_t<ElementA, ElementB>::value, "A and B must have the same element type");
@@ -266,13 +252,9 @@ struct GemmSm80 {
   static_assert(TileM % WarpsM == 0 && kWarpM % 16 == 0, "warp tile M must be a multiple of 16");
   static_assert(TileN % WarpsN == 0 && kWarpN % 16 == 0, "warp tile N must be a multiple of 16");
   static_assert((TileK * (int)sizeof(ElementA)) % 32 == 0 && kKS >= 2, "TileK must cover >= 64 bytes (2 mma k-steps)");
-#ifdef KDL_SM80_COPY_STEPS
-  // tuning override: 0 = legacy (A at k-step 0, B at k-step 1); -1 = kKS - 1; -2 = kKS
-  static constexpr int kCopySteps = KDL_SM80_COPY_STEPS == -1 ? kKS - 1 : (KDL_SM80_COPY_STEPS == -2 ? kKS : KDL_SM80_COPY_STEPS);
-#else
+  // The k-steps of a tile the next tile's copies are spread over (docs/perf-notes.md, v3).
   static constexpr int kCopySteps = kKS - 1;
-#endif
-  static_assert(kCopySteps >= 0 && kCopySteps <= kKS, "copy steps must be in [0, kKS]");
+  static_assert(kCopySteps >= 1 && kCopySteps <= kKS, "copy steps must be in [1, kKS]");
 
   using CopyA = detail::TileCopier<ElementA, kAContigK, TileM, TileK, AlignA, kThreads>;
   using CopyB = detail::TileCopier<ElementB, kBContigK, TileN, TileK, AlignB, kThreads>;
@@ -400,31 +382,22 @@ struct GemmSm80 {
     // ---- mainloop ----
     // Copies for tile kt+Stages-1 go to the stage read at tile kt-1 (freed by the barrier of
     // the previous iteration). kCopySteps: the k-steps they are spread over (one part each,
-    // CUTLASS-style), committed at the last of them; 0 = A at k-step 0 and B at k-step 1.
+    // CUTLASS-style), committed at the last of them.
     // The cp.async wait + barrier sit once per tile, before the fragment loads of the next
     // tile's first k-step (issued during the last k-step of this tile).
 #pragma unroll 1
     for (int kt = kt_begin; kt < kt_end; ++kt) {
 #pragma unroll
       for (int ks = 0; ks < kKS; ++ks) {
-        if constexpr (kCopySteps == 0) {
-          if (ks == 0) ca.load(sA + write_stage * kStageBytesA);
-          if (ks == 1) {
-            cb.load(sB + write_stage * kStageBytesB);
-            cp_async_commit();
-            write_stage = (write_stage + 1 == Stages) ? 0 : write_stage + 1;
-          }
-        } else {
-          if (ks < kCopySteps) {
-            ca.template load_part<kCopySteps>(ks, sA + write_stage * kStageBytesA);
-            cb.template load_part<kCopySteps>(ks, sB + write_stage * kStageBytesB);
-          }
-          if (ks == kCopySteps - 1) {
-            ca.advance();
-            cb.advance();
-            cp_async_commit();
-            write_stage = (write_stage + 1 == Stages) ? 0 : write_stage + 1;
-          }
+        if (ks < kCopySteps) {
+          ca.template load_part<kCopySteps>(ks, sA + write_stage * kStageBytesA);
+          cb.template load_part<kCopySteps>(ks, sB + write_stage * kStageBytesB);
+        }
+        if (ks == kCopySteps - 1) {
+          ca.advance();
+          cb.advance();
+          cp_async_commit();
+          write_stage = (write_stage + 1 == Stages) ? 0 : write_stage + 1;
         }
         if (ks == kKS - 1) {
           cp_async_wait<Stages - 2>();
@@ -543,8 +516,21 @@ struct GemmSm80 {
   }
 
   // ------------------------------------------------------------------ host ----
-  static int ktiles_of(const GemmProblem& p) { return (p.k + TileK - 1) / TileK; }
+  // Tile counts in int64: (m + TileM - 1) in int overflows near INT_MAX.
+  static int64_t tiles_m_of(const GemmProblem& p) { return ((int64_t)p.m + TileM - 1) / TileM; }
+  static int64_t tiles_n_of(const GemmProblem& p) { return ((int64_t)p.n + TileN - 1) / TileN; }
+  static int ktiles_of(const GemmProblem& p) { return (int)(((int64_t)p.k + TileK - 1) / TileK); }
+  // The largest m, n, k the device code's int index arithmetic holds: a tile's first row plus the
+  // tile (m, n), and the K position of the copies issued up to Stages tiles past the end (k).
+  static constexpr int64_t kMaxM = 0x7fffffffLL - TileM;
+  static constexpr int64_t kMaxN = 0x7fffffffLL - TileN;
+  static constexpr int64_t kMaxK = 0x7fffffffLL - (int64_t)(Stages + 1) * TileK;
 
+  // The dynamic shared memory a launch needs; the caller checks it against the device's opt-in
+  // limit (kdl::check_device_smem), since an sm80 binary also loads on GPUs with less (sm86: 99 KB).
+  static constexpr int kMinSmemBytes = kSmemBytes;
+
+  // Pure: reads only `p` (no device query), so it runs and is tested without a GPU.
   static const char* can_implement(const GemmProblem& p) {
     static thread_local char msg[320];
     auto fail = [&](const char* fmt, long long a = 0, long long b = 0, long long c = 0) -> const char* {
@@ -552,13 +538,16 @@ struct GemmSm80 {
       return msg;
     };
     if (p.m < 0 || p.n < 0 || p.k < 0) return fail("kdl gemm: negative problem size (m=%lld, n=%lld, k=%lld)", p.m, p.n, p.k);
+    if (p.m > kMaxM || p.n > kMaxN || p.k > kMaxK)
+      return fail("kdl gemm: problem too large for 32-bit tile arithmetic (m=%lld, n=%lld, k=%lld); the limits are "
+                  "2^31-1 minus one tile (minus Stages+1 K tiles for k)", p.m, p.n, p.k);
     if (p.batch < 1 || p.batch > 65535) return fail("kdl gemm: batch (%lld) must be in [1, 65535]", p.batch);
     if (p.split_k < 1 || p.split_k > 65535) return fail("kdl gemm: split_k (%lld) must be in [1, 65535]", p.split_k);
     const long long kt = ktiles_of(p);
     if (p.k == 0 && p.split_k > 1) return fail("kdl gemm: split_k (%lld) > 1 requires k > 0", p.split_k);
     if (p.k > 0 && p.split_k > kt)
       return fail("kdl gemm: split_k (%lld) exceeds the number of K tiles (%lld = ceil(k=%lld / TileK))", p.split_k, kt, p.k);
-    const long long tiles = (long long)((p.m + TileM - 1) / TileM) * ((p.n + TileN - 1) / TileN);
+    const long long tiles = tiles_m_of(p) * tiles_n_of(p);
     if (tiles > 0x7fffffffLL) return fail("kdl gemm: too many output tiles (%lld)", tiles);
     if (p.m == 0 || p.n == 0) return nullptr;
     if (p.k > 0) {
@@ -571,6 +560,10 @@ struct GemmSm80 {
         return fail("kdl gemm: B pointer must be %lld-byte aligned (AlignB = %lld elements)", vb, AlignB);
       if (p.lda % AlignA) return fail("kdl gemm: lda (%lld) must be a multiple of AlignA (%lld)", p.lda, AlignA);
       if (p.ldb % AlignB) return fail("kdl gemm: ldb (%lld) must be a multiple of AlignB (%lld)", p.ldb, AlignB);
+      // A batch stride of 0 broadcasts one matrix to every batch (read-only operands); negative
+      // strides are refused.
+      if (p.batch > 1 && p.batch_stride_a < 0) return fail("kdl gemm: batch_stride_a (%lld) is negative", p.batch_stride_a);
+      if (p.batch > 1 && p.batch_stride_b < 0) return fail("kdl gemm: batch_stride_b (%lld) is negative", p.batch_stride_b);
       if (p.batch > 1 && (p.batch_stride_a % AlignA))
         return fail("kdl gemm: batch_stride_a (%lld) must be a multiple of AlignA (%lld)", p.batch_stride_a, AlignA);
       if (p.batch > 1 && (p.batch_stride_b % AlignB))
@@ -588,7 +581,7 @@ struct GemmSm80 {
   }
 
   static size_t tiles_total(const GemmProblem& p) {
-    return (size_t)((p.m + TileM - 1) / TileM) * (size_t)((p.n + TileN - 1) / TileN) * (size_t)p.batch;
+    return (size_t)tiles_m_of(p) * (size_t)tiles_n_of(p) * (size_t)p.batch;
   }
   static size_t sem_offset(const GemmProblem& p) {
     return (tiles_total(p) * TileM * TileN * sizeof(ElementAcc) + 255) / 256 * 256;
@@ -598,21 +591,25 @@ struct GemmSm80 {
     return sem_offset(p) + tiles_total(p) * sizeof(int);
   }
 
+  // Opts the kernel into kSmemBytes of dynamic shared memory on the current device (the attribute
+  // is per device: once for each device the process launches on).
+  static cudaError_t prepare_device() {
+    static PerDeviceOnce smem_attribute;
+    return smem_attribute.run(current_device(), [] {
+      return cudaFuncSetAttribute(gemm_sm80_kernel<GemmSm80>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+    });
+  }
+
   static cudaError_t run(const GemmProblem& p, const typename Epilogue::Params& ep, void* workspace, cudaStream_t stream) {
     if (can_implement(p) != nullptr) return cudaErrorInvalidValue;
     if (p.m == 0 || p.n == 0) return cudaSuccess;
-    static bool smem_attr_set = false;  // per process (one device); cheap to set again
-    if (!smem_attr_set) {
-      cudaError_t e = cudaFuncSetAttribute(gemm_sm80_kernel<GemmSm80>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
-      if (e != cudaSuccess) return e;
-      smem_attr_set = true;
-    }
+    if (cudaError_t e = prepare_device(); e != cudaSuccess) return e;
     KernelParams kp;
     kp.prob = p;
     kp.ep = ep;
     kp.workspace = workspace;
-    kp.tiles_m = (p.m + TileM - 1) / TileM;
-    kp.tiles_n = (p.n + TileN - 1) / TileN;
+    kp.tiles_m = (int)tiles_m_of(p);
+    kp.tiles_n = (int)tiles_n_of(p);
     kp.ktiles = ktiles_of(p);
     kp.sem_offset = sem_offset(p);
     if (p.split_k > 1) {

@@ -18,8 +18,11 @@
 // sm_90 code for this kernel, pointers/strides TMA cannot describe (16-byte aligned base,
 // strides multiples of 16 bytes, < 2^40), or a tensor-map encode failure.
 // Built for sm_80 only, the TMA kernel's body is __trap() and run() never launches it.
+// Whether a device can take the TMA path is asked once per device, thread-safely (tma_runnable);
+// uses_tma(p) says which path run(p) takes without running it (for tests and benchmarks).
 #pragma once
 #include "kdl/gemm_sm80.cuh"
+#include "kdl/per_device.h"
 #include "kdl/runtime.h"
 
 namespace kdl {
@@ -116,12 +119,6 @@ struct GemmSm80Tma {
     int tiles_m, tiles_n, ktiles;
     typename Epilogue::Params ep;
   };
-
-  // Which path the calling thread's last run() took (tests and benchmarks only).
-  static bool& last_run_used_tma() {
-    static thread_local bool v = false;
-    return v;
-  }
 
   // ---------------------------------------------------------------- device ----
   __device__ __forceinline__ static void device_main_tma(const TmaParams& P) {
@@ -260,23 +257,37 @@ struct GemmSm80Tma {
   }
 
   // ------------------------------------------------------------------ host ----
+  // The shared memory every device that can run this kernel must allow: GemmSm80's, since devices
+  // without the TMA path (or without room for its barriers) run GemmSm80 (tma_runnable()).
+  static constexpr int kMinSmemBytes = Base::kMinSmemBytes;
   static const char* can_implement(const GemmProblem& p) { return Base::can_implement(p); }
   static size_t workspace_size(const GemmProblem& p) { return Base::workspace_size(p); }
+
+  // Whether TMA can describe an operand: a 16-byte aligned base, row and batch strides multiples of
+  // 16 bytes and below 2^40 (cuTensorMapEncodeTiled's limits). Pure; `bstride` is in bytes.
+  static uint64_t tma_batch_stride_bytes(int64_t ld, int64_t batch_stride, int rows, int batch) {
+    const uint64_t es = sizeof(ElementA);
+    const uint64_t row_stride = (uint64_t)ld * es;
+    uint64_t bstride = batch > 1 ? (uint64_t)batch_stride * es : row_stride * (uint64_t)rows;
+    if (batch <= 1 && bstride >= (1ull << 40)) bstride = row_stride;
+    return bstride;
+  }
+  static bool tma_describable(const void* ptr, int64_t ld, int64_t batch_stride, int rows, int batch) {
+    const uint64_t row_stride = (uint64_t)ld * sizeof(ElementA);
+    const uint64_t bstride = tma_batch_stride_bytes(ld, batch_stride, rows, batch);
+    return reinterpret_cast<uintptr_t>(ptr) % 16 == 0 && row_stride % 16 == 0 && bstride % 16 == 0 && bstride != 0 &&
+           row_stride < (1ull << 40) && bstride < (1ull << 40);
+  }
 
   // Encodes a 3-D map {K, rows, batch} with a TileK x rows_box box and the 128-byte swizzle.
   static bool encode(CUtensorMap* map, const void* ptr, int64_t ld, int64_t batch_stride, int k, int rows, int batch,
                      int rows_box) {
     const DriverApi& api = driver_api();
     if (api.cuTensorMapEncodeTiled == nullptr) return false;
-    const uint64_t es = sizeof(ElementA);
-    const uint64_t row_stride = (uint64_t)ld * es;
-    uint64_t bstride = batch > 1 ? (uint64_t)batch_stride * es : row_stride * (uint64_t)rows;
-    if (batch <= 1 && bstride >= (1ull << 40)) bstride = row_stride;
-    if (reinterpret_cast<uintptr_t>(ptr) % 16 || row_stride % 16 || bstride % 16 || bstride == 0 ||
-        row_stride >= (1ull << 40) || bstride >= (1ull << 40))
-      return false;
+    if (!tma_describable(ptr, ld, batch_stride, rows, batch)) return false;
     cuuint64_t dims[3] = {(cuuint64_t)k, (cuuint64_t)rows, (cuuint64_t)(batch < 1 ? 1 : batch)};
-    cuuint64_t strides[2] = {(cuuint64_t)row_stride, (cuuint64_t)bstride};
+    cuuint64_t strides[2] = {(cuuint64_t)((uint64_t)ld * sizeof(ElementA)),
+                             (cuuint64_t)tma_batch_stride_bytes(ld, batch_stride, rows, batch)};
     cuuint32_t box[3] = {(cuuint32_t)TileK, (cuuint32_t)rows_box, 1};
     cuuint32_t estr[3] = {1, 1, 1};
     CUresult r = api.cuTensorMapEncodeTiled(map, detail::TmaDtype<ElementA>::value, 3, const_cast<void*>(ptr), dims, strides,
@@ -285,34 +296,52 @@ struct GemmSm80Tma {
     return r == CUDA_SUCCESS;
   }
 
-  // 1: the current device and the loaded kernel image can take the TMA path; 0: not.
+  // Whether the current device and its loaded image can take the TMA path: compute capability 9.x,
+  // this kernel's sm_90 code in the image, and its shared memory opted into. Asked once per device
+  // (the attribute and the image are per device), thread-safely.
   static bool tma_runnable() {
-    int dev = 0, major = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
-      cudaGetLastError();
-      return false;
-    }
-    if (major != 9) return false;
-    static int image_ok = -1;  // per process (one device kind)
-    if (image_ok < 0) {
+    static PerDeviceAnswer ready;
+    const int dev = current_device();
+    if (dev < 0) return false;
+    return ready.get(dev, [dev] {
+      int major = 0;
+      if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+      }
+      if (major != 9) return false;
       cudaFuncAttributes fa;
       if (cudaFuncGetAttributes(&fa, gemm_sm80_tma_kernel<GemmSm80Tma>) != cudaSuccess) {
         cudaGetLastError();
-        image_ok = 0;
-      } else {
-        image_ok = (fa.ptxVersion >= 90 && fa.binaryVersion >= 90) ? 1 : 0;
+        return false;
       }
-      if (image_ok && cudaFuncSetAttribute(gemm_sm80_tma_kernel<GemmSm80Tma>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           kSmemBytes) != cudaSuccess) {
+      if (fa.ptxVersion < 90 || fa.binaryVersion < 90) return false;
+      if (cudaFuncSetAttribute(gemm_sm80_tma_kernel<GemmSm80Tma>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               kSmemBytes) != cudaSuccess) {
         cudaGetLastError();
-        image_ok = 0;
+        return false;
       }
+      return true;
+    });
+  }
+
+  // Whether run(p) on the current device takes the TMA path (true) or GemmSm80's (false), answered
+  // without running: for tests and benchmarks that must know which code they measured. (A
+  // tensor-map encode failure inside run(), which the checks here do not foresee, also falls back.)
+  static bool uses_tma(const GemmProblem& p) {
+    if constexpr (!kTmaPath) {
+      (void)p;
+      return false;
+    } else {
+      if (can_implement(p) != nullptr || p.m == 0 || p.n == 0 || p.split_k > 1 || p.k == 0) return false;
+      if (!tma_describable(p.A, p.lda, p.batch_stride_a, p.m, p.batch) ||
+          !tma_describable(p.B, p.ldb, p.batch_stride_b, p.n, p.batch))
+        return false;
+      return tma_runnable() && driver_api().cuTensorMapEncodeTiled != nullptr;
     }
-    return image_ok == 1;
   }
 
   static cudaError_t run(const GemmProblem& p, const typename Epilogue::Params& ep, void* workspace, cudaStream_t stream) {
-    last_run_used_tma() = false;
     if (can_implement(p) != nullptr) return cudaErrorInvalidValue;
     if (p.m == 0 || p.n == 0) return cudaSuccess;
     if constexpr (!kTmaPath) {
@@ -326,13 +355,12 @@ struct GemmSm80Tma {
       kp.m = p.m;
       kp.n = p.n;
       kp.batch = p.batch;
-      kp.tiles_m = (p.m + TileM - 1) / TileM;
-      kp.tiles_n = (p.n + TileN - 1) / TileN;
-      kp.ktiles = (p.k + TileK - 1) / TileK;
+      kp.tiles_m = (int)Base::tiles_m_of(p);
+      kp.tiles_n = (int)Base::tiles_n_of(p);
+      kp.ktiles = Base::ktiles_of(p);
       kp.ep = ep;
       dim3 grid((unsigned)(kp.tiles_m * kp.tiles_n), (unsigned)p.batch, 1);
       gemm_sm80_tma_kernel<GemmSm80Tma><<<grid, kThreads, kSmemBytes, stream>>>(kp);
-      last_run_used_tma() = true;
       return cudaGetLastError();
     }
   }

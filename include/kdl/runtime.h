@@ -1,5 +1,5 @@
-// kdl/runtime.h -- host-only C++ support for the kernels kdlc emits: argument checks shared by
-// every generated can_implement(), and the driver-API adapter.
+// kdl/runtime.h -- host-only C++ support for the kernels kdlc emits: argument and device checks
+// shared by every generated can_implement() (kdl/gemm_host.h), and the driver-API adapter.
 //
 // Needs the CUDA runtime headers and libcudart, never libcuda: driver functions (the Hopper path's
 // cuTensorMapEncodeTiled) are looked up at run time through cudaGetDriverEntryPointByVersion, behind
@@ -19,10 +19,9 @@
 #include <cstdarg>
 #include <cstddef>
 #include <cstdint>
+#include <climits>
 #include <cstdio>
 #include <mutex>
-#include <type_traits>
-#include <utility>
 
 namespace kdl {
 
@@ -74,16 +73,57 @@ inline const char* check_device_arch(const char* kernel, const char* arch, int m
   return nullptr;
 }
 
+// nullptr when `bytes` of dynamic shared memory per block fit `device_limit` (the device's opt-in
+// maximum, cudaDevAttrMaxSharedMemoryPerBlockOptin), else what is wrong. Pure: the decision of
+// check_device_smem, testable without such a device.
+inline const char* smem_limit_message(const char* kernel, long long bytes, long long device_limit, int dev) {
+  if (bytes <= device_limit) return nullptr;
+  return error_message("%s: needs %lld bytes of shared memory per block; device %d allows at most %lld", kernel, bytes,
+                       dev, device_limit);
+}
+
+// nullptr when the current device can give a block `bytes` of dynamic shared memory. A kernel
+// built for sm80 (up to 163 KB) also loads on sm86/sm89 GPUs (99 KB), where its launch would fail.
+inline const char* check_device_smem(const char* kernel, long long bytes) {
+  int dev = 0, limit = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
+    cudaGetLastError();
+    return error_message("%s: cannot query the shared-memory limit of the current device", kernel);
+  }
+  return smem_limit_message(kernel, bytes, limit, dev);
+}
+
+// The extent, in elements, of one batch of a rows x cols row-major matrix with leading dimension
+// ld: (rows-1)*ld + cols; 0 when empty, -1 when it does not fit in int64.
+inline int64_t row_major_extent(int64_t rows, int64_t cols, int64_t ld) {
+  if (rows <= 0 || cols <= 0) return 0;
+  const int64_t kMax = INT64_MAX;
+  if (rows > 1 && ld > (kMax - cols) / (rows - 1)) return -1;
+  return (rows - 1) * ld + cols;
+}
+
 // Checks one row-major epilogue tensor (C, D, extra outputs): non-null (unless optional),
-// element-aligned, ld >= n, strides non-negative.
+// element-aligned, ld >= n, batch strides non-negative. A written tensor's batches must not
+// overlap (batch_stride >= the extent of one batch), or batches overwrite each other; a read-only
+// one may use batch_stride 0 (one matrix broadcast to every batch).
 template <class T>
 inline const char* check_epilogue_tensor(const char* kernel, const char* name, const T* p, int64_t ld,
-                                         int64_t batch_stride, int m, int n, int batch, bool optional) {
+                                         int64_t batch_stride, int m, int n, int batch, bool optional,
+                                         bool written = false) {
   if (m == 0 || n == 0) return nullptr;
   if (p == nullptr) return optional ? nullptr : error_message("%s: %s is null", kernel, name);
   if (!is_aligned(p, sizeof(T))) return error_message("%s: %s is not aligned to its element size (%zu bytes)", kernel, name, sizeof(T));
   if (ld < n) return error_message("%s: ld of %s (%lld) < n (%d) for a row-major tensor", kernel, name, (long long)ld, n);
+  const int64_t extent = row_major_extent(m, n, ld);
+  if (extent < 0) return error_message("%s: ld of %s (%lld) is too large: the matrix extent overflows int64", kernel, name, (long long)ld);
   if (batch > 1 && batch_stride < 0) return error_message("%s: batch_stride_%s (%lld) is negative", kernel, name, (long long)batch_stride);
+  if (written && batch > 1 && batch_stride < extent)
+    return error_message("%s: batch_stride_%s (%lld) < (m-1)*ld + n = %lld: the %d batches of %s would overwrite each other",
+                         kernel, name, (long long)batch_stride, (long long)extent, batch, name);
+  if (batch > 1 && batch_stride > (INT64_MAX - extent) / (batch - 1))
+    return error_message("%s: batch_stride_%s (%lld) is too large: %d batches overflow int64", kernel, name,
+                         (long long)batch_stride, batch);
   return nullptr;
 }
 
@@ -92,6 +132,15 @@ template <class T>
 inline const char* check_device_pointer(const char* kernel, const char* name, const T* p) {
   if (p == nullptr) return error_message("%s: %s is null", kernel, name);
   if (!is_aligned(p, sizeof(T))) return error_message("%s: %s is not aligned to its element size (%zu bytes)", kernel, name, sizeof(T));
+  return nullptr;
+}
+
+// Checks a broadcast vector input ([row], [col]): a device pointer and a batch stride that is not
+// negative (0: one vector for every batch).
+template <class T>
+inline const char* check_vector_input(const char* kernel, const char* name, const T* p, int64_t batch_stride, int batch) {
+  if (const char* e = check_device_pointer(kernel, name, p)) return e;
+  if (batch > 1 && batch_stride < 0) return error_message("%s: batch_stride_%s (%lld) is negative", kernel, name, (long long)batch_stride);
   return nullptr;
 }
 
@@ -107,6 +156,8 @@ inline const char* check_mainloop_operand(const char* kernel, const char* name, 
   if (ld % align)
     return error_message("%s: the leading dimension of %s (%lld) must be a multiple of its alignment (%d elements)",
                          kernel, name, (long long)ld, align);
+  if (batch > 1 && batch_stride < 0)
+    return error_message("%s: batch_stride_%s (%lld) is negative", kernel, name, (long long)batch_stride);
   if (batch > 1 && batch_stride % align)
     return error_message("%s: batch_stride_%s (%lld) must be a multiple of its alignment (%d elements)", kernel, name,
                          (long long)batch_stride, align);
@@ -184,43 +235,5 @@ inline const DriverApi& driver_api() {
   }
   return api;
 }
-
-// ---- the C ABI entry points -----------------------------------------------------------------------
-
-namespace detail {
-template <class A, class = void>
-struct has_split_k : std::false_type {};
-template <class A>
-struct has_split_k<A, std::void_t<decltype(std::declval<A&>().split_k)>> : std::true_type {};
-}  // namespace detail
-
-// The bodies of a generated kernel's extern "C" can_implement / workspace_size / run (include/kdl/abi.h),
-// written once over its C++ API: Unpack turns a shape plus kdl_arg[] into Arguments (nullptr or what
-// is wrong), the rest are the kernel's own can_implement, workspace_size and run.
-template <class Arguments, const char* (*Unpack)(const kdl_gemm_shape*, const kdl_arg*, int32_t, Arguments&),
-          const char* (*CanImplement)(const Arguments&), size_t (*WorkspaceSize)(const Arguments&),
-          cudaError_t (*Run)(const Arguments&, void*, cudaStream_t)>
-struct AbiEntry {
-  static const char* can_implement(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs) {
-    Arguments a;
-    if (const char* e = Unpack(shape, args, nargs, a)) return e;
-    return CanImplement(a);
-  }
-  static size_t workspace_size(const kdl_gemm_shape* shape) {
-    if (check_abi_shape("", shape) != nullptr) return 0;
-    Arguments a;
-    a.m = (int)shape->m; a.n = (int)shape->n; a.k = (int)shape->k; a.batch = (int)shape->batch;
-    if constexpr (detail::has_split_k<Arguments>::value) a.split_k = shape->split_k;
-    return WorkspaceSize(a);
-  }
-  static int run(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs, void* workspace,
-                 size_t workspace_bytes, void* stream) {
-    Arguments a;
-    if (Unpack(shape, args, nargs, a) != nullptr || CanImplement(a) != nullptr) return KDL_ERR_INVALID;
-    if (workspace_bytes < WorkspaceSize(a)) return KDL_ERR_INVALID;
-    const cudaError_t e = Run(a, workspace, static_cast<cudaStream_t>(stream));
-    return e == cudaSuccess ? KDL_OK : KDL_ERR_CUDA + (int)e;
-  }
-};
 
 }  // namespace kdl

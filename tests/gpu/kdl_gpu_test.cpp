@@ -10,8 +10,10 @@
 // unwritten element shows, and padding must stay poisoned), one launch through kdl_NAME_run, and
 // a comparison with the reference: an fp64 accumulator on the CPU for small sizes, cuBLASLt's
 // (f32 / s32 accumulation) for large ones, the epilogue in fp64 on the CPU either way. Then the
-// rejections can_implement must make. One line per case; "N passed, M failed" last; exit 1 on any
-// failure. The seed is printed first: --seed replays a run.
+// rejections can_implement must make (overlapping or negative batch strides, 32-bit overflow, the
+// amax pointer with nothing to compute), and the kernel on every device in turn and from several
+// host threads (per-device launch set-up). One line per case; "N passed, M failed" last; exit 1 on
+// any failure. The seed is printed first: --seed replays a run.
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,7 +21,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <atomic>
+#include <climits>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -53,8 +58,10 @@ struct Stats {
 };
 
 Stats gStats;
+std::mutex gStatsMutex;  // cases also run from several host threads (runOnDevices)
 
 void report(bool ok, const std::string& line) {
+  std::lock_guard<std::mutex> lock(gStatsMutex);
   std::printf("%s %s\n", ok ? "PASS" : "FAIL", line.c_str());
   std::fflush(stdout);
   if (ok) ++gStats.passed;
@@ -64,6 +71,7 @@ void report(bool ok, const std::string& line) {
   }
 }
 void skip(const std::string& line) {
+  std::lock_guard<std::mutex> lock(gStatsMutex);
   std::printf("SKIP %s\n", line.c_str());
   std::fflush(stdout);
   ++gStats.skipped;
@@ -449,7 +457,7 @@ struct Harness {
   CublasLt lt;
   int threads = 1;
   int deviceCC = 0;
-  uint64_t caseCounter = 0;
+  std::atomic<uint64_t> caseCounter{0};
 };
 
 std::string caseLabel(const KernelUnderTest& k, const Case& c) {
@@ -670,10 +678,14 @@ void runRejections(Harness& h, KernelUnderTest& k) {
     cb.release();
     return;
   }
-  auto expectReject = [&](const std::string& what, const kdl_gemm_shape& s, const std::vector<kdl_arg>& args) {
+  // `needle`, when given, must be in the message (the rejection is for the reason the case names).
+  auto expectReject = [&](const std::string& what, const kdl_gemm_shape& s, const std::vector<kdl_arg>& args,
+                          const std::string& needle = "") {
     const char* m = k.entry.canImplement(&s, args.data(), (int32_t)args.size());
-    if (m) report(true, who + " reject/" + what + ": \"" + m + "\"");
-    else report(false, who + " reject/" + what + ": accepted (can_implement returned NULL)");
+    if (!m) report(false, who + " reject/" + what + ": accepted (can_implement returned NULL)");
+    else if (std::string(m).find(needle) == std::string::npos)
+      report(false, who + " reject/" + what + ": \"" + m + "\" does not say \"" + needle + "\"");
+    else report(true, who + " reject/" + what + ": \"" + m + "\"");
   };
   const int ia = idx(Role::A), ib = idx(Role::B), id = idx(Role::D);
   const size_t ebA = storageBytes(k.A->dtype);
@@ -722,6 +734,60 @@ void runRejections(Harness& h, KernelUnderTest& k) {
     if (rc == KDL_ERR_INVALID) report(true, who + " reject/run-batch-0: run returned KDL_ERR_INVALID");
     else report(false, who + " reject/run-batch-0: run returned " + std::to_string(rc) + " (expected KDL_ERR_INVALID)");
     KDL_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  // Item 12 of issue 6: what would overlap or overflow is refused, not computed wrongly.
+  {
+    std::vector<kdl_arg> a = cb.args;
+    kdl_gemm_shape s = shape;
+    s.batch = 2;
+    a[(size_t)id].batch_stride = 0;
+    expectReject("batch-2-batch_stride_D-0(batches overwrite each other)", s, a, "batch_stride_D (0) <");
+    a[(size_t)id].batch_stride = (base.m - 1) * a[(size_t)id].ld + base.n - 1;
+    expectReject("batch-2-batch_stride_D-one-short", s, a, "would overwrite each other");
+    for (size_t i = 0; i < k.args.size(); ++i)
+      if (k.args[i].role == Role::OutTensor) {
+        std::vector<kdl_arg> z = cb.args;
+        z[i].batch_stride = 0;
+        z[(size_t)id].batch_stride = base.m * z[(size_t)id].ld;
+        expectReject("batch-2-batch_stride_" + k.args[i].name + "-0", s, z, "batch_stride_" + k.args[i].name + " (0) <");
+        if (k.args[i].dtype == k.D->dtype && cb.args[i].ld == cb.args[(size_t)id].ld) {
+          z = cb.args;
+          z[i].data = z[(size_t)id].data;  // the output writes over D
+          expectReject(k.args[i].name + "-aliases-D", shape, z, "overlap in memory");
+        }
+      }
+  }
+  {
+    std::vector<kdl_arg> a = cb.args;
+    kdl_gemm_shape s = shape;
+    s.batch = 2;
+    a[(size_t)id].batch_stride = base.m * a[(size_t)id].ld;
+    a[(size_t)ia].batch_stride = -roundUp(64, k.A->align);
+    expectReject("negative-batch_stride_A", s, a, "batch_stride_A (" + std::to_string(a[(size_t)ia].batch_stride) + ") is negative");
+    a[(size_t)ia].batch_stride = 0;
+    a[(size_t)ib].batch_stride = -roundUp(64, k.B->align);
+    expectReject("negative-batch_stride_B", s, a, "batch_stride_B (" + std::to_string(a[(size_t)ib].batch_stride) + ") is negative");
+  }
+  {
+    kdl_gemm_shape s = shape;
+    s.m = INT_MAX;  // the C ABI's own limit: the kernel's int tile arithmetic would overflow
+    expectReject("m=INT_MAX(32-bit overflow)", s, cb.args, "too large for 32-bit tile arithmetic");
+  }
+  // Item 13: with nothing to compute, run() still zeroes amax outputs, so their pointers are checked.
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    if (k.args[i].role != Role::OutAmax) continue;
+    kdl_gemm_shape s = shape;
+    s.m = 0;
+    std::vector<kdl_arg> a = cb.args;
+    a[i].data = nullptr;
+    expectReject("m=0-null-" + k.args[i].name, s, a, k.args[i].name + " is null");
+    KDL_CUDA_CHECK(cudaMemset(cb.args[i].data, 0xff, sizeof(float)));
+    const int rc = k.entry.run(&s, cb.args.data(), (int32_t)cb.args.size(), nullptr, 0, nullptr);
+    float amax = -1;
+    KDL_CUDA_CHECK(cudaDeviceSynchronize());
+    KDL_CUDA_CHECK(cudaMemcpy(&amax, cb.args[i].data, sizeof(float), cudaMemcpyDeviceToHost));
+    report(rc == KDL_OK && amax == 0.0f, who + " m=0: run returned " + std::to_string(rc) + " and " + k.args[i].name +
+                                             " = " + fmtDouble(amax) + " (want 0 and 0: the max over an empty output)");
   }
   {
     kdl_gemm_shape s = shape;
@@ -800,6 +866,37 @@ std::vector<Case> casesFor(const KernelUnderTest& k, bool quick) {
   return cs;
 }
 
+// Item 9 of issue 6: a kernel's launch set-up (its shared-memory opt-in, the TMA image check) is
+// per device and thread-safe. The kernel, which already ran on device 0, runs on device 1 (and
+// every further device) in turn, then from 8 host threads spread over the devices; each launch is
+// checked against the reference like any case. With one GPU the device part is a SKIP.
+void runOnDevices(Harness& h, const KernelUnderTest& k) {
+  int devices = 0;
+  KDL_CUDA_CHECK(cudaGetDeviceCount(&devices));
+  Case c{127, 269, roundUp(64, k.alignK)};
+  if (devices < 2) {
+    skip(k.spec->name + " devices: only one GPU; the run on device 1 after device 0 (per-device launch set-up) "
+                        "needs two and was NOT tested");
+  } else {
+    for (int d = 1; d < devices; ++d) {
+      KDL_CUDA_CHECK(cudaSetDevice(d));
+      Case cd = c;
+      cd.note = "device " + std::to_string(d) + " after device 0";
+      runCase(h, k, cd);
+    }
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&h, &k, c, t, devices] {
+      KDL_CUDA_CHECK(cudaSetDevice(t % devices));
+      Case ct = c;
+      ct.note = "host thread " + std::to_string(t) + " on device " + std::to_string(t % devices);
+      runCase(h, k, ct);
+    });
+  for (std::thread& t : threads) t.join();
+  KDL_CUDA_CHECK(cudaSetDevice(0));
+}
+
 int archNumberOfDevice() {
   int dev = 0, major = 0, minor = 0;
   KDL_CUDA_CHECK(cudaGetDevice(&dev));
@@ -865,6 +962,7 @@ void testFile(Harness& h, const std::string& specPath, const std::string& libPat
     }
     for (const Case& c : casesFor(k, h.opt.quick)) runCase(h, k, c);
     runRejections(h, k);
+    runOnDevices(h, k);
   }
 }
 
@@ -980,7 +1078,10 @@ int main(int argc, char** argv) {
               (unsigned long long)opt.seed);
   cudaDeviceProp prop{};
   KDL_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device: %s, sm_%d%d, %d SMs\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
+  int devices = 0;
+  KDL_CUDA_CHECK(cudaGetDeviceCount(&devices));
+  std::printf("device: %s, sm_%d%d, %d SMs, %zu bytes of opt-in shared memory per block; %d device(s)\n", prop.name,
+              prop.major, prop.minor, prop.multiProcessorCount, prop.sharedMemPerBlockOptin, devices);
   static Harness h;
   hp = &h;
   hp->opt = opt;

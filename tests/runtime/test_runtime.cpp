@@ -1,44 +1,68 @@
-// include/kdl/runtime.h on the CPU: the default provider compiles and links without libcuda, and a
-// host framework's provider replaces it (no GPU needed).
+// include/kdl/runtime.h and include/kdl/per_device.h on the CPU (no GPU needed): the default
+// driver provider compiles and links without libcuda, a host framework's provider replaces it and
+// can be reset, the argument and shared-memory checks say what is wrong, and per-device set-up runs
+// once per device from many threads.
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "kdl/per_device.h"
 #include "kdl/runtime.h"
 
 namespace {
-std::vector<std::string> g_asked;
-int g_fake = 0;
+struct FakeDriver {
+  std::vector<std::string> asked;  // "symbol@version user-ok"
+  int encode = 0, error_string = 0;  // their addresses stand for the two driver functions
+};
+FakeDriver g_driver;
 void* fakeProvider(const char* symbol, unsigned int version, void* user) {
-  g_asked.push_back(std::string(symbol) + "@" + std::to_string(version));
-  return std::strcmp(symbol, "cuTensorMapEncodeTiled") == 0 ? user : nullptr;
+  auto* d = static_cast<FakeDriver*>(user);
+  g_driver.asked.push_back(std::string(symbol) + "@" + std::to_string(version) + (d == &g_driver ? " user-ok" : " user-WRONG"));
+  if (std::strcmp(symbol, "cuTensorMapEncodeTiled") == 0) return &d->encode;
+  if (std::strcmp(symbol, "cuGetErrorString") == 0) return &d->error_string;
+  return nullptr;
 }
 }  // namespace
 
 TEST_CASE("the default provider is cudaGetDriverEntryPointByVersion") {
-  kdl::DriverEntryPointProvider p = &kdl::default_driver_entry_point;
-  REQUIRE(p != nullptr);
   // Without a GPU (or driver) the lookup fails cleanly with nullptr; with one it finds the symbol.
   void* fn = kdl::default_driver_entry_point("cuDefinitelyNotADriverFunction", 12000, nullptr);
   CHECK(fn == nullptr);
 }
 
-TEST_CASE("a replaced provider is used and can be reset") {
-  kdl::set_driver_entry_point_provider(&fakeProvider, &g_fake);
+TEST_CASE("a replaced provider is asked for each driver function and its answers are the table") {
+  const kdl::DriverApi before = kdl::driver_api();  // the default provider's answers
+  g_driver.asked.clear();
+  kdl::set_driver_entry_point_provider(&fakeProvider, &g_driver);
   const kdl::DriverApi& api = kdl::driver_api();
-  CHECK(reinterpret_cast<void*>(api.cuTensorMapEncodeTiled) == &g_fake);
-  CHECK(api.cuGetErrorString == nullptr);
-  REQUIRE(g_asked.size() == 2);
-  CHECK(g_asked[0] == "cuTensorMapEncodeTiled@12000");
-  // resolved once per provider change
+  REQUIRE(g_driver.asked.size() == 2);
+  CHECK(g_driver.asked[0] == "cuTensorMapEncodeTiled@12000 user-ok");
+  CHECK(g_driver.asked[1] == "cuGetErrorString@12000 user-ok");
+  CHECK(reinterpret_cast<void*>(api.cuTensorMapEncodeTiled) == &g_driver.encode);
+  CHECK(reinterpret_cast<void*>(api.cuGetErrorString) == &g_driver.error_string);
+  // resolved once per provider change, in every thread
   (void)kdl::driver_api();
-  CHECK(g_asked.size() == 2);
+  CHECK(g_driver.asked.size() == 2);
+  void* seen_by_other_thread = nullptr;
+  std::thread([&] { seen_by_other_thread = reinterpret_cast<void*>(kdl::driver_api().cuTensorMapEncodeTiled); }).join();
+  CHECK(seen_by_other_thread == &g_driver.encode);
+
+  // nullptr restores the default: the fake is not asked again and the table is the default's.
+  const size_t asked = g_driver.asked.size();
   kdl::set_driver_entry_point_provider(nullptr);
-  (void)kdl::driver_api();
-  CHECK(g_asked.size() == 2);  // the default provider does not call the fake
+  const kdl::DriverApi& restored = kdl::driver_api();
+  CHECK(g_driver.asked.size() == asked);
+  CHECK(reinterpret_cast<void*>(restored.cuTensorMapEncodeTiled) != &g_driver.encode);
+  CHECK(reinterpret_cast<void*>(restored.cuGetErrorString) != &g_driver.error_string);
+  CHECK(restored.cuTensorMapEncodeTiled == before.cuTensorMapEncodeTiled);
+  CHECK(restored.cuGetErrorString == before.cuGetErrorString);
+  CHECK(reinterpret_cast<void*>(restored.cuTensorMapEncodeTiled) ==
+        kdl::default_driver_entry_point("cuTensorMapEncodeTiled", 12000, nullptr));
 }
 
 TEST_CASE("argument checks say what is wrong") {
@@ -48,7 +72,63 @@ TEST_CASE("argument checks say what is wrong") {
   CHECK(m.find("16-byte aligned") != std::string::npos);
   m = kdl::check_mainloop_operand<short>("k", "A", reinterpret_cast<short*>(buf), 60, 0, 8, 1);
   CHECK(m.find("multiple of its alignment") != std::string::npos);
+  m = kdl::check_mainloop_operand<short>("k", "A", reinterpret_cast<short*>(buf), 64, -8, 8, 2);
+  CHECK(m == "k: batch_stride_A (-8) is negative");
   m = kdl::check_epilogue_tensor<float>("k", "D", nullptr, 8, 0, 4, 8, 1, false);
   CHECK(m == "k: D is null");
   CHECK(kdl::check_epilogue_tensor<float>("k", "C", nullptr, 8, 0, 4, 8, 1, true) == nullptr);
+  // batches of a written tensor must not overlap; a read-only one may broadcast (stride 0)
+  const float* f = reinterpret_cast<const float*>(buf);
+  m = kdl::check_epilogue_tensor<float>("k", "D", f, 8, 0, 4, 8, 2, false, /*written=*/true);
+  CHECK(m == "k: batch_stride_D (0) < (m-1)*ld + n = 32: the 2 batches of D would overwrite each other");
+  CHECK(kdl::check_epilogue_tensor<float>("k", "D", f, 8, 32, 4, 8, 2, false, true) == nullptr);
+  CHECK(kdl::check_epilogue_tensor<float>("k", "C", f, 8, 0, 4, 8, 2, true, false) == nullptr);
+  m = kdl::check_epilogue_tensor<float>("k", "D", f, 8, INT64_MAX / 2, 4, 8, 3, false, true);
+  CHECK(m.find("is too large: 3 batches overflow int64") != std::string::npos);
+  CHECK(kdl::row_major_extent(3, 5, 8) == 21);
+  CHECK(kdl::row_major_extent(3, 5, INT64_MAX / 2) == -1);
+}
+
+TEST_CASE("the shared-memory check names the kernel and both byte counts") {
+  CHECK(kdl::smem_limit_message("big", 101376, 101376, 0) == nullptr);
+  // an sm80 kernel with 147 KB on an sm86 GPU (99 KB opt-in)
+  const std::string m = kdl::smem_limit_message("big", 150528, 101376, 1);
+  CHECK(m == "big: needs 150528 bytes of shared memory per block; device 1 allows at most 101376");
+}
+
+TEST_CASE("per-device set-up runs once per device, from many threads, until it succeeds") {
+  static kdl::PerDeviceOnce once;
+  std::atomic<int> calls0{0}, calls1{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t)
+    threads.emplace_back([&, t] {
+      const int dev = t % 2;
+      for (int i = 0; i < 100; ++i) {
+        const cudaError_t e = once.run(dev, [&] {
+          (dev ? calls1 : calls0).fetch_add(1);
+          return cudaSuccess;
+        });
+        CHECK(e == cudaSuccess);
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  CHECK(calls0 == 1);  // device 0 set up once
+  CHECK(calls1 == 1);  // and device 1 separately, not skipped because device 0 was done
+
+  // a failure is returned and retried
+  kdl::PerDeviceOnce flaky;
+  int tries = 0;
+  CHECK(flaky.run(3, [&] { return ++tries == 1 ? cudaErrorInvalidValue : cudaSuccess; }) == cudaErrorInvalidValue);
+  CHECK(flaky.run(3, [&] { return ++tries == 1 ? cudaErrorInvalidValue : cudaSuccess; }) == cudaSuccess);
+  CHECK(flaky.run(3, [&] { return ++tries, cudaErrorInvalidValue; }) == cudaSuccess);
+  CHECK(tries == 2);
+
+  // answers are kept per device, both yes and no
+  kdl::PerDeviceAnswer answer;
+  int asked = 0;
+  CHECK(answer.get(0, [&] { return ++asked, true; }));
+  CHECK(!answer.get(1, [&] { return ++asked, false; }));
+  CHECK(answer.get(0, [&] { return ++asked, false; }));
+  CHECK(!answer.get(1, [&] { return ++asked, true; }));
+  CHECK(asked == 2);
 }

@@ -4,6 +4,7 @@
 #pragma once
 #include "common.cuh"
 #include <algorithm>
+#include <functional>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -70,7 +71,8 @@ struct Case {
 };
 
 template <class Gemm, class TIn, class LA, class LB, class TOut>
-void run_case(const char* name, const Case& cs) {
+void run_case(const char* name, const Case& cs,
+              const std::function<void(const kdl::GemmProblem&)>& inspect = {}) {  // sees the problem run() gets
   using Ep = TestEpilogue<TOut, TOut>;
   const int M = cs.m, N = cs.n, K = cs.k, Bt = cs.batch;
   constexpr bool a_row = std::is_same<LA, RowMajor>::value, b_row = std::is_same<LB, RowMajor>::value;
@@ -117,6 +119,7 @@ void run_case(const char* name, const Case& cs) {
                          cs.amax ? damax : nullptr};
   const char* why = Gemm::can_implement(p);
   if (why) { printf("FAIL %-34s can_implement: %s\n", name, why); ++g_fail; return; }
+  if (inspect) inspect(p);
   size_t ws_bytes = Gemm::workspace_size(p);
   void* ws = nullptr;
   if (ws_bytes) { CK(cudaMalloc(&ws, ws_bytes)); CK(cudaMemset(ws, 0x5a, ws_bytes)); }  // garbage: run() must cope

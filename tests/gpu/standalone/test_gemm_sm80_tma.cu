@@ -1,7 +1,7 @@
 // Correctness test for kdl::GemmSm80Tma (TMA-fed shared memory, ldmatrix + mma.sync math).
 // run_case() and the host helpers are shared with test_gemm_sm80.cu (gemm_case.cuh).
-// Each case also reports which path run() took (TMA or the GemmSm80 fallback) and fails when it
-// was not the expected one.
+// Each case also asks which path run() takes (GemmSm80Tma::uses_tma: TMA or the GemmSm80
+// fallback) and fails when it is not the expected one.
 #include "kdl/gemm_sm80_tma.cuh"
 #include "common.cuh"
 #include <random>
@@ -19,8 +19,8 @@ static Case mk(int m, int n, int k, int b = 1, int split = 1) { Case c; c.m = m;
 template <class Gemm, class TIn, class TOut>
 static void tcase(const char* name, const Case& c, bool expect_tma) {
   const int before = g_fail;
-  run_case<Gemm, TIn, RowMajor, ColMajor, TOut>(name, c);
-  const bool used = Gemm::last_run_used_tma();
+  bool used = false;
+  run_case<Gemm, TIn, RowMajor, ColMajor, TOut>(name, c, [&](const kdl::GemmProblem& p) { used = Gemm::uses_tma(p); });
   if (used != expect_tma) {
     printf("FAIL %-34s path: %s, expected %s\n", name, used ? "TMA" : "GemmSm80 fallback", expect_tma ? "TMA" : "fallback");
     if (g_fail == before) { --g_pass; ++g_fail; }

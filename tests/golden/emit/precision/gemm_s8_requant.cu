@@ -3,36 +3,34 @@
 // Compile: nvcc -std=c++17 -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90 -I<kdl include dir> -c gemm_s8_requant.cu
 #include "gemm_s8_requant.h"
 
-#include <kdl/abi.h>
 #include <kdl/activations.cuh>
 #include <kdl/epilogue.cuh>
+#include <kdl/gemm_host.h>
 #include <kdl/gemm_sm80.cuh>
 #include <kdl/numeric.cuh>
-#include <kdl/runtime.h>
 
-namespace kdl_kernels::gemm_s8_requant {
-namespace detail {
+namespace kdl_kernels::gemm_s8_requant::detail {
 
 // D = acc * scale + zero_point
 struct Epilogue {
   struct Params {
-    int8_t* D; int64_t ldd; int64_t batch_stride_D;
-    const float* scale; int64_t batch_stride_scale;  // [col]
+    ::int8_t* D; ::int64_t ldd; ::int64_t batch_stride_D;
+    const float* scale; ::int64_t batch_stride_scale;  // [col]
     float zero_point;
   };
   struct State {
   };
 
   template <int V>
-  __device__ __forceinline__ void apply(const Params& p, State& s, const kdl::EpilogueCoord& c, const float (&acc)[V]) const {
+  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
     (void)s;
-    float in_scale[V]; kdl::load_col_broadcast<float, V>(p.scale, p.batch_stride_scale, c, in_scale);
+    float in_scale[V]; ::kdl::load_col_broadcast<float, V>(p.scale, p.batch_stride_scale, c, in_scale);
     float out_D[V];
     #pragma unroll
     for (int i = 0; i < V; ++i) {
       out_D[i] = ((acc[i] * in_scale[i]) + p.zero_point);
     }
-    kdl::store_tile<int8_t, V>(p.D, p.ldd, p.batch_stride_D, c, out_D);
+    ::kdl::store_tile<::int8_t, V>(p.D, p.ldd, p.batch_stride_D, c, out_D);
   }
 
   __device__ __forceinline__ void finish(const Params& p, State& s) const {
@@ -43,84 +41,34 @@ struct Epilogue {
 // mma: mma.sync.aligned.m16n8k32 (s8 x s8 -> s32)
 // warps: 2 x 2 = 4 warps, 128 threads; warp tile 64 x 64 (4 x 8 mma tiles of 16x8)
 // stages: 3
-using Gemm = kdl::GemmSm80<int8_t, kdl::RowMajor, 16, int8_t, kdl::ColMajor, 16, int32_t, 128, 128, 64, 2, 2, 3, false, Epilogue>;
+// The kernel for kdl::GemmHost: its template instance and its arguments in C ABI order.
+struct Kernel {
+  using Arguments = ::kdl_kernels::gemm_s8_requant::Arguments;
+  using Epilogue = ::kdl_kernels::gemm_s8_requant::detail::Epilogue;
+  using Params = Epilogue::Params;
+  using Gemm = ::kdl::GemmSm80<::int8_t, ::kdl::RowMajor, 16, ::int8_t, ::kdl::ColMajor, 16, ::int32_t, 128, 128, 64, 2, 2, 3, false, Epilogue>;
+  static constexpr const char* kName = "gemm_s8_requant";
+  static constexpr const char* kOp = "gemm";
+  static constexpr ::kdl::KernelTarget kTarget = {"sm80", 80, false};
+  static constexpr auto kArgs = ::std::make_tuple(
+      ::kdl::arg::mainloop("A", "s8", &Arguments::A, &Arguments::lda, &Arguments::batch_stride_A, 16),
+      ::kdl::arg::mainloop("B", "s8", &Arguments::B, &Arguments::ldb, &Arguments::batch_stride_B, 16),
+      ::kdl::arg::tensor("D", "s8", &Arguments::D, &Arguments::ldd, &Arguments::batch_stride_D, &Params::D, &Params::ldd, &Params::batch_stride_D),
+      ::kdl::arg::vector("scale", "f32", "col", &Arguments::scale, &Arguments::batch_stride_scale, &Params::scale, &Params::batch_stride_scale),
+      ::kdl::arg::param("zero_point", &Arguments::zero_point, &Params::zero_point));
+};
+using Host = ::kdl::GemmHost<Kernel>;
 
-constexpr const char* kName = "gemm_s8_requant";
+}  // namespace kdl_kernels::gemm_s8_requant::detail
 
-inline kdl::GemmProblem problem_of(const Arguments& a) {
-  return kdl::GemmProblem{a.m, a.n, a.k, a.batch, a.A, a.lda, a.batch_stride_A, a.B, a.ldb, a.batch_stride_B, 1};
-}
-
-inline Epilogue::Params params_of(const Arguments& a) {
-  Epilogue::Params ep;
-  ep.D = a.D; ep.ldd = a.ldd; ep.batch_stride_D = a.batch_stride_D;
-  ep.scale = a.scale; ep.batch_stride_scale = a.batch_stride_scale;
-  ep.zero_point = a.zero_point;
-  return ep;
-}
-
-}  // namespace detail
-
-const char* can_implement(const Arguments& a) {
-  using namespace detail;
-  if (a.m < 0 || a.n < 0 || a.k < 0)
-    return kdl::error_message("%s: negative problem size (m=%d, n=%d, k=%d)", kName, a.m, a.n, a.k);
-  if (a.batch < 1) return kdl::error_message("%s: batch (%d) must be at least 1", kName, a.batch);
-  if (const char* e = kdl::check_device_arch(kName, "sm80", 80, false)) return e;
-  if (a.m == 0 || a.n == 0) return nullptr;  // nothing to compute
-  if (a.k > 0) {
-    if (const char* e = kdl::check_mainloop_operand(kName, "A", a.A, a.lda, a.batch_stride_A, 16, a.batch)) return e;
-    if (const char* e = kdl::check_mainloop_operand(kName, "B", a.B, a.ldb, a.batch_stride_B, 16, a.batch)) return e;
-  }
-  if (const char* e = kdl::check_epilogue_tensor(kName, "D", a.D, a.ldd, a.batch_stride_D, a.m, a.n, a.batch, false)) return e;
-  if (const char* e = kdl::check_device_pointer(kName, "scale", a.scale)) return e;
-  return Gemm::can_implement(problem_of(a));
-}
-
-size_t workspace_size(const Arguments& a) {
-  return detail::Gemm::workspace_size(detail::problem_of(a));
-}
-
-cudaError_t run(const Arguments& a, void* workspace, cudaStream_t stream) {
-  using namespace detail;
-  if (can_implement(a) != nullptr) return cudaErrorInvalidValue;
-  const kdl::GemmProblem problem = problem_of(a);
-  if (Gemm::workspace_size(problem) > 0 && workspace == nullptr) return cudaErrorInvalidValue;
-  return Gemm::run(problem, params_of(a), workspace, stream);
-}
-
-namespace detail {
-constexpr int32_t kNumArgs = 5;
-// kdl_gemm_shape + kdl_arg[] (include/kdl/abi.h) -> Arguments; nullptr or what is wrong.
-inline const char* unpack(const kdl_gemm_shape* s, const kdl_arg* args, int32_t nargs, Arguments& a) {
-  if (const char* e = kdl::check_abi_shape(kName, s)) return e;
-  if (nargs != kNumArgs) return kdl::error_message("%s: %d arguments given, the kernel takes %d", kName, (int)nargs, (int)kNumArgs);
-  if (args == nullptr) return kdl::error_message("%s: args is null", kName);
-  a.m = (int)s->m; a.n = (int)s->n; a.k = (int)s->k; a.batch = (int)s->batch;
-  if (s->split_k != 1) return kdl::error_message("%s: split_k (%d) must be 1; the kernel has no split-K", kName, (int)s->split_k);
-  a.A = static_cast<const int8_t*>(args[0].data); a.lda = args[0].ld; a.batch_stride_A = args[0].batch_stride;
-  a.B = static_cast<const int8_t*>(args[1].data); a.ldb = args[1].ld; a.batch_stride_B = args[1].batch_stride;
-  a.D = static_cast<int8_t*>(args[2].data); a.ldd = args[2].ld; a.batch_stride_D = args[2].batch_stride;
-  a.scale = static_cast<const float*>(args[3].data); a.batch_stride_scale = args[3].batch_stride;
-  a.zero_point = (float)args[4].value;
-  return nullptr;
-}
-}  // namespace detail
+namespace kdl_kernels::gemm_s8_requant {
+const char* can_implement(const Arguments& a) { return ::kdl_kernels::gemm_s8_requant::detail::Host::can_implement(a); }
+::size_t workspace_size(const Arguments& a) { return ::kdl_kernels::gemm_s8_requant::detail::Host::workspace_size(a); }
+::cudaError_t run(const Arguments& a, void* workspace, ::cudaStream_t stream) { return ::kdl_kernels::gemm_s8_requant::detail::Host::run(a, workspace, stream); }
 }  // namespace kdl_kernels::gemm_s8_requant
 
 // ---- C ABI (include/kdl/abi.h) ----
-namespace {
-const char* const kArgNames[] = {"A", "B", "D", "scale", "zero_point"};
-const int32_t kArgKinds[] = {KDL_ARG_TENSOR, KDL_ARG_TENSOR, KDL_ARG_TENSOR, KDL_ARG_VECTOR, KDL_ARG_PARAM};
-const char* const kArgDtypes[] = {"s8", "s8", "s8", "f32", "f32"};
-const char* const kArgBroadcasts[] = {"", "", "", "col", ""};
-const double kParamDefaults[] = {0, 0, 0, 0, 0};
-const kdl_kernel_info kInfo = {KDL_ABI_VERSION, "gemm_s8_requant", "gemm", "sm80", 5, kArgNames, kArgKinds, kArgDtypes, kArgBroadcasts, kParamDefaults};
-}  // namespace
-
-extern "C" const kdl_kernel_info* kdl_gemm_s8_requant_info(void) { return &kInfo; }
-
-namespace { using Abi = kdl::AbiEntry<kdl_kernels::gemm_s8_requant::Arguments, &kdl_kernels::gemm_s8_requant::detail::unpack, &kdl_kernels::gemm_s8_requant::can_implement, &kdl_kernels::gemm_s8_requant::workspace_size, &kdl_kernels::gemm_s8_requant::run>; }
-extern "C" const char* kdl_gemm_s8_requant_can_implement(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs) { return Abi::can_implement(shape, args, nargs); }
-extern "C" size_t kdl_gemm_s8_requant_workspace_size(const kdl_gemm_shape* shape) { return Abi::workspace_size(shape); }
-extern "C" int kdl_gemm_s8_requant_run(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs, void* workspace, size_t workspace_bytes, void* stream) { return Abi::run(shape, args, nargs, workspace, workspace_bytes, stream); }
+extern "C" const ::kdl_kernel_info* kdl_gemm_s8_requant_info(void) { return ::kdl_kernels::gemm_s8_requant::detail::Host::abi_info(); }
+extern "C" const char* kdl_gemm_s8_requant_can_implement(const ::kdl_gemm_shape* shape, const ::kdl_arg* args, ::int32_t nargs) { return ::kdl_kernels::gemm_s8_requant::detail::Host::abi_can_implement(shape, args, nargs); }
+extern "C" ::size_t kdl_gemm_s8_requant_workspace_size(const ::kdl_gemm_shape* shape) { return ::kdl_kernels::gemm_s8_requant::detail::Host::abi_workspace_size(shape); }
+extern "C" int kdl_gemm_s8_requant_run(const ::kdl_gemm_shape* shape, const ::kdl_arg* args, ::int32_t nargs, void* workspace, ::size_t workspace_bytes, void* stream) { return ::kdl_kernels::gemm_s8_requant::detail::Host::abi_run(shape, args, nargs, workspace, workspace_bytes, stream); }

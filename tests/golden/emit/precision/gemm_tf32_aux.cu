@@ -3,33 +3,31 @@
 // Compile: nvcc -std=c++17 -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90 -I<kdl include dir> -c gemm_tf32_aux.cu
 #include "gemm_tf32_aux.h"
 
-#include <kdl/abi.h>
 #include <kdl/activations.cuh>
 #include <kdl/epilogue.cuh>
+#include <kdl/gemm_host.h>
 #include <kdl/gemm_sm80.cuh>
 #include <kdl/numeric.cuh>
-#include <kdl/runtime.h>
 
-namespace kdl_kernels::gemm_tf32_aux {
-namespace detail {
+namespace kdl_kernels::gemm_tf32_aux::detail {
 
 // D = alpha * acc + beta * C; Z = acc
 struct Epilogue {
   struct Params {
-    float* D; int64_t ldd; int64_t batch_stride_D;
-    const float* C; int64_t ldc; int64_t batch_stride_C;  // null: C reads as 0
+    float* D; ::int64_t ldd; ::int64_t batch_stride_D;
+    const float* C; ::int64_t ldc; ::int64_t batch_stride_C;  // null: C reads as 0
     float alpha;
     float beta;
-    float* Z; int64_t ldz; int64_t batch_stride_Z;
+    float* Z; ::int64_t ldz; ::int64_t batch_stride_Z;
   };
   struct State {
   };
 
   template <int V>
-  __device__ __forceinline__ void apply(const Params& p, State& s, const kdl::EpilogueCoord& c, const float (&acc)[V]) const {
+  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
     (void)s;
     float src_C[V];
-    if (p.C != nullptr) kdl::load_tile<float, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);
+    if (p.C != nullptr) ::kdl::load_tile<float, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);
     else for (int i = 0; i < V; ++i) src_C[i] = 0.0f;
     float out_D[V];
     float out_Z[V];
@@ -38,8 +36,8 @@ struct Epilogue {
       out_D[i] = ((p.alpha * acc[i]) + (p.beta * src_C[i]));
       out_Z[i] = acc[i];
     }
-    kdl::store_tile<float, V>(p.D, p.ldd, p.batch_stride_D, c, out_D);
-    kdl::store_tile<float, V>(p.Z, p.ldz, p.batch_stride_Z, c, out_Z);
+    ::kdl::store_tile<float, V>(p.D, p.ldd, p.batch_stride_D, c, out_D);
+    ::kdl::store_tile<float, V>(p.Z, p.ldz, p.batch_stride_Z, c, out_Z);
   }
 
   __device__ __forceinline__ void finish(const Params& p, State& s) const {
@@ -50,89 +48,36 @@ struct Epilogue {
 // mma: mma.sync.aligned.m16n8k8 (tf32 x tf32 -> f32)
 // warps: 2 x 2 = 4 warps, 128 threads; warp tile 64 x 64 (4 x 8 mma tiles of 16x8)
 // stages: 3
-using Gemm = kdl::GemmSm80<float, kdl::RowMajor, 4, float, kdl::ColMajor, 4, float, 128, 128, 32, 2, 2, 3, false, Epilogue>;
+// The kernel for kdl::GemmHost: its template instance and its arguments in C ABI order.
+struct Kernel {
+  using Arguments = ::kdl_kernels::gemm_tf32_aux::Arguments;
+  using Epilogue = ::kdl_kernels::gemm_tf32_aux::detail::Epilogue;
+  using Params = Epilogue::Params;
+  using Gemm = ::kdl::GemmSm80<float, ::kdl::RowMajor, 4, float, ::kdl::ColMajor, 4, float, 128, 128, 32, 2, 2, 3, false, Epilogue>;
+  static constexpr const char* kName = "gemm_tf32_aux";
+  static constexpr const char* kOp = "gemm";
+  static constexpr ::kdl::KernelTarget kTarget = {"sm80", 80, false};
+  static constexpr auto kArgs = ::std::make_tuple(
+      ::kdl::arg::mainloop("A", "tf32", &Arguments::A, &Arguments::lda, &Arguments::batch_stride_A, 4),
+      ::kdl::arg::mainloop("B", "tf32", &Arguments::B, &Arguments::ldb, &Arguments::batch_stride_B, 4),
+      ::kdl::arg::tensor("C", "f32", &Arguments::C, &Arguments::ldc, &Arguments::batch_stride_C, &Params::C, &Params::ldc, &Params::batch_stride_C),
+      ::kdl::arg::tensor("D", "f32", &Arguments::D, &Arguments::ldd, &Arguments::batch_stride_D, &Params::D, &Params::ldd, &Params::batch_stride_D),
+      ::kdl::arg::param("alpha", &Arguments::alpha, &Params::alpha),
+      ::kdl::arg::param("beta", &Arguments::beta, &Params::beta),
+      ::kdl::arg::tensor("Z", "f32", &Arguments::Z, &Arguments::ldz, &Arguments::batch_stride_Z, &Params::Z, &Params::ldz, &Params::batch_stride_Z));
+};
+using Host = ::kdl::GemmHost<Kernel>;
 
-constexpr const char* kName = "gemm_tf32_aux";
+}  // namespace kdl_kernels::gemm_tf32_aux::detail
 
-inline kdl::GemmProblem problem_of(const Arguments& a) {
-  return kdl::GemmProblem{a.m, a.n, a.k, a.batch, a.A, a.lda, a.batch_stride_A, a.B, a.ldb, a.batch_stride_B, 1};
-}
-
-inline Epilogue::Params params_of(const Arguments& a) {
-  Epilogue::Params ep;
-  ep.D = a.D; ep.ldd = a.ldd; ep.batch_stride_D = a.batch_stride_D;
-  ep.C = a.C; ep.ldc = a.ldc; ep.batch_stride_C = a.batch_stride_C;
-  ep.alpha = a.alpha;
-  ep.beta = a.beta;
-  ep.Z = a.Z; ep.ldz = a.ldz; ep.batch_stride_Z = a.batch_stride_Z;
-  return ep;
-}
-
-}  // namespace detail
-
-const char* can_implement(const Arguments& a) {
-  using namespace detail;
-  if (a.m < 0 || a.n < 0 || a.k < 0)
-    return kdl::error_message("%s: negative problem size (m=%d, n=%d, k=%d)", kName, a.m, a.n, a.k);
-  if (a.batch < 1) return kdl::error_message("%s: batch (%d) must be at least 1", kName, a.batch);
-  if (const char* e = kdl::check_device_arch(kName, "sm80", 80, false)) return e;
-  if (a.m == 0 || a.n == 0) return nullptr;  // nothing to compute
-  if (a.k > 0) {
-    if (const char* e = kdl::check_mainloop_operand(kName, "A", a.A, a.lda, a.batch_stride_A, 4, a.batch)) return e;
-    if (const char* e = kdl::check_mainloop_operand(kName, "B", a.B, a.ldb, a.batch_stride_B, 4, a.batch)) return e;
-  }
-  if (const char* e = kdl::check_epilogue_tensor(kName, "C", a.C, a.ldc, a.batch_stride_C, a.m, a.n, a.batch, true)) return e;
-  if (const char* e = kdl::check_epilogue_tensor(kName, "D", a.D, a.ldd, a.batch_stride_D, a.m, a.n, a.batch, false)) return e;
-  if (const char* e = kdl::check_epilogue_tensor(kName, "Z", a.Z, a.ldz, a.batch_stride_Z, a.m, a.n, a.batch, false)) return e;
-  return Gemm::can_implement(problem_of(a));
-}
-
-size_t workspace_size(const Arguments& a) {
-  return detail::Gemm::workspace_size(detail::problem_of(a));
-}
-
-cudaError_t run(const Arguments& a, void* workspace, cudaStream_t stream) {
-  using namespace detail;
-  if (can_implement(a) != nullptr) return cudaErrorInvalidValue;
-  const kdl::GemmProblem problem = problem_of(a);
-  if (Gemm::workspace_size(problem) > 0 && workspace == nullptr) return cudaErrorInvalidValue;
-  return Gemm::run(problem, params_of(a), workspace, stream);
-}
-
-namespace detail {
-constexpr int32_t kNumArgs = 7;
-// kdl_gemm_shape + kdl_arg[] (include/kdl/abi.h) -> Arguments; nullptr or what is wrong.
-inline const char* unpack(const kdl_gemm_shape* s, const kdl_arg* args, int32_t nargs, Arguments& a) {
-  if (const char* e = kdl::check_abi_shape(kName, s)) return e;
-  if (nargs != kNumArgs) return kdl::error_message("%s: %d arguments given, the kernel takes %d", kName, (int)nargs, (int)kNumArgs);
-  if (args == nullptr) return kdl::error_message("%s: args is null", kName);
-  a.m = (int)s->m; a.n = (int)s->n; a.k = (int)s->k; a.batch = (int)s->batch;
-  if (s->split_k != 1) return kdl::error_message("%s: split_k (%d) must be 1; the kernel has no split-K", kName, (int)s->split_k);
-  a.A = static_cast<const float*>(args[0].data); a.lda = args[0].ld; a.batch_stride_A = args[0].batch_stride;
-  a.B = static_cast<const float*>(args[1].data); a.ldb = args[1].ld; a.batch_stride_B = args[1].batch_stride;
-  a.C = static_cast<const float*>(args[2].data); a.ldc = args[2].ld; a.batch_stride_C = args[2].batch_stride;
-  a.D = static_cast<float*>(args[3].data); a.ldd = args[3].ld; a.batch_stride_D = args[3].batch_stride;
-  a.alpha = (float)args[4].value;
-  a.beta = (float)args[5].value;
-  a.Z = static_cast<float*>(args[6].data); a.ldz = args[6].ld; a.batch_stride_Z = args[6].batch_stride;
-  return nullptr;
-}
-}  // namespace detail
+namespace kdl_kernels::gemm_tf32_aux {
+const char* can_implement(const Arguments& a) { return ::kdl_kernels::gemm_tf32_aux::detail::Host::can_implement(a); }
+::size_t workspace_size(const Arguments& a) { return ::kdl_kernels::gemm_tf32_aux::detail::Host::workspace_size(a); }
+::cudaError_t run(const Arguments& a, void* workspace, ::cudaStream_t stream) { return ::kdl_kernels::gemm_tf32_aux::detail::Host::run(a, workspace, stream); }
 }  // namespace kdl_kernels::gemm_tf32_aux
 
 // ---- C ABI (include/kdl/abi.h) ----
-namespace {
-const char* const kArgNames[] = {"A", "B", "C", "D", "alpha", "beta", "Z"};
-const int32_t kArgKinds[] = {KDL_ARG_TENSOR, KDL_ARG_TENSOR, KDL_ARG_TENSOR, KDL_ARG_TENSOR, KDL_ARG_PARAM, KDL_ARG_PARAM, KDL_ARG_TENSOR};
-const char* const kArgDtypes[] = {"tf32", "tf32", "f32", "f32", "f32", "f32", "f32"};
-const char* const kArgBroadcasts[] = {"", "", "", "", "", "", ""};
-const double kParamDefaults[] = {0, 0, 0, 0, 1, 0, 0};
-const kdl_kernel_info kInfo = {KDL_ABI_VERSION, "gemm_tf32_aux", "gemm", "sm80", 7, kArgNames, kArgKinds, kArgDtypes, kArgBroadcasts, kParamDefaults};
-}  // namespace
-
-extern "C" const kdl_kernel_info* kdl_gemm_tf32_aux_info(void) { return &kInfo; }
-
-namespace { using Abi = kdl::AbiEntry<kdl_kernels::gemm_tf32_aux::Arguments, &kdl_kernels::gemm_tf32_aux::detail::unpack, &kdl_kernels::gemm_tf32_aux::can_implement, &kdl_kernels::gemm_tf32_aux::workspace_size, &kdl_kernels::gemm_tf32_aux::run>; }
-extern "C" const char* kdl_gemm_tf32_aux_can_implement(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs) { return Abi::can_implement(shape, args, nargs); }
-extern "C" size_t kdl_gemm_tf32_aux_workspace_size(const kdl_gemm_shape* shape) { return Abi::workspace_size(shape); }
-extern "C" int kdl_gemm_tf32_aux_run(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs, void* workspace, size_t workspace_bytes, void* stream) { return Abi::run(shape, args, nargs, workspace, workspace_bytes, stream); }
+extern "C" const ::kdl_kernel_info* kdl_gemm_tf32_aux_info(void) { return ::kdl_kernels::gemm_tf32_aux::detail::Host::abi_info(); }
+extern "C" const char* kdl_gemm_tf32_aux_can_implement(const ::kdl_gemm_shape* shape, const ::kdl_arg* args, ::int32_t nargs) { return ::kdl_kernels::gemm_tf32_aux::detail::Host::abi_can_implement(shape, args, nargs); }
+extern "C" ::size_t kdl_gemm_tf32_aux_workspace_size(const ::kdl_gemm_shape* shape) { return ::kdl_kernels::gemm_tf32_aux::detail::Host::abi_workspace_size(shape); }
+extern "C" int kdl_gemm_tf32_aux_run(const ::kdl_gemm_shape* shape, const ::kdl_arg* args, ::int32_t nargs, void* workspace, ::size_t workspace_bytes, void* stream) { return ::kdl_kernels::gemm_tf32_aux::detail::Host::abi_run(shape, args, nargs, workspace, workspace_bytes, stream); }

@@ -15,20 +15,20 @@ inline constexpr const char* kArch = "sm80";
 struct Arguments {
   int m = 0, n = 0, k = 0;  // D is m x n; the reduction is over k
   int batch = 1;
-  const float* A = nullptr; int64_t lda = 0; int64_t batch_stride_A = 0;  // tf32 m x k, row-major
-  const float* B = nullptr; int64_t ldb = 0; int64_t batch_stride_B = 0;  // tf32 k x n, column-major
-  const float* C = nullptr; int64_t ldc = 0; int64_t batch_stride_C = 0;  // f32 m x n; may be null (reads as 0)
-  float* D = nullptr; int64_t ldd = 0; int64_t batch_stride_D = 0;  // f32 m x n
+  const float* A = nullptr; ::int64_t lda = 0; ::int64_t batch_stride_A = 0;  // tf32 m x k, row-major
+  const float* B = nullptr; ::int64_t ldb = 0; ::int64_t batch_stride_B = 0;  // tf32 k x n, column-major
+  const float* C = nullptr; ::int64_t ldc = 0; ::int64_t batch_stride_C = 0;  // f32 m x n; may be null (reads as 0)
+  float* D = nullptr; ::int64_t ldd = 0; ::int64_t batch_stride_D = 0;  // f32 m x n
   float alpha = 1.0f;
   float beta = 0.0f;
-  float* Z = nullptr; int64_t ldz = 0; int64_t batch_stride_Z = 0;  // f32 m x n
+  float* Z = nullptr; ::int64_t ldz = 0; ::int64_t batch_stride_Z = 0;  // f32 m x n
 };
 
 // nullptr when run() can run these arguments on the current device, else what is wrong.
 const char* can_implement(const Arguments& args);
 // Bytes of device workspace run() needs (0 unless split-K runs more than one slice).
-size_t workspace_size(const Arguments& args);
+::size_t workspace_size(const Arguments& args);
 // Enqueues the kernel on `stream`; cudaErrorInvalidValue when can_implement() rejects the arguments.
-cudaError_t run(const Arguments& args, void* workspace = nullptr, cudaStream_t stream = nullptr);
+::cudaError_t run(const Arguments& args, void* workspace = nullptr, ::cudaStream_t stream = nullptr);
 
 }  // namespace kdl_kernels::gemm_tf32_aux

@@ -17,11 +17,11 @@ inline constexpr int kMaxSplitK = 4;
 struct Arguments {
   int m = 0, n = 0, k = 0;  // D is m x n; the reduction is over k
   int batch = 1;
-  int split_k = 4;  // serial split-K slices, 1..kMaxSplitK (needs a workspace when > 1)
-  const __nv_bfloat16* A = nullptr; int64_t lda = 0; int64_t batch_stride_A = 0;  // bf16 m x k, row-major
-  const __nv_bfloat16* B = nullptr; int64_t ldb = 0; int64_t batch_stride_B = 0;  // bf16 k x n, column-major
-  const __nv_bfloat16* C = nullptr; int64_t ldc = 0; int64_t batch_stride_C = 0;  // bf16 m x n; may be null (reads as 0)
-  __nv_bfloat16* D = nullptr; int64_t ldd = 0; int64_t batch_stride_D = 0;  // bf16 m x n
+  int split_k = 1;  // serial split-K slices, 1..kMaxSplitK (needs a workspace when > 1)
+  const ::__nv_bfloat16* A = nullptr; ::int64_t lda = 0; ::int64_t batch_stride_A = 0;  // bf16 m x k, row-major
+  const ::__nv_bfloat16* B = nullptr; ::int64_t ldb = 0; ::int64_t batch_stride_B = 0;  // bf16 k x n, column-major
+  const ::__nv_bfloat16* C = nullptr; ::int64_t ldc = 0; ::int64_t batch_stride_C = 0;  // bf16 m x n; may be null (reads as 0)
+  ::__nv_bfloat16* D = nullptr; ::int64_t ldd = 0; ::int64_t batch_stride_D = 0;  // bf16 m x n
   float alpha = 1.0f;
   float beta = 0.0f;
 };
@@ -29,8 +29,8 @@ struct Arguments {
 // nullptr when run() can run these arguments on the current device, else what is wrong.
 const char* can_implement(const Arguments& args);
 // Bytes of device workspace run() needs (0 unless split-K runs more than one slice).
-size_t workspace_size(const Arguments& args);
+::size_t workspace_size(const Arguments& args);
 // Enqueues the kernel on `stream`; cudaErrorInvalidValue when can_implement() rejects the arguments.
-cudaError_t run(const Arguments& args, void* workspace = nullptr, cudaStream_t stream = nullptr);
+::cudaError_t run(const Arguments& args, void* workspace = nullptr, ::cudaStream_t stream = nullptr);
 
 }  // namespace kdl_kernels::gemm_bf16_splitk

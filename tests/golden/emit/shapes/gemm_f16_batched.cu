@@ -3,34 +3,32 @@
 // Compile: nvcc -std=c++17 -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90 -I<kdl include dir> -c gemm_f16_batched.cu
 #include "gemm_f16_batched.h"
 
-#include <kdl/abi.h>
 #include <kdl/activations.cuh>
 #include <kdl/epilogue.cuh>
+#include <kdl/gemm_host.h>
 #include <kdl/gemm_sm80_tma.cuh>
 #include <kdl/numeric.cuh>
-#include <kdl/runtime.h>
 
-namespace kdl_kernels::gemm_f16_batched {
-namespace detail {
+namespace kdl_kernels::gemm_f16_batched::detail {
 
 // D = scale * acc
 struct Epilogue {
   struct Params {
-    half* D; int64_t ldd; int64_t batch_stride_D;
+    ::half* D; ::int64_t ldd; ::int64_t batch_stride_D;
     float scale;
   };
   struct State {
   };
 
   template <int V>
-  __device__ __forceinline__ void apply(const Params& p, State& s, const kdl::EpilogueCoord& c, const float (&acc)[V]) const {
+  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
     (void)s;
     float out_D[V];
     #pragma unroll
     for (int i = 0; i < V; ++i) {
       out_D[i] = (p.scale * acc[i]);
     }
-    kdl::store_tile<half, V>(p.D, p.ldd, p.batch_stride_D, c, out_D);
+    ::kdl::store_tile<::half, V>(p.D, p.ldd, p.batch_stride_D, c, out_D);
   }
 
   __device__ __forceinline__ void finish(const Params& p, State& s) const {
@@ -41,81 +39,33 @@ struct Epilogue {
 // mma: mma.sync.aligned.m16n8k16 (f16 x f16 -> f32)
 // warps: 2 x 2 = 4 warps, 128 threads; warp tile 32 x 32 (2 x 4 mma tiles of 16x8)
 // stages: 3
-using Gemm = kdl::GemmSm80Tma<half, kdl::RowMajor, 8, half, kdl::ColMajor, 8, float, 64, 64, 64, 2, 2, 3, true, Epilogue>;
+// The kernel for kdl::GemmHost: its template instance and its arguments in C ABI order.
+struct Kernel {
+  using Arguments = ::kdl_kernels::gemm_f16_batched::Arguments;
+  using Epilogue = ::kdl_kernels::gemm_f16_batched::detail::Epilogue;
+  using Params = Epilogue::Params;
+  using Gemm = ::kdl::GemmSm80Tma<::half, ::kdl::RowMajor, 8, ::half, ::kdl::ColMajor, 8, float, 64, 64, 64, 2, 2, 3, true, Epilogue>;
+  static constexpr const char* kName = "gemm_f16_batched";
+  static constexpr const char* kOp = "gemm";
+  static constexpr ::kdl::KernelTarget kTarget = {"sm80", 80, false};
+  static constexpr auto kArgs = ::std::make_tuple(
+      ::kdl::arg::mainloop("A", "f16", &Arguments::A, &Arguments::lda, &Arguments::batch_stride_A, 8),
+      ::kdl::arg::mainloop("B", "f16", &Arguments::B, &Arguments::ldb, &Arguments::batch_stride_B, 8),
+      ::kdl::arg::tensor("D", "f16", &Arguments::D, &Arguments::ldd, &Arguments::batch_stride_D, &Params::D, &Params::ldd, &Params::batch_stride_D),
+      ::kdl::arg::param("scale", &Arguments::scale, &Params::scale));
+};
+using Host = ::kdl::GemmHost<Kernel>;
 
-constexpr const char* kName = "gemm_f16_batched";
+}  // namespace kdl_kernels::gemm_f16_batched::detail
 
-inline kdl::GemmProblem problem_of(const Arguments& a) {
-  return kdl::GemmProblem{a.m, a.n, a.k, a.batch, a.A, a.lda, a.batch_stride_A, a.B, a.ldb, a.batch_stride_B, 1};
-}
-
-inline Epilogue::Params params_of(const Arguments& a) {
-  Epilogue::Params ep;
-  ep.D = a.D; ep.ldd = a.ldd; ep.batch_stride_D = a.batch_stride_D;
-  ep.scale = a.scale;
-  return ep;
-}
-
-}  // namespace detail
-
-const char* can_implement(const Arguments& a) {
-  using namespace detail;
-  if (a.m < 0 || a.n < 0 || a.k < 0)
-    return kdl::error_message("%s: negative problem size (m=%d, n=%d, k=%d)", kName, a.m, a.n, a.k);
-  if (a.batch < 1) return kdl::error_message("%s: batch (%d) must be at least 1", kName, a.batch);
-  if (const char* e = kdl::check_device_arch(kName, "sm80", 80, false)) return e;
-  if (a.m == 0 || a.n == 0) return nullptr;  // nothing to compute
-  if (a.k > 0) {
-    if (const char* e = kdl::check_mainloop_operand(kName, "A", a.A, a.lda, a.batch_stride_A, 8, a.batch)) return e;
-    if (const char* e = kdl::check_mainloop_operand(kName, "B", a.B, a.ldb, a.batch_stride_B, 8, a.batch)) return e;
-  }
-  if (const char* e = kdl::check_epilogue_tensor(kName, "D", a.D, a.ldd, a.batch_stride_D, a.m, a.n, a.batch, false)) return e;
-  return Gemm::can_implement(problem_of(a));
-}
-
-size_t workspace_size(const Arguments& a) {
-  return detail::Gemm::workspace_size(detail::problem_of(a));
-}
-
-cudaError_t run(const Arguments& a, void* workspace, cudaStream_t stream) {
-  using namespace detail;
-  if (can_implement(a) != nullptr) return cudaErrorInvalidValue;
-  const kdl::GemmProblem problem = problem_of(a);
-  if (Gemm::workspace_size(problem) > 0 && workspace == nullptr) return cudaErrorInvalidValue;
-  return Gemm::run(problem, params_of(a), workspace, stream);
-}
-
-namespace detail {
-constexpr int32_t kNumArgs = 4;
-// kdl_gemm_shape + kdl_arg[] (include/kdl/abi.h) -> Arguments; nullptr or what is wrong.
-inline const char* unpack(const kdl_gemm_shape* s, const kdl_arg* args, int32_t nargs, Arguments& a) {
-  if (const char* e = kdl::check_abi_shape(kName, s)) return e;
-  if (nargs != kNumArgs) return kdl::error_message("%s: %d arguments given, the kernel takes %d", kName, (int)nargs, (int)kNumArgs);
-  if (args == nullptr) return kdl::error_message("%s: args is null", kName);
-  a.m = (int)s->m; a.n = (int)s->n; a.k = (int)s->k; a.batch = (int)s->batch;
-  if (s->split_k != 1) return kdl::error_message("%s: split_k (%d) must be 1; the kernel has no split-K", kName, (int)s->split_k);
-  a.A = static_cast<const half*>(args[0].data); a.lda = args[0].ld; a.batch_stride_A = args[0].batch_stride;
-  a.B = static_cast<const half*>(args[1].data); a.ldb = args[1].ld; a.batch_stride_B = args[1].batch_stride;
-  a.D = static_cast<half*>(args[2].data); a.ldd = args[2].ld; a.batch_stride_D = args[2].batch_stride;
-  a.scale = (float)args[3].value;
-  return nullptr;
-}
-}  // namespace detail
+namespace kdl_kernels::gemm_f16_batched {
+const char* can_implement(const Arguments& a) { return ::kdl_kernels::gemm_f16_batched::detail::Host::can_implement(a); }
+::size_t workspace_size(const Arguments& a) { return ::kdl_kernels::gemm_f16_batched::detail::Host::workspace_size(a); }
+::cudaError_t run(const Arguments& a, void* workspace, ::cudaStream_t stream) { return ::kdl_kernels::gemm_f16_batched::detail::Host::run(a, workspace, stream); }
 }  // namespace kdl_kernels::gemm_f16_batched
 
 // ---- C ABI (include/kdl/abi.h) ----
-namespace {
-const char* const kArgNames[] = {"A", "B", "D", "scale"};
-const int32_t kArgKinds[] = {KDL_ARG_TENSOR, KDL_ARG_TENSOR, KDL_ARG_TENSOR, KDL_ARG_PARAM};
-const char* const kArgDtypes[] = {"f16", "f16", "f16", "f32"};
-const char* const kArgBroadcasts[] = {"", "", "", ""};
-const double kParamDefaults[] = {0, 0, 0, 0.125};
-const kdl_kernel_info kInfo = {KDL_ABI_VERSION, "gemm_f16_batched", "gemm", "sm80", 4, kArgNames, kArgKinds, kArgDtypes, kArgBroadcasts, kParamDefaults};
-}  // namespace
-
-extern "C" const kdl_kernel_info* kdl_gemm_f16_batched_info(void) { return &kInfo; }
-
-namespace { using Abi = kdl::AbiEntry<kdl_kernels::gemm_f16_batched::Arguments, &kdl_kernels::gemm_f16_batched::detail::unpack, &kdl_kernels::gemm_f16_batched::can_implement, &kdl_kernels::gemm_f16_batched::workspace_size, &kdl_kernels::gemm_f16_batched::run>; }
-extern "C" const char* kdl_gemm_f16_batched_can_implement(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs) { return Abi::can_implement(shape, args, nargs); }
-extern "C" size_t kdl_gemm_f16_batched_workspace_size(const kdl_gemm_shape* shape) { return Abi::workspace_size(shape); }
-extern "C" int kdl_gemm_f16_batched_run(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs, void* workspace, size_t workspace_bytes, void* stream) { return Abi::run(shape, args, nargs, workspace, workspace_bytes, stream); }
+extern "C" const ::kdl_kernel_info* kdl_gemm_f16_batched_info(void) { return ::kdl_kernels::gemm_f16_batched::detail::Host::abi_info(); }
+extern "C" const char* kdl_gemm_f16_batched_can_implement(const ::kdl_gemm_shape* shape, const ::kdl_arg* args, ::int32_t nargs) { return ::kdl_kernels::gemm_f16_batched::detail::Host::abi_can_implement(shape, args, nargs); }
+extern "C" ::size_t kdl_gemm_f16_batched_workspace_size(const ::kdl_gemm_shape* shape) { return ::kdl_kernels::gemm_f16_batched::detail::Host::abi_workspace_size(shape); }
+extern "C" int kdl_gemm_f16_batched_run(const ::kdl_gemm_shape* shape, const ::kdl_arg* args, ::int32_t nargs, void* workspace, ::size_t workspace_bytes, void* stream) { return ::kdl_kernels::gemm_f16_batched::detail::Host::abi_run(shape, args, nargs, workspace, workspace_bytes, stream); }

@@ -3,35 +3,33 @@
 // Compile: nvcc -std=c++17 -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90 -I<kdl include dir> -c mlp_up_bf16_bias_gelu.cu
 #include "mlp_up_bf16_bias_gelu.h"
 
-#include <kdl/abi.h>
 #include <kdl/activations.cuh>
 #include <kdl/epilogue.cuh>
+#include <kdl/gemm_host.h>
 #include <kdl/gemm_sm80.cuh>
 #include <kdl/numeric.cuh>
-#include <kdl/runtime.h>
 
-namespace kdl_kernels::mlp_up_bf16_bias_gelu {
-namespace detail {
+namespace kdl_kernels::mlp_up_bf16_bias_gelu::detail {
 
 // D = gelu(acc + bias)
 struct Epilogue {
   struct Params {
-    __nv_bfloat16* D; int64_t ldd; int64_t batch_stride_D;
-    const float* bias; int64_t batch_stride_bias;  // [col]
+    ::__nv_bfloat16* D; ::int64_t ldd; ::int64_t batch_stride_D;
+    const float* bias; ::int64_t batch_stride_bias;  // [col]
   };
   struct State {
   };
 
   template <int V>
-  __device__ __forceinline__ void apply(const Params& p, State& s, const kdl::EpilogueCoord& c, const float (&acc)[V]) const {
+  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
     (void)s;
-    float in_bias[V]; kdl::load_col_broadcast<float, V>(p.bias, p.batch_stride_bias, c, in_bias);
+    float in_bias[V]; ::kdl::load_col_broadcast<float, V>(p.bias, p.batch_stride_bias, c, in_bias);
     float out_D[V];
     #pragma unroll
     for (int i = 0; i < V; ++i) {
-      out_D[i] = kdl::gelu((acc[i] + in_bias[i]));
+      out_D[i] = ::kdl::gelu((acc[i] + in_bias[i]));
     }
-    kdl::store_tile<__nv_bfloat16, V>(p.D, p.ldd, p.batch_stride_D, c, out_D);
+    ::kdl::store_tile<::__nv_bfloat16, V>(p.D, p.ldd, p.batch_stride_D, c, out_D);
   }
 
   __device__ __forceinline__ void finish(const Params& p, State& s) const {
@@ -42,82 +40,33 @@ struct Epilogue {
 // mma: mma.sync.aligned.m16n8k16 (bf16 x bf16 -> f32)
 // warps: 2 x 4 = 8 warps, 256 threads; warp tile 64 x 64 (4 x 8 mma tiles of 16x8)
 // stages: 3
-using Gemm = kdl::GemmSm80<__nv_bfloat16, kdl::RowMajor, 8, __nv_bfloat16, kdl::ColMajor, 8, float, 128, 256, 32, 2, 4, 3, false, Epilogue>;
+// The kernel for kdl::GemmHost: its template instance and its arguments in C ABI order.
+struct Kernel {
+  using Arguments = ::kdl_kernels::mlp_up_bf16_bias_gelu::Arguments;
+  using Epilogue = ::kdl_kernels::mlp_up_bf16_bias_gelu::detail::Epilogue;
+  using Params = Epilogue::Params;
+  using Gemm = ::kdl::GemmSm80<::__nv_bfloat16, ::kdl::RowMajor, 8, ::__nv_bfloat16, ::kdl::ColMajor, 8, float, 128, 256, 32, 2, 4, 3, false, Epilogue>;
+  static constexpr const char* kName = "mlp_up_bf16_bias_gelu";
+  static constexpr const char* kOp = "gemm";
+  static constexpr ::kdl::KernelTarget kTarget = {"sm80", 80, false};
+  static constexpr auto kArgs = ::std::make_tuple(
+      ::kdl::arg::mainloop("A", "bf16", &Arguments::A, &Arguments::lda, &Arguments::batch_stride_A, 8),
+      ::kdl::arg::mainloop("B", "bf16", &Arguments::B, &Arguments::ldb, &Arguments::batch_stride_B, 8),
+      ::kdl::arg::tensor("D", "bf16", &Arguments::D, &Arguments::ldd, &Arguments::batch_stride_D, &Params::D, &Params::ldd, &Params::batch_stride_D),
+      ::kdl::arg::vector("bias", "f32", "col", &Arguments::bias, &Arguments::batch_stride_bias, &Params::bias, &Params::batch_stride_bias));
+};
+using Host = ::kdl::GemmHost<Kernel>;
 
-constexpr const char* kName = "mlp_up_bf16_bias_gelu";
+}  // namespace kdl_kernels::mlp_up_bf16_bias_gelu::detail
 
-inline kdl::GemmProblem problem_of(const Arguments& a) {
-  return kdl::GemmProblem{a.m, a.n, a.k, a.batch, a.A, a.lda, a.batch_stride_A, a.B, a.ldb, a.batch_stride_B, 1};
-}
-
-inline Epilogue::Params params_of(const Arguments& a) {
-  Epilogue::Params ep;
-  ep.D = a.D; ep.ldd = a.ldd; ep.batch_stride_D = a.batch_stride_D;
-  ep.bias = a.bias; ep.batch_stride_bias = a.batch_stride_bias;
-  return ep;
-}
-
-}  // namespace detail
-
-const char* can_implement(const Arguments& a) {
-  using namespace detail;
-  if (a.m < 0 || a.n < 0 || a.k < 0)
-    return kdl::error_message("%s: negative problem size (m=%d, n=%d, k=%d)", kName, a.m, a.n, a.k);
-  if (a.batch < 1) return kdl::error_message("%s: batch (%d) must be at least 1", kName, a.batch);
-  if (const char* e = kdl::check_device_arch(kName, "sm80", 80, false)) return e;
-  if (a.m == 0 || a.n == 0) return nullptr;  // nothing to compute
-  if (a.k > 0) {
-    if (const char* e = kdl::check_mainloop_operand(kName, "A", a.A, a.lda, a.batch_stride_A, 8, a.batch)) return e;
-    if (const char* e = kdl::check_mainloop_operand(kName, "B", a.B, a.ldb, a.batch_stride_B, 8, a.batch)) return e;
-  }
-  if (const char* e = kdl::check_epilogue_tensor(kName, "D", a.D, a.ldd, a.batch_stride_D, a.m, a.n, a.batch, false)) return e;
-  if (const char* e = kdl::check_device_pointer(kName, "bias", a.bias)) return e;
-  return Gemm::can_implement(problem_of(a));
-}
-
-size_t workspace_size(const Arguments& a) {
-  return detail::Gemm::workspace_size(detail::problem_of(a));
-}
-
-cudaError_t run(const Arguments& a, void* workspace, cudaStream_t stream) {
-  using namespace detail;
-  if (can_implement(a) != nullptr) return cudaErrorInvalidValue;
-  const kdl::GemmProblem problem = problem_of(a);
-  if (Gemm::workspace_size(problem) > 0 && workspace == nullptr) return cudaErrorInvalidValue;
-  return Gemm::run(problem, params_of(a), workspace, stream);
-}
-
-namespace detail {
-constexpr int32_t kNumArgs = 4;
-// kdl_gemm_shape + kdl_arg[] (include/kdl/abi.h) -> Arguments; nullptr or what is wrong.
-inline const char* unpack(const kdl_gemm_shape* s, const kdl_arg* args, int32_t nargs, Arguments& a) {
-  if (const char* e = kdl::check_abi_shape(kName, s)) return e;
-  if (nargs != kNumArgs) return kdl::error_message("%s: %d arguments given, the kernel takes %d", kName, (int)nargs, (int)kNumArgs);
-  if (args == nullptr) return kdl::error_message("%s: args is null", kName);
-  a.m = (int)s->m; a.n = (int)s->n; a.k = (int)s->k; a.batch = (int)s->batch;
-  if (s->split_k != 1) return kdl::error_message("%s: split_k (%d) must be 1; the kernel has no split-K", kName, (int)s->split_k);
-  a.A = static_cast<const __nv_bfloat16*>(args[0].data); a.lda = args[0].ld; a.batch_stride_A = args[0].batch_stride;
-  a.B = static_cast<const __nv_bfloat16*>(args[1].data); a.ldb = args[1].ld; a.batch_stride_B = args[1].batch_stride;
-  a.D = static_cast<__nv_bfloat16*>(args[2].data); a.ldd = args[2].ld; a.batch_stride_D = args[2].batch_stride;
-  a.bias = static_cast<const float*>(args[3].data); a.batch_stride_bias = args[3].batch_stride;
-  return nullptr;
-}
-}  // namespace detail
+namespace kdl_kernels::mlp_up_bf16_bias_gelu {
+const char* can_implement(const Arguments& a) { return ::kdl_kernels::mlp_up_bf16_bias_gelu::detail::Host::can_implement(a); }
+::size_t workspace_size(const Arguments& a) { return ::kdl_kernels::mlp_up_bf16_bias_gelu::detail::Host::workspace_size(a); }
+::cudaError_t run(const Arguments& a, void* workspace, ::cudaStream_t stream) { return ::kdl_kernels::mlp_up_bf16_bias_gelu::detail::Host::run(a, workspace, stream); }
 }  // namespace kdl_kernels::mlp_up_bf16_bias_gelu
 
 // ---- C ABI (include/kdl/abi.h) ----
-namespace {
-const char* const kArgNames[] = {"A", "B", "D", "bias"};
-const int32_t kArgKinds[] = {KDL_ARG_TENSOR, KDL_ARG_TENSOR, KDL_ARG_TENSOR, KDL_ARG_VECTOR};
-const char* const kArgDtypes[] = {"bf16", "bf16", "bf16", "f32"};
-const char* const kArgBroadcasts[] = {"", "", "", "col"};
-const double kParamDefaults[] = {0, 0, 0, 0};
-const kdl_kernel_info kInfo = {KDL_ABI_VERSION, "mlp_up_bf16_bias_gelu", "gemm", "sm80", 4, kArgNames, kArgKinds, kArgDtypes, kArgBroadcasts, kParamDefaults};
-}  // namespace
-
-extern "C" const kdl_kernel_info* kdl_mlp_up_bf16_bias_gelu_info(void) { return &kInfo; }
-
-namespace { using Abi = kdl::AbiEntry<kdl_kernels::mlp_up_bf16_bias_gelu::Arguments, &kdl_kernels::mlp_up_bf16_bias_gelu::detail::unpack, &kdl_kernels::mlp_up_bf16_bias_gelu::can_implement, &kdl_kernels::mlp_up_bf16_bias_gelu::workspace_size, &kdl_kernels::mlp_up_bf16_bias_gelu::run>; }
-extern "C" const char* kdl_mlp_up_bf16_bias_gelu_can_implement(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs) { return Abi::can_implement(shape, args, nargs); }
-extern "C" size_t kdl_mlp_up_bf16_bias_gelu_workspace_size(const kdl_gemm_shape* shape) { return Abi::workspace_size(shape); }
-extern "C" int kdl_mlp_up_bf16_bias_gelu_run(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs, void* workspace, size_t workspace_bytes, void* stream) { return Abi::run(shape, args, nargs, workspace, workspace_bytes, stream); }
+extern "C" const ::kdl_kernel_info* kdl_mlp_up_bf16_bias_gelu_info(void) { return ::kdl_kernels::mlp_up_bf16_bias_gelu::detail::Host::abi_info(); }
+extern "C" const char* kdl_mlp_up_bf16_bias_gelu_can_implement(const ::kdl_gemm_shape* shape, const ::kdl_arg* args, ::int32_t nargs) { return ::kdl_kernels::mlp_up_bf16_bias_gelu::detail::Host::abi_can_implement(shape, args, nargs); }
+extern "C" ::size_t kdl_mlp_up_bf16_bias_gelu_workspace_size(const ::kdl_gemm_shape* shape) { return ::kdl_kernels::mlp_up_bf16_bias_gelu::detail::Host::abi_workspace_size(shape); }
+extern "C" int kdl_mlp_up_bf16_bias_gelu_run(const ::kdl_gemm_shape* shape, const ::kdl_arg* args, ::int32_t nargs, void* workspace, ::size_t workspace_bytes, void* stream) { return ::kdl_kernels::mlp_up_bf16_bias_gelu::detail::Host::abi_run(shape, args, nargs, workspace, workspace_bytes, stream); }

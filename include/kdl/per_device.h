@@ -1,0 +1,76 @@
+// kdl/per_device.h -- host-side set-up done once per CUDA device, safely from many host threads.
+//
+// Some launch set-up is a property of the device, not of the process: the dynamic shared-memory
+// opt-in of a kernel (cudaFuncSetAttribute acts on the current device only) and whether the image
+// loaded for a device has a kernel's sm_90 code. A function-local `static bool` would do it for the
+// first device only (a kernel that ran on device 0 then fails on device 1) and races between host
+// threads. These tables hold one state per device ordinal.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <mutex>
+
+namespace kdl {
+
+// The current device's ordinal, or -1 (and the CUDA error cleared) when there is none.
+inline int current_device() {
+  int dev = -1;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return dev;
+}
+
+// Runs a set-up step once per device until it succeeds: later calls for that device return
+// cudaSuccess without running it; a failure is returned and the next call tries again. Concurrent
+// first calls for one device run it once (the others wait). Devices beyond kMaxDevices (or -1) run
+// it on every call: correct, only slower.
+class PerDeviceOnce {
+ public:
+  static constexpr int kMaxDevices = 64;
+
+  template <class SetUp>
+  cudaError_t run(int dev, SetUp&& set_up) {
+    if (dev < 0 || dev >= kMaxDevices) return set_up();
+    if (done_[dev].load(std::memory_order_acquire)) return cudaSuccess;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_[dev].load(std::memory_order_relaxed)) return cudaSuccess;
+    const cudaError_t e = set_up();
+    if (e == cudaSuccess) done_[dev].store(true, std::memory_order_release);
+    return e;
+  }
+
+ private:
+  std::mutex mu_;
+  std::atomic<bool> done_[kMaxDevices] = {};
+};
+
+// A yes/no answer about a device, computed by the first caller for that device and kept (both
+// answers). Same threading and range rules as PerDeviceOnce.
+class PerDeviceAnswer {
+ public:
+  static constexpr int kMaxDevices = PerDeviceOnce::kMaxDevices;
+
+  template <class Ask>
+  bool get(int dev, Ask&& ask) {
+    if (dev < 0 || dev >= kMaxDevices) return ask();
+    int s = state_[dev].load(std::memory_order_acquire);
+    if (s != kUnknown) return s == kYes;
+    std::lock_guard<std::mutex> lock(mu_);
+    s = state_[dev].load(std::memory_order_relaxed);
+    if (s == kUnknown) {
+      s = ask() ? kYes : kNo;
+      state_[dev].store(s, std::memory_order_release);
+    }
+    return s == kYes;
+  }
+
+ private:
+  enum : int { kUnknown = 0, kYes = 1, kNo = 2 };
+  std::mutex mu_;
+  std::atomic<int> state_[kMaxDevices] = {};
+};
+
+}  // namespace kdl
