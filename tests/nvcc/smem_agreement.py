@@ -81,7 +81,7 @@ def main():
                   "}"]
         for k in manifest["kernels"]:
             cu = open(os.path.join(out, k["files"]["source"])).read()
-            m = re.search(r"^using Gemm = (kdl::GemmSm80(Tma)?<.*), Epilogue>;$", cu, re.M)
+            m = re.search(r"^\s*using Gemm = ((?:::)?kdl::GemmSm80(Tma)?<.*), Epilogue>;$", cu, re.M)
             if not m:
                 print(f"error: {k['name']}: no `using Gemm = ...;` line in its .cu")
                 return 1
@@ -89,7 +89,7 @@ def main():
             if (k["path"] == "gemm_sm80_tma") != tma:
                 print(f"error: {k['name']}: manifest path {k['path']} but the .cu instantiates {m.group(1)[:20]}...")
                 return 1
-            base = inst.replace("kdl::GemmSm80Tma<", "kdl::GemmSm80<")
+            base = inst.replace("kdl::GemmSm80Tma<", "kdl::GemmSm80<")  # also matches ::kdl::
             checks.append(f'static_assert({inst}::kSmemBytes == {k["parameters"]["smem_bytes"]}, '
                           f'"{k["name"]}: manifest smem_bytes is not the launch");')
             checks.append(f'static_assert(same_layout<{base}>(), "{k["name"]}: header and template layout differ");')

@@ -420,7 +420,7 @@ TEST_CASE("the manifest's smem_bytes is what the launch asks for, and path names
   o.specName = "x.kdl";
   std::vector<EmittedFile> files = emit({p}, o);
   CHECK(contains(files[1].contents, "#include <kdl/gemm_sm80_tma.cuh>"));
-  CHECK(contains(files[1].contents, "using Gemm = kdl::GemmSm80Tma<"));
+  CHECK(contains(files[1].contents, "using Gemm = ::kdl::GemmSm80Tma<"));
   CHECK(contains(files[2].contents, "\"path\": \"gemm_sm80_tma\","));
   CHECK(contains(files[2].contents, "\"smem_bytes\": 50224,"));
   CHECK(contains(files[2].contents, "\"smem_bytes_without_tma\": 49152,"));
@@ -581,7 +581,7 @@ TEST_CASE("emitters read names and types from the plan", "[codegen][plan]") {
   EmitOptions o;
   std::vector<EmittedFile> files = emit({p}, o);
   CHECK(contains(files[0].contents, "int64_t ld_custom = 0;"));
-  CHECK(contains(files[1].contents, "a.ld_custom"));
+  CHECK(contains(files[1].contents, "&Arguments::ld_custom"));
   CHECK(!contains(files[0].contents + files[1].contents, "ldzed"));
   // one rule for boolean epilogue ops (validation types with it, the emitter converts with it)
   for (EpiOp op : {EpiOp::Lt, EpiOp::Le, EpiOp::Gt, EpiOp::Ge, EpiOp::Eq, EpiOp::Ne, EpiOp::And, EpiOp::Or, EpiOp::Not})
