@@ -8,6 +8,11 @@ cd "$(dirname "$0")/.."
 CARRY=.carry/gpu
 OUT=${OUT:-out/bench}
 mkdir -p "$OUT"
+if [ -f "$CARRY/build-kernels-there" ] && [ ! -s "$CARRY/tests.list" ]; then
+  echo "== building the kernel libraries on this machine (tests/gpu/build-kernels.sh)"
+  LD_LIBRARY_PATH="$PWD/$CARRY/bin:${LD_LIBRARY_PATH:-}" tests/gpu/build-kernels.sh "$CARRY/bin/kdlc" /tmp/kdl-gpu-kernels \
+    >"$OUT/build-kernels.log" 2>&1 || { echo "kernel build failed: $OUT/build-kernels.log"; grep "BUILD FAILED" "$OUT/build-kernels.log"; }
+fi
 if [ ! -s "$CARRY/bench.list" ]; then echo "no $CARRY/bench.list: run tests/gpu/prepare.sh first (on the build machine)"; exit 2; fi
 export LD_LIBRARY_PATH="$PWD/$CARRY/bin:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 read -r spec lib <"$CARRY/bench.list"

@@ -6,6 +6,8 @@
 #   .carry/gpu/libs/    one library per spec, built by `kdlc build` (stripped)
 #   .carry/gpu/tests.list, bench.list   "SPEC LIB" lines for tests/gpu/run.sh and bench/run.sh
 # Usage: tests/gpu/prepare.sh            (env: BUILD_DIR=build-gpu, JOBS=nproc, KDL_SHARED=../shared)
+#   KDL_KERNELS_ON_GPU_MACHINE=1: carry kdlc instead of the libraries; tests/gpu/run.sh and bench/run.sh
+#   then build them there first (tests/gpu/build-kernels.sh; 16 cores instead of 2).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD_DIR=${BUILD_DIR:-build-gpu}
@@ -42,32 +44,16 @@ if compgen -G "samples/kernels/*.kdl" >/dev/null; then cp -r samples/kernels/. "
 cp -r "$SHARED/spec/examples/." "$CARRY/specs/examples/"
 cp bench/specs/bench.kdl "$CARRY/specs/bench/"
 
-: >"$CARRY/tests.list"
-: >"$CARRY/bench.list"
-: >"$CARRY/prepare.log"
 status=0
-for spec in "$CARRY"/specs/*/*.kdl; do
-  group=$(basename "$(dirname "$spec")")
-  stem=$(basename "$spec" .kdl)
-  out="$BUILD_DIR/kernels/$group/$stem"
-  echo "== kdlc build $spec"
-  start=$(date +%s)
-  mkdir -p "$(dirname "$out")"
-  if "$BUILD_DIR/kdlc" build "$spec" -o "$out" -j "$JOBS" >"$out.log" 2>&1; then
-    so="$out/lib$stem.so"
-    mkdir -p "$CARRY/libs/$group"
-    cp "$so" "$CARRY/libs/$group/"
-    strip --strip-unneeded "$CARRY/libs/$group/lib$stem.so"
-    rel_spec=${spec#"$CARRY/"}
-    rel_lib="libs/$group/lib$stem.so"
-    if [ "$group" = bench ]; then echo "$rel_spec $rel_lib" >>"$CARRY/bench.list"; else echo "$rel_spec $rel_lib" >>"$CARRY/tests.list"; fi
-    echo "built $spec in $(( $(date +%s) - start )) s" | tee -a "$CARRY/prepare.log"
-  else
-    echo "BUILD FAILED: $spec (log: $out.log)" | tee -a "$CARRY/prepare.log"
-    tail -n 20 "$out.log" || true
-    case "$group" in matrix|bench) status=1 ;; esac
-  fi
-done
+if [ -n "${KDL_KERNELS_ON_GPU_MACHINE:-}" ]; then
+  # kdlc (and the libfmt it needs, copied above) travels; the GPU machine builds the libraries.
+  cp "$BUILD_DIR/kdlc" "$CARRY/bin/" && strip "$CARRY/bin/kdlc"
+  cp -L "$(ldd "$BUILD_DIR/kdlc" | awk '/libfmt/ {print $3}')" "$CARRY/bin/"
+  rm -rf "$CARRY/libs"; : >"$CARRY/tests.list"; : >"$CARRY/bench.list"
+  touch "$CARRY/build-kernels-there"
+else
+  tests/gpu/build-kernels.sh "$BUILD_DIR/kdlc" "$BUILD_DIR/kernels" "$JOBS" || status=1
+fi
 du -sh .carry
 echo "ready: run tests/gpu/run.sh and bench/run.sh on the GPU machine (carry .carry)"
 exit $status

@@ -9,6 +9,11 @@ cd "$(dirname "$0")/../.."
 CARRY=.carry/gpu
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
+if [ -f "$CARRY/build-kernels-there" ] && [ ! -s "$CARRY/tests.list" ]; then
+  echo "== building the kernel libraries on this machine (tests/gpu/build-kernels.sh)"
+  LD_LIBRARY_PATH="$PWD/$CARRY/bin:${LD_LIBRARY_PATH:-}" tests/gpu/build-kernels.sh "$CARRY/bin/kdlc" /tmp/kdl-gpu-kernels \
+    >"$OUT/build-kernels.log" 2>&1 || { echo "kernel build failed: $OUT/build-kernels.log"; grep "BUILD FAILED" "$OUT/build-kernels.log"; }
+fi
 if [ ! -f "$CARRY/tests.list" ]; then
   # On a machine that can build (antlr4, fmt, nvcc): build everything first.
   if command -v antlr4 >/dev/null 2>&1; then tests/gpu/prepare.sh || exit 2
