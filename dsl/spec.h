@@ -140,7 +140,8 @@ struct KernelSpec {
   Field<std::array<int, 2>> filter;
   Field<std::array<int, 2>> stride;
   Epilogue epilogue;
-  size_t sharedMemoryBytes = 0;  // of the chosen stages
+  size_t sharedMemoryBytes = 0;  // the mainloop's, of the chosen stages (the launch adds epilogue
+                                 // staging and barriers: KernelPlan::smemBytes, include/kdl/gemm_sm80_smem.h)
 
   const Operand* operand(const std::string& n) const {
     for (const Operand& o : operands)

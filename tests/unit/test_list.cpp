@@ -193,7 +193,7 @@ TEST_CASE("the text listing shows every field with its origin and location", "[l
   CHECK(contains(text, "  A        : bf16 row align 8    # test.kdl:"));
   CHECK(contains(text, "  C        : bf16 row align 4    # test.kdl:"));
   CHECK(contains(text, ", align explicit\n"));
-  CHECK(contains(text, "  shared memory: 65536 bytes (4 stages)\n"));
+  CHECK(contains(text, "  mainloop shared memory: 65536 bytes (4 stages; the launch's total: kdlc list --plan)\n"));
   CHECK(contains(text, "  epilogue                       # implicit (no epilogue block)\n"));
   CHECK(contains(text, "    param alpha = 1.0;\n    param beta = 0.0;\n    D = alpha * acc + beta * C;\n"));
   CHECK_FALSE(contains(text, "filter"));
@@ -244,7 +244,7 @@ TEST_CASE("the JSON listing is valid, complete and deterministic", "[list]") {
   CHECK(contains(json, "\"params\":[{\"name\":\"alpha\",\"default\":0.125,"));
   CHECK(contains(json, "\"value\":\"alpha * acc * scale\""));
   CHECK(contains(json, "\"filter\":{\"value\":null,\"origin\":\"default\""));
-  CHECK(contains(json, "\"shared_memory_bytes\":"));
+  CHECK(contains(json, "\"mainloop_shared_memory_bytes\":"));
   CHECK(renderSpecsJson(h.sm, {}) == "{\"kernels\":[]}\n");
 }
 

@@ -167,7 +167,8 @@ void kernelText(std::string& out, const SourceManager& sm, const KernelSpec& s) 
     fieldLine(out, sm, "filter", pairOrRuntime(s.filter.value), s.filter);
     fieldLine(out, sm, "stride", pairOrRuntime(s.stride.value), s.stride);
   }
-  out += fmt::format("  shared memory: {} bytes ({} stages)\n", s.sharedMemoryBytes, s.stages.value);
+  out += fmt::format("  mainloop shared memory: {} bytes ({} stages; the launch's total: kdlc list --plan)\n",
+                     s.sharedMemoryBytes, s.stages.value);
   epilogueLines(out, sm, s.epilogue);
 }
 
@@ -258,7 +259,7 @@ std::string kernelJson(const SourceManager& sm, const KernelSpec& s) {
     out += ",\"stride\":" + jsonField(sm, pair(s.stride.value), s.stride);
   }
   out += ",\"epilogue\":" + jsonEpilogue(sm, s.epilogue);
-  out += fmt::format(",\"shared_memory_bytes\":{}}}", s.sharedMemoryBytes);
+  out += fmt::format(",\"mainloop_shared_memory_bytes\":{}}}", s.sharedMemoryBytes);
   return out;
 }
 
