@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <fmt/format.h>
 
+#include "codegen/build_support.h"  // writeNewFile
 #include "codegen/sha256.h"
 
 namespace kdl::codegen {
@@ -81,24 +82,12 @@ bool writeFileAtomic(const std::string& path, const std::string& contents, std::
   std::string existing;
   if (readWholeFile(path, existing) && existing == contents) return true;
   std::string tmp = tempNameFor(path);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    error = fmt::format("cannot write {}: {}", tmp, std::strerror(errno));
+  if (!build_support::writeNewFile(tmp, contents, error)) {
+    ::unlink(tmp.c_str());  // our own name (pid and counter): never another writer's file
+    error = fmt::format("{} (while writing {})", error, path);
     return false;
   }
-  size_t off = 0;
-  while (off < contents.size()) {
-    ssize_t n = ::write(fd, contents.data() + off, contents.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      error = fmt::format("cannot write {}: {}", tmp, std::strerror(errno));
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return false;
-    }
-    off += size_t(n);
-  }
-  if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
     error = fmt::format("cannot write {}: {}", path, std::strerror(errno));
     ::unlink(tmp.c_str());
     return false;
