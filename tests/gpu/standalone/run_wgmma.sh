@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds (unless a prebuilt binary is given in $KDL_PREBUILT) and runs the standalone wgmma test
+# (kdl/wgmma_sm90.cuh on one warpgroup). The build fails on ptxas spills and on "wgmma
+# serialized" (C7515); the header is also compiled for sm_80 to show that it stays includable
+# there. KDL_BUILD_ONLY=1 builds without running (for building here and running on the GPU).
+set -u -o pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../../.." && pwd)"
+NVCC="${NVCC:-nvcc}"
+OUTDIR="${OUT:-$HERE/out}"
+BIN="${KDL_PREBUILT:-$OUTDIR/bin}"
+mkdir -p "$OUTDIR" "$BIN"
+if [ -z "${KDL_PREBUILT:-}" ]; then
+  "$NVCC" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -I"$ROOT/include" \
+    -o "$BIN/test_wgmma_sm90" "$HERE/test_wgmma_sm90.cu" > "$OUTDIR/build_wgmma.log" 2>&1 || { cat "$OUTDIR/build_wgmma.log"; exit 1; }
+  grep -E "ptxas (info|warning)" "$OUTDIR/build_wgmma.log" | grep -E "Used|spill|warning" | sed 's/^/  /'
+  if grep -E "[1-9][0-9]* bytes spill (stores|loads)" "$OUTDIR/build_wgmma.log" >/dev/null; then echo "FAIL: ptxas spills"; exit 1; fi
+  if grep -E "C7515|C7508" "$OUTDIR/build_wgmma.log" >/dev/null; then echo "FAIL: ptxas serialized wgmma / ignored setmaxnreg"; exit 1; fi
+  "$NVCC" -std=c++17 -c -gencode=arch=compute_80,code=sm_80 -I"$ROOT/include" -o /dev/null "$HERE/test_wgmma_sm90.cu" \
+    || { echo "FAIL: header does not compile for sm_80"; exit 1; }
+  echo "build OK: $BIN/test_wgmma_sm90"
+fi
+[ -n "${KDL_BUILD_ONLY:-}" ] && exit 0
+"$BIN/test_wgmma_sm90" 2>&1 | tee "$OUTDIR/test_wgmma.log"
