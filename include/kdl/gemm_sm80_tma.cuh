@@ -20,62 +20,16 @@
 // Built for sm_80 only, the TMA kernel's body is __trap() and run() never launches it.
 // Whether a device can take the TMA path is asked once per device, thread-safely (tma_runnable);
 // uses_tma(p) says which path run(p) takes without running it (for tests and benchmarks).
+// The mbarrier and TMA instructions are kdl/ptx_sm90.cuh's, shared with the sm90a templates.
 #pragma once
 #include "kdl/gemm_sm80.cuh"
 #include "kdl/per_device.h"
+#include "kdl/ptx_sm90.cuh"
 #include "kdl/runtime.h"
 
 namespace kdl {
 
 namespace detail {
-// ---- sm_90 PTX helpers (bodies empty below sm_90; they are only called from sm_90 code) ----
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-#endif
-}
-__device__ __forceinline__ void mbar_fence_init() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-#endif
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-#endif
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  uint32_t done;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
-#endif
-}
-__device__ __forceinline__ void tma_prefetch_desc(const void* desc) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(desc)) : "memory");
-#endif
-}
-// 3-D tiled load (c0 = K element, c1 = M/N row, c2 = batch) into CTA shared memory.
-__device__ __forceinline__ void tma_load_3d(uint32_t dst, const void* desc, uint32_t bar, int c0, int c1, int c2) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(desc)), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
-      : "memory");
-#endif
-}
-
 template <class E> struct TmaDtype;
 template <> struct TmaDtype<half> { static constexpr CUtensorMapDataType value = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; };
 template <> struct TmaDtype<__nv_bfloat16> { static constexpr CUtensorMapDataType value = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; };
@@ -144,29 +98,34 @@ struct GemmSm80Tma {
     const uint32_t raw = smem_u32(kdl_tma_smem);
     const uint32_t pad = ((raw + 1023u) & ~1023u) - raw;
     uint8_t* smem = kdl_tma_smem + pad;
+    // The ring of A stages, then B's, then the barriers: shared-state-space addresses (ldmatrix),
+    // and generic pointers made from them for the TMA/mbarrier helpers (whose conversion back to
+    // the shared state space then folds away).
     const uint32_t sA = raw + pad;
     const uint32_t sB = sA + Stages * kStageBytesA;
-    const uint32_t bar = sA + kBarOffset;
-    auto full_bar = [&](int s) { return bar + 8u * (uint32_t)s; };
-    auto empty_bar = [&](int s) { return bar + 8u * (uint32_t)(Stages + s); };
+    uint8_t* const stages_a = static_cast<uint8_t*>(__cvta_shared_to_generic(sA));
+    uint8_t* const stages_b = static_cast<uint8_t*>(__cvta_shared_to_generic(sB));
+    uint64_t* const bars = static_cast<uint64_t*>(__cvta_shared_to_generic(sA + kBarOffset));
+    auto full_bar = [&](int s) { return bars + s; };
+    auto empty_bar = [&](int s) { return bars + Stages + s; };
 
     if (tid == 0) {
-      detail::tma_prefetch_desc(&P.tmA);
-      detail::tma_prefetch_desc(&P.tmB);
+      sm90::tma_prefetch(&P.tmA);
+      sm90::tma_prefetch(&P.tmB);
 #pragma unroll
       for (int s = 0; s < Stages; ++s) {
-        detail::mbar_init(full_bar(s), 1);
-        detail::mbar_init(empty_bar(s), kWarps);
+        sm90::mbarrier_init(full_bar(s), 1);
+        sm90::mbarrier_init(empty_bar(s), kWarps);
       }
-      detail::mbar_fence_init();
+      sm90::fence_mbarrier_init();
     }
     __syncthreads();
 
     auto issue = [&](int kt) {  // thread 0 only
       const int s = kt % Stages;
-      detail::mbar_arrive_expect_tx(full_bar(s), (uint32_t)(kStageBytesA + kStageBytesB));
-      detail::tma_load_3d(sA + s * kStageBytesA, &P.tmA, full_bar(s), kt * TileK, m0, batch);
-      detail::tma_load_3d(sB + s * kStageBytesB, &P.tmB, full_bar(s), kt * TileK, n0, batch);
+      sm90::mbarrier_arrive_expect_tx(full_bar(s), (uint32_t)(kStageBytesA + kStageBytesB));
+      sm90::tma_load_3d(stages_a + s * kStageBytesA, &P.tmA, full_bar(s), kt * TileK, m0, batch);
+      sm90::tma_load_3d(stages_b + s * kStageBytesB, &P.tmB, full_bar(s), kt * TileK, n0, batch);
     };
 
     using Acc = ElementAcc;
@@ -207,7 +166,7 @@ struct GemmSm80Tma {
       for (int t = 0; t < Stages - 1; ++t)
         if (t < kt_end) issue(t);
     }
-    detail::mbar_wait(full_bar(0), 0);
+    sm90::mbarrier_wait(full_bar(0), 0);
     load_frags(0, sA, sB, 0);
 
     // ---- mainloop ----
@@ -224,7 +183,7 @@ struct GemmSm80Tma {
         if (ks == 0 && tid == 0) {
           const int nt = kt + Stages - 1;
           if (nt < kt_end) {
-            if (kt >= 1) detail::mbar_wait(empty_bar((kt - 1) % Stages), (uint32_t)(((kt - 1) / Stages) & 1));
+            if (kt >= 1) sm90::mbarrier_wait(empty_bar((kt - 1) % Stages), (uint32_t)(((kt - 1) / Stages) & 1));
             issue(nt);
           }
         }
@@ -232,12 +191,12 @@ struct GemmSm80Tma {
         if (ks == kKS - 1) {
           read_stage = (read_stage + 1 == Stages) ? 0 : read_stage + 1;
           if (read_stage == 0) read_phase ^= 1u;
-          if (kt + 1 < kt_end) detail::mbar_wait(full_bar(read_stage), read_phase);
+          if (kt + 1 < kt_end) sm90::mbarrier_wait(full_bar(read_stage), read_phase);
         }
         load_frags((ks + 1) & 1, sA + read_stage * kStageBytesA, sB + read_stage * kStageBytesB, (ks + 1) % kKS);
         if (ks == kKS - 2) {
           __syncwarp();
-          if (lane == 0) detail::mbar_arrive(empty_bar(cur_stage));
+          if (lane == 0) sm90::mbarrier_arrive(empty_bar(cur_stage));
         }
         const int buf = ks & 1;
 #pragma unroll

@@ -1,0 +1,248 @@
+// kdl/ptx_sm90.cuh -- the one set of Hopper (sm_90) PTX helpers: mbarriers, TMA, clusters.
+//
+// Shared by every template that feeds shared memory with TMA (gemm_sm80_tma.cuh, the sm90a
+// templates), so each instruction is spelled once. Each helper names the step of the pipeline
+// it performs; barriers are `uint64_t*` into shared memory, tensor maps are `const CUtensorMap*`
+// (a __grid_constant__ kernel parameter or global memory), shared-memory tiles are generic
+// pointers into shared memory. (A pointer made with __cvta_shared_to_generic from a 32-bit
+// shared address costs nothing: CCCL's conversion back folds away; one made by offsetting a
+// generic pointer may leave an add/subtract of the window base per use.)
+//
+// Where the instructions come from:
+//   CCCL (<cuda/ptx>, CUDA 13.0 ships CCCL 3.0):
+//     mbarrier.init, mbarrier.arrive, mbarrier.arrive.expect_tx, mbarrier.try_wait.parity,
+//     fence.mbarrier_init, fence.proxy.async, cp.async.bulk.tensor (2-D/3-D loads, their
+//     multicast form, 2-D/3-D stores), cp.async.bulk.commit_group / wait_group[.read],
+//     barrier.cluster.arrive / wait, %cluster_ctarank, getctarank.
+//   CUDA's own device builtin: mapa (__cluster_map_shared_rank; CCCL 3.0 has no mapa).
+//   Inline PTX: prefetch.tensormap (CCCL 3.0 has no wrapper for it).
+//
+// The header compiles for every architecture; below sm_90 the bodies are empty (CCCL's
+// wrappers would otherwise leave an unresolved "not supported before SM_90" call), so sm_80
+// code may include it but must not rely on it. The multicast loads need sm_90a (or sm_100a):
+// called from code built for plain sm_90, CCCL's wrapper fails to link, on purpose.
+#pragma once
+#include <cuda.h>  // CUtensorMap (a type only; nothing here links against libcuda)
+#include <stdint.h>
+
+#include <cuda/ptx>
+
+namespace kdl {
+namespace sm90 {
+
+// ---------------------------------------------------------------- mbarriers ----
+// A stage's "full" barrier counts the producer's arrival plus the bytes TMA delivers
+// (expect_tx); its "empty" barrier counts the consumers that have finished reading the stage.
+// Waits use the parity of the phase: a barrier's phase k completes with parity k & 1.
+
+// Sets the barrier's expected arrival count for each phase (one thread, before any use).
+__device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t arrivals) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cuda::ptx::mbarrier_init(bar, arrivals);
+#endif
+}
+
+// Makes the initialised barriers visible to the async proxy (TMA) and to the cluster's other
+// CTAs; follow it with a CTA (or cluster) barrier before any thread uses them.
+__device__ __forceinline__ void fence_mbarrier_init() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+#endif
+}
+
+// One arrival on a barrier of this CTA (release, CTA scope).
+__device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  (void)cuda::ptx::mbarrier_arrive(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, bar);
+#endif
+}
+
+// The producer's arrival on a stage's full barrier, announcing the bytes its TMA loads will
+// deliver to it; the phase completes when they have all landed.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                             bar, bytes);
+#endif
+}
+
+// Blocks until the barrier's phase with this parity has completed.
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+  }
+#endif
+}
+
+// ------------------------------------------------------------------- fences ----
+// Orders this thread's generic-proxy writes to CTA shared memory before later async-proxy
+// accesses (a TMA store reading the tile, a TMA load overwriting it).
+__device__ __forceinline__ void fence_proxy_async_shared() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+#endif
+}
+
+// ---------------------------------------------------------------------- TMA ----
+// Coordinates are in elements, innermost dimension first (c0 = the contiguous one). Loads
+// write CTA shared memory (a shared::cta address is a valid shared::cluster destination) and
+// complete on `bar` of the same CTA; out-of-range elements are zero-filled.
+
+// Pulls the tensor map's descriptor into the cache ahead of the first load that uses it.
+// Inline PTX: CCCL 3.0 has no prefetch.tensormap wrapper.
+__device__ __forceinline__ void tma_prefetch(const CUtensorMap* map) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+#endif
+}
+
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const int32_t coords[2] = {c0, c1};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, bar);
+#endif
+}
+
+__device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1, int c2) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const int32_t coords[3] = {c0, c1, c2};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, bar);
+#endif
+}
+
+// One load delivered to the same shared-memory offset, and completing on the same barrier
+// offset, in every CTA of the cluster whose bit is set in `cta_mask` (bit i = cluster rank i).
+// sm_90a only.
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1,
+                                                      uint16_t cta_mask) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const int32_t coords[2] = {c0, c1};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, bar, cta_mask);
+#endif
+}
+
+__device__ __forceinline__ void tma_load_3d_multicast(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1,
+                                                      int c2, uint16_t cta_mask) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const int32_t coords[3] = {c0, c1, c2};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, bar, cta_mask);
+#endif
+}
+
+// Stores a CTA shared-memory tile to global memory (out-of-range elements are not written).
+// Issue after fence_proxy_async_shared() has ordered the writes that filled the tile; group
+// the stores with tma_store_commit() and reuse the tile after tma_store_wait_read<N>().
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void* src, int c0, int c1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const int32_t coords[2] = {c0, c1};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, map, coords, src);
+#endif
+}
+
+__device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, const void* src, int c0, int c1, int c2) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const int32_t coords[3] = {c0, c1, c2};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, map, coords, src);
+#endif
+}
+
+// Closes the group of TMA stores this thread has issued since the last commit.
+__device__ __forceinline__ void tma_store_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cuda::ptx::cp_async_bulk_commit_group();
+#endif
+}
+
+// Waits until at most `Pending` committed store groups of this thread still read their
+// shared-memory source: the tiles of the others may be overwritten.
+template <int Pending>
+__device__ __forceinline__ void tma_store_wait_read() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<Pending>{});
+#endif
+}
+
+// Waits until at most `Pending` committed store groups of this thread are incomplete: the
+// others' writes to global memory are done (e.g. before the kernel's last instruction).
+template <int Pending>
+__device__ __forceinline__ void tma_store_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<Pending>{});
+#endif
+}
+
+// ----------------------------------------------------------------- clusters ----
+// This CTA's rank in its cluster (0 .. cluster size - 1): the bit it owns in a multicast mask.
+__device__ __forceinline__ uint32_t cluster_cta_rank() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  return cuda::ptx::get_sreg_cluster_ctarank();
+#else
+  return 0;
+#endif
+}
+
+// The rank of the CTA whose shared memory holds `p` (a pointer into the cluster's shared memory).
+__device__ __forceinline__ uint32_t cluster_cta_rank_of(const void* p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  return cuda::ptx::getctarank(cuda::ptx::space_cluster, p);
+#else
+  (void)p;
+  return 0;
+#endif
+}
+
+// The same shared-memory location as `p` (a pointer into this CTA's shared memory) in the CTA
+// of rank `cta_rank` of the cluster (mapa, through CUDA's builtin: CCCL 3.0 has no mapa).
+template <class T>
+__device__ __forceinline__ T* cluster_peer(T* p, uint32_t cta_rank) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  return static_cast<T*>(__cluster_map_shared_rank(p, cta_rank));
+#else
+  (void)cta_rank;
+  return p;
+#endif
+}
+
+// One arrival on the barrier at `bar`'s offset in the CTA of rank `cta_rank` (which may be
+// this one): a consumer releasing a stage that a peer's multicast load fills (release, cluster
+// scope).
+__device__ __forceinline__ void mbarrier_arrive_cluster(uint64_t* bar, uint32_t cta_rank) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cuda::ptx::mbarrier_arrive(cuda::ptx::sem_release, cuda::ptx::scope_cluster, cuda::ptx::space_cluster,
+                             cluster_peer(bar, cta_rank));
+#else
+  (void)bar;
+  (void)cta_rank;
+#endif
+}
+
+// The cluster-wide barrier in its two halves: every thread of every CTA arrives (release:
+// its earlier writes, shared memory included, become visible to the cluster) and later waits
+// (acquire) for all the others' arrivals. Used after fence_mbarrier_init() and before a CTA
+// exits while peers may still write to its shared memory.
+__device__ __forceinline__ void cluster_arrive() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
+#endif
+}
+
+// The arrival without release semantics, for a point that publishes no memory writes.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_relaxed);
+#endif
+}
+
+__device__ __forceinline__ void cluster_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
+#endif
+}
+
+__device__ __forceinline__ void cluster_sync() {
+  cluster_arrive();
+  cluster_wait();
+}
+
+}  // namespace sm90
+}  // namespace kdl
