@@ -4,6 +4,7 @@
 // K/16 wgmma steps accumulate D = A * B^T (64 x N, f32), whose registers are written out through
 // acc_coord(). Checked against an fp64 CPU reference. Build for sm_90a only:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -I include ...
+#include "kdl/ptx_sm90.cuh"
 #include "kdl/wgmma_sm90.cuh"
 #include <cstdio>
 #include <cstdlib>
@@ -59,9 +60,7 @@ __global__ void __launch_bounds__(128, 1) wgmma_tile_kernel(const T* __restrict_
     *reinterpret_cast<T*>(sB + b_offset<TransB>(n, k, N, K)) = B[i];
   }
   // Generic-proxy stores must be made visible to the async proxy that wgmma reads through.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
+  sm90::fence_proxy_async_shared();
   __syncthreads();
 
   float d[N / 2];
