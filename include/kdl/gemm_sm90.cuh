@@ -1,6 +1,6 @@
 // kdl/gemm_sm90.cuh -- the Hopper (sm_90a) GEMM: TMA + wgmma, warp-specialized, persistent.
 //
-// kdl::GemmSm90<ElementA, ElementB, TileM, TileN, TileK, Stages, Epilogue> computes, per batch b,
+// kdl::GemmSm90<ElementA, ElementB, TileM, TileN, TileK, Stages, Epilogue, ClusterM = 1> computes, per batch b,
 //   D[b] = Epilogue(A[b] * B[b])      A: M x K row-major, B: K x N column-major (both K-major),
 // f16 or bf16 operands, f32 accumulation. Its host side has GemmSm80's static interface
 // (kThreads, kSmemBytes, can_implement, workspace_size, run).
@@ -23,14 +23,20 @@
 //     (bands of 8 M-tiles, M fastest inside a band). The ring's stage and phase carry on from
 //     one tile to the next, so the producer loads the next tile while the consumers run the
 //     epilogue of this one.
+//   * ClusterM = 2: clusters of 2 CTAs (grid: SMs / 2 clusters) walk units of 2 tiles adjacent
+//     along M (bands of 4 units); each CTA loads half of the shared B tile and multicasts it to
+//     both (halving B's L2 reads); a stage's empty barrier then counts the consumer warps of
+//     both CTAs (remote arrivals, released at CTA scope: see mbarrier_arrive_cluster_cta_scope),
+//     and no CTA exits before its peer is done with it (a cluster barrier at the end).
 //   * Residues: TMA zero-fills what lies outside M, N, K (3-D tensor maps: K, rows, batch);
 //     the epilogue stores in range only.
 //   * Epilogue (the simple, correct version): each consumer thread maps its accumulator
 //     registers with acc_coord and calls Epilogue::apply<2> for each pair of adjacent columns
 //     (r, r+1) in range, then every thread of the block calls finish. The registers go straight
-//     to global memory (8-byte-wide stores for a 16-bit D); staging through shared memory and a
-//     TMA store that overlaps the next tile's mainloop is later work, as are clusters and
-//     multicast, the pingpong schedule, other layouts and element types.
+//     to global memory (4-byte stores of two 16-bit values) while the consumers' tensor cores
+//     idle; staging through shared memory and a
+//     TMA store that overlaps the next tile's mainloop is later work, as are clusters along N
+//     (multicast of A), the pingpong schedule, other layouts and element types.
 //
 // Shared memory: Stages x (A tile, B tile), every tile 1024-byte aligned (the swizzle atom),
 // then full[Stages] and empty[Stages] barriers; 1 KB slack aligns the dynamic base.
@@ -53,7 +59,7 @@ __global__ void __launch_bounds__(Gemm::kThreads, 1) gemm_sm90_kernel(const __gr
 #endif
 }
 
-template <class ElementA, class ElementB, int TileM, int TileN, int TileK, int Stages, class Epilogue>
+template <class ElementA, class ElementB, int TileM, int TileN, int TileK, int Stages, class Epilogue, int ClusterM = 1>
 struct GemmSm90 {
   static_assert(detail::is_same_t<ElementA, ElementB>::value, "GemmSm90: A and B must have the same element type");
   static_assert(detail::is_same_t<ElementA, half>::value || detail::is_same_t<ElementA, __nv_bfloat16>::value,
@@ -62,8 +68,10 @@ struct GemmSm90 {
   static_assert(TileM == 128 || TileM == 256, "GemmSm90: TileM must be 128 or 256 (two consumer warpgroups of m64 wgmmas)");
   static_assert(TileN == 64 || TileN == 128 || TileN == 256, "GemmSm90: TileN must be 64, 128 or 256 (the wgmma N)");
   static_assert(Stages >= 2 && Stages <= 8, "GemmSm90: Stages must be 2..8");
+  static_assert(ClusterM == 1 || ClusterM == 2, "GemmSm90: ClusterM must be 1 or 2 (clusters of 1 or 2 CTAs along M)");
 
   static constexpr int kConsumers = 2;                  // consumer warpgroups
+  static constexpr int kClusterM = ClusterM;
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kProducerRegs = 40;
   static constexpr int kConsumerRegs = 232;
@@ -74,7 +82,8 @@ struct GemmSm90 {
   static constexpr int kAccRegs = TileN / 2;            // f32 registers of one m64 x TileN accumulator
   static_assert(kMmaM * kAccRegs <= 128, "GemmSm90: the accumulator exceeds 128 registers per consumer thread");
   static constexpr int kK16 = TileK / 16;
-  static constexpr int kRasterGroup = 8;
+  static constexpr int kRasterGroup = 8;                 // M-tiles per raster band
+  static constexpr int kBRowsPerCta = TileN / ClusterM;  // rows of the B tile each CTA of a cluster loads
 
   static constexpr int kTileBytesA = TileM * TileK * 2;
   static constexpr int kTileBytesB = TileN * TileK * 2;
@@ -85,7 +94,7 @@ struct GemmSm90 {
 
   struct KernelParams {
     CUtensorMap tmA;  // {K, M, batch}, box TileK x TileM
-    CUtensorMap tmB;  // {K, N, batch}, box TileK x TileN
+    CUtensorMap tmB;  // {K, N, batch}, box TileK x TileN / ClusterM
     int m, n, batch;
     int tiles_m, tiles_n, ktiles;
     typename Epilogue::Params ep;
@@ -104,11 +113,20 @@ struct GemmSm90 {
     }
   };
 
-  // Tile number t of the persistent walk -> (batch, tm, tn).
-  __device__ __forceinline__ static void tile_coords(const KernelParams& P, int t, int& batch, int& tm, int& tn) {
-    const int per_batch = P.tiles_m * P.tiles_n;
-    batch = t / per_batch;
-    detail::raster_tile<false, kRasterGroup>(t - batch * per_batch, P.tiles_m, P.tiles_n, tm, tn);
+  // Work unit u of the persistent walk (one tile per CTA of the cluster: ClusterM tiles adjacent
+  // along M sharing one B tile) -> this CTA's (batch, tm, tn). A CTA whose tm lies past M still
+  // runs the pipeline (TMA zero-fills; the epilogue stores nothing): its peer needs its half of B.
+  __device__ __forceinline__ static int units_per_batch(const KernelParams& P) {
+    return (P.tiles_m + ClusterM - 1) / ClusterM * P.tiles_n;
+  }
+  __device__ __forceinline__ static void unit_coords(const KernelParams& P, int u, uint32_t cta_rank, int& batch, int& tm,
+                                                     int& tn) {
+    const int per_batch = units_per_batch(P);
+    batch = u / per_batch;
+    int pm;
+    detail::raster_tile<false, kRasterGroup / ClusterM>(u - batch * per_batch, (P.tiles_m + ClusterM - 1) / ClusterM,
+                                                        P.tiles_n, pm, tn);
+    tm = pm * ClusterM + int(cta_rank);
   }
 
   __device__ __forceinline__ static void device_main(const KernelParams& P) {
@@ -123,17 +141,23 @@ struct GemmSm90 {
 
     const int warpgroup = threadIdx.x / 128;
     const int wg_thread = threadIdx.x % 128;
-    const int total_tiles = P.tiles_m * P.tiles_n * P.batch;
+    const int total_units = units_per_batch(P) * P.batch;
+    const int first_unit = blockIdx.x / ClusterM, unit_stride = gridDim.x / ClusterM;
+    const uint32_t cta_rank = ClusterM > 1 ? sm90::cluster_cta_rank() : 0u;
 
     if (threadIdx.x == 0) {
 #pragma unroll
       for (int s = 0; s < Stages; ++s) {
         sm90::mbarrier_init(full_bar(s), 1);                 // the producer's expect_tx arrival
-        sm90::mbarrier_init(empty_bar(s), kConsumers * 4);   // one arrival per consumer warp
+        // One arrival per consumer warp of every CTA of the cluster (each refills part of it).
+        sm90::mbarrier_init(empty_bar(s), kConsumers * 4 * ClusterM);
       }
       sm90::fence_mbarrier_init();
     }
-    __syncthreads();
+    if constexpr (ClusterM > 1)
+      sm90::cluster_sync();  // the peer's barriers are initialised before any remote arrive or multicast
+    else
+      __syncthreads();
 
     Epilogue epilogue{};
     typename Epilogue::State state{};
@@ -145,9 +169,9 @@ struct GemmSm90 {
         sm90::tma_prefetch(&P.tmA);
         sm90::tma_prefetch(&P.tmB);
         Ring ring;
-        for (int t = blockIdx.x; t < total_tiles; t += gridDim.x) {
+        for (int u = first_unit; u < total_units; u += unit_stride) {
           int batch, tm, tn;
-          tile_coords(P, t, batch, tm, tn);
+          unit_coords(P, u, cta_rank, batch, tm, tn);
           for (int kt = 0; kt < P.ktiles; ++kt) {
             // A fresh barrier counts as having completed the phase before its first, so the
             // first pass over the ring (parity 1) does not wait.
@@ -155,8 +179,15 @@ struct GemmSm90 {
             sm90::mbarrier_arrive_expect_tx(full_bar(ring.stage), (uint32_t)kStageBytes);
             sm90::tma_load_3d(__cvta_shared_to_generic(stage_a(ring.stage)), &P.tmA, full_bar(ring.stage), kt * TileK,
                               tm * TileM, batch);
-            sm90::tma_load_3d(__cvta_shared_to_generic(stage_b(ring.stage)), &P.tmB, full_bar(ring.stage), kt * TileK,
-                              tn * TileN, batch);
+            if constexpr (ClusterM == 1) {
+              sm90::tma_load_3d(__cvta_shared_to_generic(stage_b(ring.stage)), &P.tmB, full_bar(ring.stage), kt * TileK,
+                                tn * TileN, batch);
+            } else {  // this CTA's slice of B, to the same place in every CTA of the cluster
+              sm90::tma_load_3d_multicast(
+                  __cvta_shared_to_generic(stage_b(ring.stage) + uint32_t(cta_rank * kBRowsPerCta * 128)), &P.tmB,
+                  full_bar(ring.stage), kt * TileK, tn * TileN + int(cta_rank) * kBRowsPerCta, batch,
+                  uint16_t((1u << ClusterM) - 1));
+            }
             ring.advance();
           }
         }
@@ -169,9 +200,18 @@ struct GemmSm90 {
       const int lane_warp_leader = (wg_thread % 32) == 0;
       float acc[kMmaM][kAccRegs];
       Ring ring;
-      for (int t = blockIdx.x; t < total_tiles; t += gridDim.x) {
+      // Releases a stage in every CTA of the cluster: each one's producer refills its part of it.
+      auto release = [&](int s) {
+        if constexpr (ClusterM == 1) {
+          sm90::mbarrier_arrive(empty_bar(s));
+        } else {
+#pragma unroll
+          for (int r = 0; r < ClusterM; ++r) sm90::mbarrier_arrive_cluster_cta_scope(empty_bar(s), uint32_t(r));
+        }
+      };
+      for (int u = first_unit; u < total_units; u += unit_stride) {
         int batch, tm, tn;
-        tile_coords(P, t, batch, tm, tn);
+        unit_coords(P, u, cta_rank, batch, tm, tn);
 #pragma unroll
         for (int i = 0; i < kMmaM; ++i)
 #pragma unroll
@@ -199,14 +239,14 @@ struct GemmSm90 {
           for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(acc[i]);
           // The previous k-tile's group has completed: its stage may be refilled.
           sm90::wgmma_wait_group<1>();
-          if (prev_stage >= 0 && lane_warp_leader) sm90::mbarrier_arrive(empty_bar(prev_stage));
+          if (prev_stage >= 0 && lane_warp_leader) release(prev_stage);
           prev_stage = ring.stage;
           ring.advance();
         }
         sm90::wgmma_wait_group<0>();
 #pragma unroll
         for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(acc[i]);
-        if (prev_stage >= 0 && lane_warp_leader) sm90::mbarrier_arrive(empty_bar(prev_stage));
+        if (prev_stage >= 0 && lane_warp_leader) release(prev_stage);
 
         // ---- epilogue: registers -> Epilogue::apply<2>, in range only ----
         const int row0 = tm * TileM + consumer * kRowsPerConsumer;
@@ -226,7 +266,11 @@ struct GemmSm90 {
           }
       }
     }
+    __syncwarp();
     epilogue.finish(P.ep, state);
+    // No CTA leaves while a peer may still multicast into its shared memory or arrive on its
+    // barriers: every peer has consumed its last stage before it arrives here.
+    if constexpr (ClusterM > 1) sm90::cluster_sync();
   }
 
   // ------------------------------------------------------------------ host ----
@@ -331,7 +375,8 @@ struct GemmSm90 {
     memset(&kp, 0, sizeof(kp));
     if (p.k > 0) {
       if (cudaError_t e = encode(&kp.tmA, p.A, p.lda, p.batch_stride_a, p.k, p.m, p.batch, TileM); e != cudaSuccess) return e;
-      if (cudaError_t e = encode(&kp.tmB, p.B, p.ldb, p.batch_stride_b, p.k, p.n, p.batch, TileN); e != cudaSuccess) return e;
+      if (cudaError_t e = encode(&kp.tmB, p.B, p.ldb, p.batch_stride_b, p.k, p.n, p.batch, kBRowsPerCta); e != cudaSuccess)
+        return e;
     }
     kp.m = p.m;
     kp.n = p.n;
@@ -340,10 +385,29 @@ struct GemmSm90 {
     kp.tiles_n = (int)tiles_n_of(p);
     kp.ktiles = ktiles_of(p);
     kp.ep = ep;
-    const long long tiles = (long long)kp.tiles_m * kp.tiles_n * p.batch;
-    const unsigned grid = (unsigned)(tiles < sms ? tiles : sms);
-    gemm_sm90_kernel<GemmSm90><<<grid, kThreads, kSmemBytes, stream>>>(kp);
-    return cudaGetLastError();
+    const long long units = (kp.tiles_m + ClusterM - 1) / ClusterM * (long long)kp.tiles_n * p.batch;
+    if constexpr (ClusterM == 1) {
+      const unsigned grid = (unsigned)(units < sms ? units : sms);
+      gemm_sm90_kernel<GemmSm90><<<grid, kThreads, kSmemBytes, stream>>>(kp);
+      return cudaGetLastError();
+    } else {
+      // One cluster per ClusterM SMs (clusters that do not fit at once run after the others).
+      cudaLaunchConfig_t cfg = {};
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeClusterDimension;
+      attr[0].val.clusterDim.x = ClusterM;
+      attr[0].val.clusterDim.y = 1;
+      attr[0].val.clusterDim.z = 1;
+      cfg.blockDim = dim3(kThreads, 1, 1);
+      cfg.dynamicSmemBytes = kSmemBytes;
+      cfg.stream = stream;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      const long long clusters = sms / ClusterM;
+      const long long c = units < clusters ? units : clusters;
+      cfg.gridDim = dim3((unsigned)(c * ClusterM), 1, 1);
+      return cudaLaunchKernelEx(&cfg, gemm_sm90_kernel<GemmSm90>, kp);
+    }
   }
 };
 

@@ -15,7 +15,8 @@
 //     multicast form, 2-D/3-D stores), cp.async.bulk.commit_group / wait_group[.read],
 //     barrier.cluster.arrive / wait, %cluster_ctarank, getctarank.
 //   CUDA's own device builtin: mapa (__cluster_map_shared_rank; CCCL 3.0 has no mapa).
-//   Inline PTX: prefetch.tensormap (CCCL 3.0 has no wrapper for it).
+//   Inline PTX: prefetch.tensormap (CCCL 3.0 has no wrapper for it); a remote mbarrier arrival
+//     with release at CTA scope (CCCL 3.0 has the cluster-scope one only).
 //
 // The header compiles for every architecture; below sm_90 the bodies are empty (CCCL's
 // wrappers would otherwise leave an unresolved "not supported before SM_90" call), so sm_80
@@ -210,6 +211,27 @@ __device__ __forceinline__ void mbarrier_arrive_cluster(uint64_t* bar, uint32_t 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cuda::ptx::mbarrier_arrive(cuda::ptx::sem_release, cuda::ptx::scope_cluster, cuda::ptx::space_cluster,
                              cluster_peer(bar, cta_rank));
+#else
+  (void)bar;
+  (void)cta_rank;
+#endif
+}
+
+// The same arrival with release at CTA scope only (CUTLASS's ClusterBarrier::arrive(cta_id, pred)):
+// for a consumer that only read the stage, its reads completed (wgmma.wait_group) before it
+// arrives, and publishes nothing the peer reads. The cluster-scope release above costs a
+// cluster-wide fence per arrival: GemmSm90 with 2-CTA clusters ran at 0.2-0.4x of its speed
+// without clusters when its consumers released stages with it. Inline PTX: CCCL 3.0 offers
+// shared::cluster arrivals at cluster scope only.
+__device__ __forceinline__ void mbarrier_arrive_cluster_cta_scope(uint64_t* bar, uint32_t cta_rank) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "{\n.reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cta.shared::cluster.b64 _, [remote];\n}\n" ::"r"(
+          static_cast<uint32_t>(__cvta_generic_to_shared(bar))),
+      "r"(cta_rank)
+      : "memory");
 #else
   (void)bar;
   (void)cta_rank;

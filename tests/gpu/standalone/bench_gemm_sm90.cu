@@ -17,8 +17,8 @@
 
 #include "bench_common.cuh"
 
-template <int TM, int TN, int S>
-using Sm90 = kdl::GemmSm90<bf16, bf16, TM, TN, 64, S, StoreEpilogue<bf16>>;
+template <int TM, int TN, int S, int C = 1>
+using Sm90 = kdl::GemmSm90<bf16, bf16, TM, TN, 64, S, StoreEpilogue<bf16>, C>;
 
 static std::function<void()> g_lt_run;
 
@@ -36,6 +36,21 @@ static void bench_cfg(const char* name, int M, int N, int K, Bufs& b, int iters)
   // The card's clock drifts under load (power cap): time ours and cuBLASLt in alternating
   // batches and report each one's median and the median of the per-pair ratios.
   auto ours = [&] { Gemm::run(p, ep, nullptr, 0); };
+  if (Gemm::kClusterM > 1) {  // how many clusters the device can hold at once (the grid has SMs / ClusterM)
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = Gemm::kClusterM;
+    attr[0].val.clusterDim.y = attr[0].val.clusterDim.z = 1;
+    cfg.blockDim = dim3(Gemm::kThreads, 1, 1);
+    cfg.dynamicSmemBytes = Gemm::kSmemBytes;
+    cfg.gridDim = dim3(132, 1, 1);
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    int clusters = -1;
+    cudaError_t e = cudaOccupancyMaxActiveClusters(&clusters, kdl::gemm_sm90_kernel<Gemm>, &cfg);
+    printf("    max active clusters: %d (%s)\n", clusters, cudaGetErrorString(e));
+  }
   std::vector<float> ts, tls, ratio;
   std::vector<double> mhzs;
   for (int r = 0; r < 7; ++r) {
@@ -97,9 +112,12 @@ int main(int argc, char** argv) {
     printf("%dx%dx%d  cuBLASLt %8.3f ms %7.1f TFLOP/s\n", M, N, K, t_lt, flops / (t_lt * 1e-3) / 1e12);
     for (int r = 0; r < rounds; ++r) {
       bench_cfg<Sm90<128, 256, 4>>("Sm90 128x256x64 s4", M, N, K, b, iters);
+      bench_cfg<Sm90<128, 256, 4, 2>>("Sm90 128x256x64 s4 c2x1", M, N, K, b, iters);
       bench_cfg<Sm90<128, 128, 4>>("Sm90 128x128x64 s4", M, N, K, b, iters);
       bench_cfg<Sm90<128, 128, 5>>("Sm90 128x128x64 s5", M, N, K, b, iters);
+      bench_cfg<Sm90<128, 128, 5, 2>>("Sm90 128x128x64 s5 c2x1", M, N, K, b, iters);
       bench_cfg<Sm90<256, 128, 4>>("Sm90 256x128x64 s4", M, N, K, b, iters);
+      bench_cfg<Sm90<256, 128, 4, 2>>("Sm90 256x128x64 s4 c2x1", M, N, K, b, iters);
     }
     cublasLtMatmulPreferenceDestroy(pref); cublasLtMatrixLayoutDestroy(la); cublasLtMatrixLayoutDestroy(lb);
     cublasLtMatrixLayoutDestroy(ld); cublasLtMatmulDescDestroy(op);

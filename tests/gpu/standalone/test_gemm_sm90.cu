@@ -219,20 +219,20 @@ static void run_case(const char* cfg, const char* tname, int M, int N, int K, in
   if (Dref) cudaFree(Dref);
 }
 
-template <class T, int TileM, int TileN, int Stages>
+template <class T, int TileM, int TileN, int Stages, int ClusterM = 1>
 struct Config {
   using Epi = kdl_test::Epilogue<T>;
-  using Gemm = kdl::GemmSm90<T, T, TileM, TileN, 64, Stages, Epi>;
+  using Gemm = kdl::GemmSm90<T, T, TileM, TileN, 64, Stages, Epi, ClusterM>;
   struct G : Gemm {
     using Params = typename Epi::Params;
   };
 };
 
-template <class T, int TileM, int TileN, int Stages>
+template <class T, int TileM, int TileN, int Stages, int ClusterM = 1>
 static void run_config(const char* tname, bool full, bool quick) {
-  using G = typename Config<T, TileM, TileN, Stages>::G;
+  using G = typename Config<T, TileM, TileN, Stages, ClusterM>::G;
   char cfg[64];
-  snprintf(cfg, sizeof cfg, "%dx%dx64 s%d", TileM, TileN, Stages);
+  snprintf(cfg, sizeof cfg, "%dx%dx64 s%d c%dx1", TileM, TileN, Stages, ClusterM);
   const int small_mn[] = {1, 127, 1000};
   const int ks[] = {64, 200, 4096};
   for (int M : small_mn)
@@ -290,6 +290,9 @@ int main(int argc, char** argv) {
   run_config<__nv_bfloat16, 128, 256, 4>("bf16", true, quick);
   run_config<half, 128, 128, 5>("f16", false, quick);
   run_config<half, 128, 256, 4>("f16", false, quick);
+  run_config<__nv_bfloat16, 128, 256, 4, 2>("bf16", true, quick);
+  run_config<__nv_bfloat16, 256, 128, 4, 2>("bf16", false, quick);
+  run_config<half, 128, 128, 5, 2>("f16", false, quick);
 
   printf("%d passed, %d failed\n", g_pass, g_fail);
   cudaFree(g_lt_ws);
