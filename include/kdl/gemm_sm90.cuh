@@ -30,16 +30,20 @@
 //     and no CTA exits before its peer is done with it (a cluster barrier at the end).
 //   * Residues: TMA zero-fills what lies outside M, N, K (3-D tensor maps: K, rows, batch);
 //     the epilogue stores in range only.
-//   * Epilogue (the simple, correct version): each consumer thread maps its accumulator
-//     registers with acc_coord and calls Epilogue::apply<2> for each pair of adjacent columns
-//     (r, r+1) in range, then every thread of the block calls finish. The registers go straight
-//     to global memory (4-byte stores of two 16-bit values) while the consumers' tensor cores
-//     idle; staging through shared memory and a
-//     TMA store that overlaps the next tile's mainloop is later work, as are clusters along N
-//     (multicast of A), the pingpong schedule, other layouts and element types.
+//   * Epilogue: each consumer warp stages its 16 rows of the accumulator through a dedicated
+//     shared-memory buffer (not the mainloop stages), 32 columns at a time (16 x 32 f32, rows
+//     padded to 40 floats: conflict-free float2 writes and 16-byte reads), and hands V
+//     consecutive in-range columns at a time (V = Epilogue::kVectorWidth when declared, else 8)
+//     to Epilogue::apply<V>, so a store_tile becomes one 16-byte store; every thread of the block
+//     then calls finish. The buffer is per warp, so the epilogue needs only __syncwarp (the two
+//     consumer warpgroups never wait on each other). Meanwhile the producer, gated only by the
+//     empty barriers, has already filled up to Stages k-tiles of the next tile. A TMA store that
+//     overlaps the next tile's mainloop is later work, as are clusters along N (multicast of A),
+//     the pingpong schedule, other layouts and element types.
 //
 // Shared memory: Stages x (A tile, B tile), every tile 1024-byte aligned (the swizzle atom),
-// then full[Stages] and empty[Stages] barriers; 1 KB slack aligns the dynamic base.
+// then full[Stages] and empty[Stages] barriers, then the epilogue's staging buffer (8 consumer
+// warps x 16 x 40 f32 = 20 KB); 1 KB slack aligns the dynamic base.
 // The kernel needs the sm_90a target (-gencode=arch=compute_90a,code=sm_90a); built for any
 // other target its body traps, and run() refuses devices that are not compute capability 9.x.
 #pragma once
@@ -89,8 +93,21 @@ struct GemmSm90 {
   static constexpr int kTileBytesB = TileN * TileK * 2;
   static constexpr int kStageBytes = kTileBytesA + kTileBytesB;
   static constexpr int kBarOffset = Stages * kStageBytes;
-  static constexpr int kSmemBytes = 1024 + kBarOffset + 2 * Stages * 8;
-  static_assert(kSmemBytes <= 232448, "GemmSm90: Stages x (TileM + TileN) x 128 B exceeds the 227 KB of shared memory");
+  // Epilogue staging: per consumer warp 16 rows x kEpiCols columns of f32, rows padded by 8 floats.
+  static constexpr int kEpiV = detail::EpilogueVectorWidth<Epilogue>::value;
+  static_assert(kEpiV == 1 || kEpiV == 2 || kEpiV == 4 || kEpiV == 8 || kEpiV == 16,
+                "GemmSm90: the epilogue vector width must be a power of two <= 16");
+  static constexpr int kEpiCols = 32;
+  static constexpr int kEpiStride = kEpiCols + 8;
+  static constexpr int kEpiWarpFloats = 16 * kEpiStride;
+  static constexpr int kEpiVecPerRow = kEpiCols / kEpiV;
+  static constexpr int kEpiItems = 16 * kEpiVecPerRow;  // V-vectors per warp per pass
+  static_assert(kEpiItems % 32 == 0, "GemmSm90: epilogue items must be a multiple of the warp");
+  static constexpr int kEpiOffset = (kBarOffset + 2 * Stages * 8 + 127) & ~127;
+  static constexpr int kEpiBytes = kConsumers * 4 * kEpiWarpFloats * 4;
+  static constexpr int kSmemBytes = 1024 + kEpiOffset + kEpiBytes;
+  static_assert(kSmemBytes <= 232448,
+                "GemmSm90: Stages x (TileM + TileN) x 128 B + the epilogue buffer exceeds the 227 KB of shared memory");
 
   struct KernelParams {
     CUtensorMap tmA;  // {K, M, batch}, box TileK x TileM
@@ -248,22 +265,59 @@ struct GemmSm90 {
         for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(acc[i]);
         if (prev_stage >= 0 && lane_warp_leader) release(prev_stage);
 
-        // ---- epilogue: registers -> Epilogue::apply<2>, in range only ----
-        const int row0 = tm * TileM + consumer * kRowsPerConsumer;
-        const int col0 = tn * TileN;
+        // ---- epilogue: registers -> per-warp staging (16 x 32 f32) -> Epilogue::apply<V>, in range only ----
+        {
+          constexpr int V = kEpiV;
+          const int lane = wg_thread % 32, warp_in_wg = wg_thread / 32;
+          const int g = lane >> 2, t = lane & 3;
+          float* const stg = reinterpret_cast<float*>(kdl_sm90_smem + (base - raw) + kEpiOffset) +
+                             (consumer * 4 + warp_in_wg) * kEpiWarpFloats;
+          const int row0 = tm * TileM + consumer * kRowsPerConsumer + warp_in_wg * 16;
+          const int col0 = tn * TileN;
 #pragma unroll
-        for (int i = 0; i < kMmaM; ++i)
+          for (int i = 0; i < kMmaM; ++i) {
+            if (row0 + i * 64 >= P.m) continue;  // warp-uniform: this warp's 16 rows lie past M
 #pragma unroll
-          for (int r = 0; r < kAccRegs; r += 2) {
-            const sm90::AccCoord c = sm90::acc_coord(wg_thread, r);
-            const int row = row0 + i * 64 + c.row;
-            const int col = col0 + c.col;
-            if (row < P.m && col < P.n) {
-              const float v[2] = {acc[i][r], acc[i][r + 1]};
-              const EpilogueCoord ec{batch, row, col, (P.n - col) < 2 ? (P.n - col) : 2};
-              epilogue.template apply<2>(P.ep, state, ec, v);
+            for (int c = 0; c < TileN / kEpiCols; ++c) {
+              if (col0 + c * kEpiCols >= P.n) continue;  // warp-uniform: the 32 columns lie past N
+              // Accumulator register 4j + {0,1} holds (row g, cols 8j + 2t + {0,1}), 4j + {2,3} row g + 8.
+#pragma unroll
+              for (int jj = 0; jj < kEpiCols / 8; ++jj) {
+                const int j = c * (kEpiCols / 8) + jj;
+                *reinterpret_cast<float2*>(stg + g * kEpiStride + jj * 8 + 2 * t) =
+                    make_float2(acc[i][4 * j], acc[i][4 * j + 1]);
+                *reinterpret_cast<float2*>(stg + (g + 8) * kEpiStride + jj * 8 + 2 * t) =
+                    make_float2(acc[i][4 * j + 2], acc[i][4 * j + 3]);
+              }
+              __syncwarp();
+#pragma unroll
+              for (int it = 0; it < kEpiItems / 32; ++it) {
+                const int idx = it * 32 + lane;
+                const int r = idx / kEpiVecPerRow;
+                const int cv = idx % kEpiVecPerRow;
+                const float* src = stg + r * kEpiStride + cv * V;
+                float v[V];
+                if constexpr (V == 8) {
+                  const int h = (lane >> 2) & 1;  // rotate the two halves: conflict-free 16-byte reads
+                  const float4 x = *reinterpret_cast<const float4*>(src + 4 * h);
+                  const float4 y = *reinterpret_cast<const float4*>(src + 4 - 4 * h);
+                  v[0] = h ? y.x : x.x; v[1] = h ? y.y : x.y; v[2] = h ? y.z : x.z; v[3] = h ? y.w : x.w;
+                  v[4] = h ? x.x : y.x; v[5] = h ? x.y : y.y; v[6] = h ? x.z : y.z; v[7] = h ? x.w : y.w;
+                } else {
+#pragma unroll
+                  for (int q = 0; q < V; ++q) v[q] = src[q];
+                }
+                const int row = row0 + i * 64 + r;
+                const int col = col0 + c * kEpiCols + cv * V;
+                if (row < P.m && col < P.n) {
+                  const EpilogueCoord ec{batch, row, col, (P.n - col) < V ? (P.n - col) : V};
+                  epilogue.template apply<V>(P.ep, state, ec, v);
+                }
+              }
+              __syncwarp();  // the next pass overwrites the buffer
             }
           }
+        }
       }
     }
     __syncwarp();
