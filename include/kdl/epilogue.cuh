@@ -17,6 +17,24 @@ namespace kdl {
 
 struct EpilogueCoord { int batch; int m; int n; int valid; };
 
+// Reads V consecutive floats of an accumulator row staged in shared memory (16-byte aligned) into v,
+// for the mainloops' epilogues (GemmSm80::run_epilogue, GemmSm90). With V == 8, lanes 4..7 of each
+// group of 8 read the two 16-byte halves in the other order, so that a warp's reads of one row
+// segment are free of bank conflicts.
+template <int V>
+__device__ __forceinline__ void load_staged_row(const float* src, int lane, float (&v)[V]) {
+  if constexpr (V == 8) {
+    const int h = (lane >> 2) & 1;
+    const float4 x = *reinterpret_cast<const float4*>(src + 4 * h);
+    const float4 y = *reinterpret_cast<const float4*>(src + 4 - 4 * h);
+    v[0] = h ? y.x : x.x; v[1] = h ? y.y : x.y; v[2] = h ? y.z : x.z; v[3] = h ? y.w : x.w;
+    v[4] = h ? x.x : y.x; v[5] = h ? x.y : y.y; v[6] = h ? x.z : y.z; v[7] = h ? x.w : y.w;
+  } else {
+#pragma unroll
+    for (int q = 0; q < V; ++q) v[q] = src[q];
+  }
+}
+
 namespace detail {
 template <int Bytes> struct VecOf;
 template <> struct VecOf<16> { using type = uint4; };

@@ -492,16 +492,7 @@ struct GemmSm80 {
         const int cv = idx % kVecPerRow;
         const float* src = stg + r * kStgStride + cv * kV;
         float v[kV];
-        if constexpr (kV == 8) {
-          const int h = (lane >> 2) & 1;  // rotate the two halves: conflict-free 128-bit reads
-          const float4 x = *reinterpret_cast<const float4*>(src + 4 * h);
-          const float4 y = *reinterpret_cast<const float4*>(src + 4 - 4 * h);
-          v[0] = h ? y.x : x.x; v[1] = h ? y.y : x.y; v[2] = h ? y.z : x.z; v[3] = h ? y.w : x.w;
-          v[4] = h ? x.x : y.x; v[5] = h ? x.y : y.y; v[6] = h ? x.z : y.z; v[7] = h ? x.w : y.w;
-        } else {
-#pragma unroll
-          for (int q = 0; q < kV; ++q) v[q] = src[q];
-        }
+        load_staged_row<kV>(src, lane, v);
         const int gm = mw + mi * 16 + r;
         const int gn = nw + cv * kV;
         if (gm < m && gn < n) {

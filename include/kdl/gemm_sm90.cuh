@@ -297,16 +297,7 @@ struct GemmSm90 {
                 const int cv = idx % kEpiVecPerRow;
                 const float* src = stg + r * kEpiStride + cv * V;
                 float v[V];
-                if constexpr (V == 8) {
-                  const int h = (lane >> 2) & 1;  // rotate the two halves: conflict-free 16-byte reads
-                  const float4 x = *reinterpret_cast<const float4*>(src + 4 * h);
-                  const float4 y = *reinterpret_cast<const float4*>(src + 4 - 4 * h);
-                  v[0] = h ? y.x : x.x; v[1] = h ? y.y : x.y; v[2] = h ? y.z : x.z; v[3] = h ? y.w : x.w;
-                  v[4] = h ? x.x : y.x; v[5] = h ? x.y : y.y; v[6] = h ? x.z : y.z; v[7] = h ? x.w : y.w;
-                } else {
-#pragma unroll
-                  for (int q = 0; q < V; ++q) v[q] = src[q];
-                }
+                load_staged_row<V>(src, lane, v);
                 const int row = row0 + i * 64 + r;
                 const int col = col0 + c * kEpiCols + cv * V;
                 if (row < P.m && col < P.n) {

@@ -101,7 +101,7 @@ static void printTextDiagnostics(const kdl::SourceManager& sm, const kdl::DiagEn
   }
 }
 
-static int reportDiagnostics(const kdl::SourceManager& sm, const kdl::DiagEngine& diags, const CommonOptions& o) {
+int reportDiagnostics(const kdl::SourceManager& sm, const kdl::DiagEngine& diags, const CommonOptions& o) {
   if (o.jsonDiagnostics)
     std::cout << kdl::renderJson(sm, diags);
   else

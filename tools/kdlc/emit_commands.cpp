@@ -80,20 +80,6 @@ The compile cache of `kdlc build`.
 
 namespace {
 
-bool stderrTty() { return ::isatty(2) != 0; }
-
-int report(const kdl::SourceManager& sm, const kdl::DiagEngine& diags, const CommonOptions& o) {
-  if (o.jsonDiagnostics) {
-    std::cout << kdl::renderJson(sm, diags);
-  } else if (!diags.all().empty()) {
-    bool color = o.color == ColorMode::Always || (o.color == ColorMode::Auto && stderrTty());
-    std::cerr << kdl::renderText(sm, diags, color);
-    if (diags.hasErrors())
-      std::cerr << fmt::format("{} error{} generated.\n", diags.errorCount(), diags.errorCount() == 1 ? "" : "s");
-  }
-  return diags.hasErrors() ? kInputErrors : kOk;
-}
-
 std::string baseName(const std::string& p) {
   size_t s = p.rfind('/');
   return s == std::string::npos ? p : p.substr(s + 1);
@@ -258,13 +244,13 @@ int runEmit(Args& args, bool build) {
   kdl::SourceManager sm;
   kdl::DiagEngine diags(c.common.maxErrors);
   kdl::FrontendResult fr = kdl::runFrontend(sm, c.file, diags, c.common.limits);
-  if (diags.hasErrors()) return report(sm, diags, c.common);
+  if (diags.hasErrors()) return reportDiagnostics(sm, diags, c.common);
   std::optional<std::vector<kdl::KernelSpec>> specs = selectSpecs(c, fr.specs);
   if (!specs) return kUsage;
   std::vector<cg::KernelPlan> plans = cg::lower(*specs, diags);
-  if (diags.hasErrors()) return report(sm, diags, c.common);
+  if (diags.hasErrors()) return reportDiagnostics(sm, diags, c.common);
   if (build && plans.empty()) {
-    report(sm, diags, c.common);  // warnings, if any
+    reportDiagnostics(sm, diags, c.common);  // warnings, if any
     std::cerr << fmt::format("kdlc: error: {} defines no kernels; nothing to build\n", c.file);
     return kInputErrors;
   }
@@ -281,7 +267,7 @@ int runEmit(Args& args, bool build) {
   er.depfile = c.depfile;
   for (uint32_t id = 1; id <= sm.fileCount(); ++id) er.depInputs.push_back(sm.path(id));
   if (cg::StepResult r = cg::emitToDirectory(er); !r.ok) return reportStep(r);
-  int rc = report(sm, diags, c.common);  // warnings, if any
+  int rc = reportDiagnostics(sm, diags, c.common);  // warnings, if any
   if (!build) {
     if (!c.common.jsonDiagnostics)
       std::cerr << fmt::format("kdlc: wrote {} kernel{} to {}\n", plans.size(), plans.size() == 1 ? "" : "s", c.outDir);

@@ -5,6 +5,11 @@
 
 #include "dsl/eval/evaluator.h"
 
+namespace kdl {
+class SourceManager;
+class DiagEngine;
+}  // namespace kdl
+
 namespace kdlc {
 
 class Args {
@@ -33,5 +38,8 @@ struct CommonOptions {
 bool parseCommon(const std::string& a, Args& args, CommonOptions& o);
 // Prints "kdlc: error: ..." plus a hint and returns the usage exit code.
 int usageError(const std::string& message);
+// Prints diagnostics as the options ask (JSON on stdout, or text on stderr with the error count);
+// returns the input-error exit code when there are errors, else 0. Every command reports through it.
+int reportDiagnostics(const kdl::SourceManager& sm, const kdl::DiagEngine& diags, const CommonOptions& o);
 
 }  // namespace kdlc

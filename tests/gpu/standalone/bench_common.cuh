@@ -94,3 +94,42 @@ static float time_median_ms(F&& f, int iters, int batches) {
 }
 
 struct Bufs { bf16 *A, *B, *D, *Dref; float* diff; void* ws; size_t ws_bytes; void* lt_ws; };
+
+// cuBLASLt's bf16 GEMM for row-major A (M x K), column-major B (K x N) and row-major D, seen in its
+// column-major terms: D^T (N x M, ld N) = op(B) (N x K) * A^T (K x M); f32 compute, the heuristic's
+// best algorithm within `ws_bytes` of workspace. run() writes b.Dref from b.A and b.B.
+struct LtBf16Tn {
+  cublasLtHandle_t lt;
+  const Bufs* b;
+  size_t ws_bytes;
+  cublasLtMatmulDesc_t op;
+  cublasLtMatrixLayout_t la, lb, ld;
+  cublasLtMatmulHeuristicResult_t heur;
+  float alpha = 1.f, beta = 0.f;
+
+  LtBf16Tn(cublasLtHandle_t handle, const Bufs& bufs, size_t workspace_bytes, int M, int N, int K)
+      : lt(handle), b(&bufs), ws_bytes(workspace_bytes) {
+    CKL(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    CKL(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    CKL(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    CKL(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, K, N, K));
+    CKL(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, K, M, K));
+    CKL(cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, N, M, N));
+    cublasLtMatmulPreference_t pref;
+    CKL(cublasLtMatmulPreferenceCreate(&pref));
+    CKL(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
+    int nres = 0;
+    CKL(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 1, &heur, &nres));
+    CKL(cublasLtMatmulPreferenceDestroy(pref));
+  }
+  ~LtBf16Tn() {
+    cublasLtMatrixLayoutDestroy(la); cublasLtMatrixLayoutDestroy(lb); cublasLtMatrixLayoutDestroy(ld);
+    cublasLtMatmulDescDestroy(op);
+  }
+  LtBf16Tn(const LtBf16Tn&) = delete;
+  LtBf16Tn& operator=(const LtBf16Tn&) = delete;
+  void run() const {
+    cublasLtMatmul(lt, op, &alpha, b->B, la, b->A, lb, &beta, b->Dref, ld, b->Dref, ld, &heur.algo, b->lt_ws, ws_bytes, 0);
+  }
+};

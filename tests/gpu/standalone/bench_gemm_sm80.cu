@@ -77,23 +77,8 @@ int main(int argc, char** argv) {
   for (auto s : shapes) {
     const int M = s.m, N = s.n, K = s.k;
     if (only && std::string(only) != std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K)) continue;
-    // cuBLASLt column-major view: D^T (N x M, ld N) = op(Bmat) (N x K) * A^T (K x M)
-    cublasLtMatmulDesc_t op; CKL(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    CKL(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    CKL(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    cublasLtMatrixLayout_t la, lb, ld;
-    CKL(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, K, N, K));
-    CKL(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, K, M, K));
-    CKL(cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, N, M, N));
-    cublasLtMatmulPreference_t pref; CKL(cublasLtMatmulPreferenceCreate(&pref));
-    CKL(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &lt_ws_bytes, sizeof lt_ws_bytes));
-    cublasLtMatmulHeuristicResult_t heur; int nres = 0;
-    CKL(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 1, &heur, &nres));
-    float alpha = 1.f, beta = 0.f;
-    auto lt_run = [&] {
-      cublasLtMatmul(lt, op, &alpha, b.B, la, b.A, lb, &beta, b.Dref, ld, b.Dref, ld, &heur.algo, b.lt_ws, lt_ws_bytes, 0);
-    };
+    const LtBf16Tn cublas(lt, b, lt_ws_bytes, M, N, K);
+    auto lt_run = [&] { cublas.run(); };
     g_flops = 2.0 * M * N * K;
     int iters = std::max(3, (int)(20e-3 / (g_flops / 600e12)));
     iters = std::min(iters, 200);
@@ -140,8 +125,6 @@ int main(int argc, char** argv) {
       bench_cfg<Cfg<128, 128, 32, 2, 2, 5, false>>(M, N, K, 2, b, t_lt, iters);
       bench_cfg<Cfg<128, 128, 32, 2, 2, 5, false>>(M, N, K, 4, b, t_lt, iters);
     }
-    cublasLtMatmulPreferenceDestroy(pref); cublasLtMatrixLayoutDestroy(la); cublasLtMatrixLayoutDestroy(lb);
-    cublasLtMatrixLayoutDestroy(ld); cublasLtMatmulDescDestroy(op);
   }
   cublasLtDestroy(lt);
   return 0;

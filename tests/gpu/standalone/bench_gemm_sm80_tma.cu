@@ -71,22 +71,8 @@ int main(int argc, char** argv) {
   }
   for (auto s : shapes) {
     const int M = s.m, N = s.n, K = s.k;
-    cublasLtMatmulDesc_t op; CKL(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    CKL(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    CKL(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    cublasLtMatrixLayout_t la, lb, ld;
-    CKL(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, K, N, K));
-    CKL(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, K, M, K));
-    CKL(cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, N, M, N));
-    cublasLtMatmulPreference_t pref; CKL(cublasLtMatmulPreferenceCreate(&pref));
-    CKL(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &lt_ws_bytes, sizeof lt_ws_bytes));
-    cublasLtMatmulHeuristicResult_t heur; int nres = 0;
-    CKL(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 1, &heur, &nres));
-    float alpha = 1.f, beta = 0.f;
-    auto lt_run = [&] {
-      cublasLtMatmul(lt, op, &alpha, b.B, la, b.A, lb, &beta, b.Dref, ld, b.Dref, ld, &heur.algo, b.lt_ws, lt_ws_bytes, 0);
-    };
+    const LtBf16Tn cublas(lt, b, lt_ws_bytes, M, N, K);
+    auto lt_run = [&] { cublas.run(); };
     const double flops = 2.0 * M * N * K;
     int iters = std::max(3, (int)(20e-3 / (flops / 600e12)));
     iters = std::min(iters, 200);
@@ -101,8 +87,6 @@ int main(int argc, char** argv) {
       bench_cfg<Sm80<256, 128, 4, 2, 3, false>>("Sm80    256x128x64 s3 rN", M, N, K, b, iters);
       bench_cfg<Tma<256, 128, 4, 2, 4, false>>("Sm80Tma 256x128x64 s4 rN", M, N, K, b, iters);
     }
-    cublasLtMatmulPreferenceDestroy(pref); cublasLtMatrixLayoutDestroy(la); cublasLtMatrixLayoutDestroy(lb);
-    cublasLtMatrixLayoutDestroy(ld); cublasLtMatmulDescDestroy(op);
   }
   cublasLtDestroy(lt);
   return 0;

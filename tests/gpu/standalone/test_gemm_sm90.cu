@@ -21,14 +21,7 @@
 
 #include "kdl/gemm_sm90.cuh"
 
-#define CK(x)                                                                                           \
-  do {                                                                                                  \
-    cudaError_t e_ = (x);                                                                               \
-    if (e_ != cudaSuccess) {                                                                            \
-      fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorString(e_), __FILE__, __LINE__, #x); \
-      exit(2);                                                                                          \
-    }                                                                                                   \
-  } while (0)
+#include "common.cuh"  // CK
 #define CKL(x)                                                                          \
   do {                                                                                  \
     cublasStatus_t s_ = (x);                                                            \

@@ -14,14 +14,7 @@
 #include <vector>
 #include <cuda_runtime.h>
 
-#define CK(x)                                                                                     \
-  do {                                                                                            \
-    cudaError_t e_ = (x);                                                                         \
-    if (e_ != cudaSuccess) {                                                                      \
-      fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorString(e_), __FILE__, __LINE__, #x); \
-      exit(2);                                                                                    \
-    }                                                                                             \
-  } while (0)
+#include "common.cuh"  // CK
 
 namespace sm90 = kdl::sm90;
 
