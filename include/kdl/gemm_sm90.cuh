@@ -1,6 +1,7 @@
 // kdl/gemm_sm90.cuh -- the Hopper (sm_90a) GEMM: TMA + wgmma, warp-specialized, persistent.
 //
-// kdl::GemmSm90<ElementA, ElementB, TileM, TileN, TileK, Stages, Epilogue, ClusterM = 1> computes, per batch b,
+// kdl::GemmSm90<ElementA, LayoutA, ElementB, LayoutB, ElementAccum, TileM, TileN, TileK, Stages, Schedule,
+//               ClusterM, ClusterN, RasterAlongM, PromoteEvery, BlockScaling, Epilogue> computes, per batch b,
 //   D[b] = Epilogue(A[b] * B[b])      A: M x K row-major, B: K x N column-major (both K-major),
 // f16 or bf16 operands, f32 accumulation. Its host side has GemmSm80's static interface
 // (kThreads, kSmemBytes, can_implement, workspace_size, run).
@@ -48,6 +49,7 @@
 // other target its body traps, and run() refuses devices that are not compute capability 9.x.
 #pragma once
 #include "kdl/gemm_sm80_tma.cuh"  // detail::raster_tile, detail::TmaDtype, driver_api, per-device set-up
+#include "kdl/gemm_sm90_smem.h"
 #include "kdl/wgmma_sm90.cuh"
 
 #include <string.h>
@@ -63,9 +65,31 @@ __global__ void __launch_bounds__(Gemm::kThreads, 1) gemm_sm90_kernel(const __gr
 #endif
 }
 
-template <class ElementA, class ElementB, int TileM, int TileN, int TileK, int Stages, class Epilogue, int ClusterM = 1>
+namespace sm90 {
+// Block scaling of the mainloop (fp8): NoBlockScaling, or one f32 scale per BlockMA x BlockK block of A
+// and per BlockNB x BlockK block of B, applied when each k-block is promoted into the f32 accumulator.
+struct NoBlockScaling {
+  static constexpr bool kEnabled = false;
+};
+template <int BlockMA, int BlockNB, int BlockK>
+struct BlockScaling {
+  static constexpr bool kEnabled = true;
+  static constexpr int kBlockMA = BlockMA, kBlockNB = BlockNB, kBlockK = BlockK;
+};
+}  // namespace sm90
+
+template <class ElementA, class LayoutA, class ElementB, class LayoutB, class ElementAccum, int TileM, int TileN,
+          int TileK, int Stages, Sm90Schedule Schedule, int ClusterM, int ClusterN, bool RasterAlongM, int PromoteEvery,
+          class BlockScaling, class Epilogue>
 struct GemmSm90 {
   static_assert(detail::is_same_t<ElementA, ElementB>::value, "GemmSm90: A and B must have the same element type");
+  static_assert(detail::is_same_t<LayoutA, RowMajor>::value && detail::is_same_t<LayoutB, ColMajor>::value,
+                "GemmSm90: A must be RowMajor and B ColMajor (K-major) on this version");
+  static_assert(detail::is_same_t<ElementAccum, float>::value, "GemmSm90: ElementAccum must be float");
+  static_assert(Schedule == Sm90Schedule::Cooperative, "GemmSm90: only the cooperative schedule on this version");
+  static_assert(ClusterN == 1, "GemmSm90: ClusterN must be 1 on this version");
+  static_assert(!RasterAlongM, "GemmSm90: RasterAlongM must be false on this version");
+  static_assert(PromoteEvery == 0 && !BlockScaling::kEnabled, "GemmSm90: no promotion or block scaling on this version");
   static_assert(detail::is_same_t<ElementA, half>::value || detail::is_same_t<ElementA, __nv_bfloat16>::value,
                 "GemmSm90: ElementA must be half or __nv_bfloat16 (other types are not on the sm90a path yet)");
   static_assert(TileK == 64, "GemmSm90: TileK must be 64 (one 128-byte swizzled row of 16-bit elements)");
@@ -106,6 +130,9 @@ struct GemmSm90 {
   static constexpr int kEpiOffset = (kBarOffset + 2 * Stages * 8 + 127) & ~127;
   static constexpr int kEpiBytes = kConsumers * 4 * kEpiWarpFloats * 4;
   static constexpr int kSmemBytes = 1024 + kEpiOffset + kEpiBytes;
+  static constexpr GemmSm90SmemShape kSmemShape{int(sizeof(ElementA)), int(sizeof(ElementB)), TileM, TileN, TileK,
+                                                Stages, int(Schedule)};
+  static_assert(kSmemBytes == gemm_sm90_smem_bytes(kSmemShape), "GemmSm90: kdl/gemm_sm90_smem.h disagrees");
   static_assert(kSmemBytes <= 232448,
                 "GemmSm90: Stages x (TileM + TileN) x 128 B + the epilogue buffer exceeds the 227 KB of shared memory");
 

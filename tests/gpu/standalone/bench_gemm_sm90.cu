@@ -18,7 +18,8 @@
 #include "bench_common.cuh"
 
 template <int TM, int TN, int S, int C = 1>
-using Sm90 = kdl::GemmSm90<bf16, bf16, TM, TN, 64, S, StoreEpilogue<bf16>, C>;
+using Sm90 = kdl::GemmSm90<bf16, kdl::RowMajor, bf16, kdl::ColMajor, float, TM, TN, 64, S, kdl::Sm90Schedule::Cooperative, C, 1,
+                              false, 0, kdl::sm90::NoBlockScaling, StoreEpilogue<bf16>>;
 
 static std::function<void()> g_lt_run;
 

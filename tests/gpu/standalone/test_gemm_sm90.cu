@@ -215,7 +215,8 @@ static void run_case(const char* cfg, const char* tname, int M, int N, int K, in
 template <class T, int TileM, int TileN, int Stages, int ClusterM = 1>
 struct Config {
   using Epi = kdl_test::Epilogue<T>;
-  using Gemm = kdl::GemmSm90<T, T, TileM, TileN, 64, Stages, Epi, ClusterM>;
+  using Gemm = kdl::GemmSm90<T, kdl::RowMajor, T, kdl::ColMajor, float, TileM, TileN, 64, Stages,
+                               kdl::Sm90Schedule::Cooperative, ClusterM, 1, false, 0, kdl::sm90::NoBlockScaling, Epi>;
   struct G : Gemm {
     using Params = typename Epi::Params;
   };

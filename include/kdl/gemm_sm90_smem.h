@@ -1,0 +1,54 @@
+// kdl/gemm_sm90_smem.h -- the dynamic shared memory of kdl::GemmSm90 (kdl/gemm_sm90.cuh), in plain
+// C++17 (no CUDA types), so that the device template and the generator (kdlc's validation, which picks
+// `stages = auto`, and lowering, which reports the launch size) compute it with one function.
+//
+// Layout (from a 1024-byte aligned base; 1 KB of slack aligns the dynamic base):
+//   Stages x (A tile: TileM x TileK, B tile: TileN x TileK), each tile 1024-byte aligned (the swizzle atom)
+//   full[Stages] and empty[Stages] mbarriers (8 bytes each)
+//   the epilogue's staging buffer, 128-byte aligned: per consumer warp 16 rows x 40 f32
+#pragma once
+
+namespace kdl {
+
+// The two warp-specialized schedules of the sm90a path (spec field `schedule`).
+enum class Sm90Schedule : int { Cooperative = 0, Pingpong = 1 };
+
+struct GemmSm90SmemShape {
+  int element_bytes_a, element_bytes_b;  // sizeof(ElementA), sizeof(ElementB)
+  int tile_m, tile_n, tile_k;
+  int stages;
+  int schedule;  // int(Sm90Schedule)
+};
+
+constexpr int gemm_sm90_consumer_warpgroups(const GemmSm90SmemShape&) { return 2; }
+// One stage of the mainloop: an A tile and a B tile. The number of stages that fit depends on this
+// and on the fixed bytes below.
+constexpr int gemm_sm90_stage_bytes(int element_bytes_a, int element_bytes_b, int tile_m, int tile_n, int tile_k) {
+  return tile_m * tile_k * element_bytes_a + tile_n * tile_k * element_bytes_b;
+}
+constexpr int gemm_sm90_stage_bytes(const GemmSm90SmemShape& s) {
+  return gemm_sm90_stage_bytes(s.element_bytes_a, s.element_bytes_b, s.tile_m, s.tile_n, s.tile_k);
+}
+constexpr int gemm_sm90_barrier_offset(const GemmSm90SmemShape& s) { return s.stages * gemm_sm90_stage_bytes(s); }
+constexpr int gemm_sm90_epilogue_offset(const GemmSm90SmemShape& s) {
+  return (gemm_sm90_barrier_offset(s) + 2 * s.stages * 8 + 127) & ~127;
+}
+// Per consumer warp 16 rows x (32 + 8) floats.
+constexpr int gemm_sm90_epilogue_smem_bytes(const GemmSm90SmemShape& s) {
+  return gemm_sm90_consumer_warpgroups(s) * 4 * 16 * 40 * 4;
+}
+// What kdl::GemmSm90 launches with (GemmSm90::kSmemBytes).
+constexpr int gemm_sm90_smem_bytes(const GemmSm90SmemShape& s) {
+  return 1024 + gemm_sm90_epilogue_offset(s) + gemm_sm90_epilogue_smem_bytes(s);
+}
+// The deepest pipeline (at most max_stages) whose launch fits `limit` bytes; 0 when not even 1 fits.
+constexpr int gemm_sm90_max_stages(GemmSm90SmemShape s, int limit, int max_stages) {
+  int best = 0;
+  for (int st = 1; st <= max_stages; ++st) {
+    s.stages = st;
+    if (gemm_sm90_smem_bytes(s) <= limit) best = st;
+  }
+  return best;
+}
+
+}  // namespace kdl
