@@ -12,6 +12,9 @@
 //                            the instruction allows
 //   setmaxnreg_inc/dec<R>    hand registers between producer and consumer warpgroups
 //   acc_coord(thread, r)     which (row, col) of the 64xN tile accumulator register r holds
+//   stmatrix_x4[_trans], stmatrix_acc_x4<T, Trans>
+//                            accumulators to a shared-memory staging tile (epilogue), 16 columns
+//                            of a warp per instruction, row- or column-major
 //
 // Operand tiles (128-byte swizzle; exactly what TMA's CU_TENSOR_MAP_SWIZZLE_128B writes for a box
 // whose inner extent is 128 bytes: 64 16-bit elements, 128 8-bit ones, 32 floats):
@@ -32,6 +35,7 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
+#include <string.h>
 #include <type_traits>
 
 // wgmma and setmaxnreg exist only in the arch-specific sm_90a target ("a" features).
@@ -236,6 +240,78 @@ struct WgmmaAcc {
   static_assert(N % 8 == 0 && N >= 8 && N <= 256, "wgmma m64nNk*: N is a multiple of 8 in [8, 256]");
   static constexpr int kRegs = N / 2;  // f32 (s32) registers per thread
 };
+
+// ---------------------------------------------------------------------------------------------
+// stmatrix (PTX ISA "stmatrix", sm_90): a warp stores four 8x8 matrices of 16-bit elements to
+// shared memory. Register i of every lane holds two adjacent elements of matrix i, lane l at
+// (row l/4, cols 2*(l%4), +1), which is the accumulator fragment above, packed to 16 bits: the
+// accumulator registers 8j .. 8j+7 of a warp (columns 16j .. 16j+15 of its 16 rows) are exactly
+// one x4. Lane l gives the address of one 16-byte row: row l%8 of matrix l/8. With .trans each
+// matrix is stored transposed (the addresses are then of its columns), which stages a
+// column-major tile. Each 16-byte row must be 16-byte aligned; the rows may lie anywhere (a
+// swizzled staging tile included).
+// ---------------------------------------------------------------------------------------------
+__device__ __forceinline__ void stmatrix_x4(uint32_t smem_row_addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_row_addr), "r"(r0),
+               "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+#elif defined(__CUDA_ARCH__)
+  (void)smem_row_addr; (void)r0; (void)r1; (void)r2; (void)r3;
+  __trap();
+#endif
+}
+
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t smem_row_addr, uint32_t r0, uint32_t r1, uint32_t r2,
+                                                  uint32_t r3) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_row_addr),
+               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+#elif defined(__CUDA_ARCH__)
+  (void)smem_row_addr; (void)r0; (void)r1; (void)r2; (void)r3;
+  __trap();
+#endif
+}
+
+// Where lane `lane` points for an x4 store of a warp's 16 x 16 block (rows 0..15 of the warp,
+// columns 16j .. 16j+15, coordinates relative to the block): the first of the 8 elements it
+// addresses. Matrix i = lane/8 is rows 8*(i%2) .., columns 8*(i/2) ...
+//   plain:  the 8 elements (row, col .. col+7), contiguous in a row-major staging tile
+//   trans:  the 8 elements (row .. row+7, col), contiguous in a column-major staging tile
+__host__ __device__ constexpr AccCoord stmatrix_x4_lane_coord(int lane, bool trans) {
+  return trans ? AccCoord{8 * ((lane / 8) % 2), 8 * (lane / 16) + lane % 8}
+               : AccCoord{8 * ((lane / 8) % 2) + lane % 8, 8 * (lane / 16)};
+}
+
+// Two floats as one register of two 16-bit T (lo at the lower address), round to nearest.
+template <class T>
+__device__ __forceinline__ uint32_t pack_b16x2(float lo, float hi) {
+  static_assert(std::is_same_v<T, half> || std::is_same_v<T, __nv_bfloat16>, "stmatrix stores f16 or bf16");
+  uint32_t r;
+  if constexpr (std::is_same_v<T, half>) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    memcpy(&r, &h, 4);
+  } else {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    memcpy(&r, &h, 4);
+  }
+  return r;
+}
+
+// Stores accumulator registers d[8j .. 8j+7] (columns 16j .. 16j+15 of the warp's 16 rows) as T
+// with one stmatrix; lane_addr is where stmatrix_x4_lane_coord(lane, kTrans) lies in the
+// staging tile. j must be a compile-time constant after unrolling (registers are not indexable).
+template <class T, bool kTrans = false, int R>
+__device__ __forceinline__ void stmatrix_acc_x4(const float (&d)[R], int j, uint32_t lane_addr) {
+  static_assert(R % 8 == 0, "an x4 store takes 16 accumulator columns (8 registers)");
+  const uint32_t r0 = pack_b16x2<T>(d[8 * j + 0], d[8 * j + 1]);  // rows 0-7,  columns 0-7
+  const uint32_t r1 = pack_b16x2<T>(d[8 * j + 2], d[8 * j + 3]);  // rows 8-15, columns 0-7
+  const uint32_t r2 = pack_b16x2<T>(d[8 * j + 4], d[8 * j + 5]);  // rows 0-7,  columns 8-15
+  const uint32_t r3 = pack_b16x2<T>(d[8 * j + 6], d[8 * j + 7]);  // rows 8-15, columns 8-15
+  if constexpr (kTrans) stmatrix_x4_trans(lane_addr, r0, r1, r2, r3);
+  else stmatrix_x4(lane_addr, r0, r1, r2, r3);
+}
 
 // ---------------------------------------------------------------------------------------------
 // wgmma.mma_async, A and B from shared memory (PTX ISA "wgmma.mma_async"):

@@ -4,6 +4,7 @@
 // K / kWgmmaK steps of wgmma_ss accumulate D = A * B^T (64 x N, f32 or s32), whose registers are
 // written out through acc_coord(). Every operand type pair wgmma takes (f16, bf16, tf32, e4m3 x
 // e4m3/e5m2, s8/u8 x s8/u8), every N for one pair per family, all four layouts for f16/bf16.
+// Also the epilogue's stmatrix staging (stmatrix_acc_x4), row- and column-major, bit-exact.
 // Fresh random inputs each run; checked against a CPU reference of the values the GPU was given
 // (exact for s8/u8). Build for sm_90a only:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -I include ...
@@ -251,6 +252,88 @@ static void layouts(std::mt19937& rng) {
   run_case<T, T, 256, 128, kMajorA, kMajorB>(rng);
 }
 
+// stmatrix: the 64 x N accumulator fragment of a warpgroup (values In, placed by acc_coord),
+// stored as T by stmatrix_acc_x4 into a staging tile, row-major (plain) or column-major (.trans),
+// with plain rows or the 128B swizzle of a TMA store box (64 elements of the contiguous
+// dimension per block), then copied out element by element.
+template <bool kTrans, bool kSwizzled, int N>
+__device__ uint32_t staging_offset(int row, int col) {
+  if constexpr (kTrans) return kSwizzled ? sm90::sw128_byte_offset(col, row * 2, N) : uint32_t(col * kM + row) * 2;
+  else return kSwizzled ? sm90::sw128_byte_offset(row, col * 2, kM) : uint32_t(row * N + col) * 2;
+}
+
+template <class T, int N, bool kTrans, bool kSwizzled>
+__global__ void __launch_bounds__(128, 1) stmatrix_kernel(const float* __restrict__ In, T* Out) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  const int t = threadIdx.x, warp = t / 32, lane = t % 32;
+  float d[N / 2];
+#pragma unroll
+  for (int r = 0; r < N / 2; ++r) {
+    const sm90::AccCoord c = sm90::acc_coord(t, r);
+    d[r] = In[c.row * N + c.col];
+  }
+  const uint32_t base = sm90::smem_addr(smem);
+  const sm90::AccCoord lc = sm90::stmatrix_x4_lane_coord(lane, kTrans);
+#pragma unroll
+  for (int j = 0; j < N / 16; ++j)
+    sm90::stmatrix_acc_x4<T, kTrans>(d, j, base + staging_offset<kTrans, kSwizzled, N>(16 * warp + lc.row, 16 * j + lc.col));
+  __syncthreads();
+  for (int i = t; i < kM * N; i += 128) {
+    const int row = i / N, col = i % N;
+    Out[kTrans ? col * kM + row : row * N + col] =
+        *reinterpret_cast<const T*>(smem + staging_offset<kTrans, kSwizzled, N>(row, col));
+  }
+}
+
+template <class T, int N, bool kTrans, bool kSwizzled>
+static void run_stmatrix_case(std::mt19937& rng) {
+  char name[128];
+  snprintf(name, sizeof name, "stmatrix_acc_x4%s %s 64x%d %s staging", kTrans ? " .trans" : "", HostOperand<T>::kName,
+           N, kSwizzled ? "128B-swizzled" : "plain");
+  std::uniform_real_distribution<float> u(-8.f, 8.f);
+  std::vector<float> hIn(size_t(kM) * N);
+  for (float& x : hIn) x = u(rng);
+  float* dIn;
+  T* dOut;
+  CK(cudaMalloc(&dIn, hIn.size() * sizeof(float)));
+  CK(cudaMalloc(&dOut, hIn.size() * sizeof(T)));
+  CK(cudaMemcpy(dIn, hIn.data(), hIn.size() * sizeof(float), cudaMemcpyHostToDevice));
+  CK(cudaMemset(dOut, 0xFF, hIn.size() * sizeof(T)));  // NaN: unwritten elements fail
+  const size_t smem = size_t(kM) * N * sizeof(T);
+  auto kernel = stmatrix_kernel<T, N, kTrans, kSwizzled>;
+  CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  kernel<<<1, 128, smem>>>(dIn, dOut);
+  CK(cudaGetLastError());
+  CK(cudaDeviceSynchronize());
+  std::vector<T> hOut(hIn.size());
+  CK(cudaMemcpy(hOut.data(), dOut, hOut.size() * sizeof(T), cudaMemcpyDeviceToHost));
+  int bad = 0, first_m = -1, first_n = -1;
+  for (int m = 0; m < kM; ++m)
+    for (int n = 0; n < N; ++n) {
+      T want;
+      if constexpr (std::is_same_v<T, half>) want = __float2half_rn(hIn[size_t(m) * N + n]);
+      else want = __float2bfloat16_rn(hIn[size_t(m) * N + n]);
+      const T got = hOut[kTrans ? size_t(n) * kM + m : size_t(m) * N + n];
+      if (memcmp(&got, &want, sizeof(T)) != 0 && bad++ == 0) { first_m = m; first_n = n; }
+    }
+  if (bad == 0) {
+    printf("PASS %-64s bit-exact\n", name);
+    ++g_pass;
+  } else {
+    printf("FAIL %-64s %d wrong elements (first at m=%d n=%d)\n", name, bad, first_m, first_n);
+    ++g_fail;
+  }
+  CK(cudaFree(dIn));
+  CK(cudaFree(dOut));
+}
+
+template <class T, bool kTrans, bool kSwizzled>
+static void stmatrix_widths(std::mt19937& rng) {
+  run_stmatrix_case<T, 64, kTrans, kSwizzled>(rng);
+  run_stmatrix_case<T, 128, kTrans, kSwizzled>(rng);
+  run_stmatrix_case<T, 256, kTrans, kSwizzled>(rng);
+}
+
 int main() {
   int dev = 0;
   cudaDeviceProp prop;
@@ -291,6 +374,15 @@ int main() {
   layouts<half, Major::K, Major::MN>(rng);
   layouts<half, Major::MN, Major::K>(rng);
   layouts<half, Major::MN, Major::MN>(rng);
+  // stmatrix: row- and column-major staging, plain and swizzled, f16 and bf16.
+  stmatrix_widths<__nv_bfloat16, false, false>(rng);
+  stmatrix_widths<__nv_bfloat16, false, true>(rng);
+  stmatrix_widths<__nv_bfloat16, true, false>(rng);
+  stmatrix_widths<__nv_bfloat16, true, true>(rng);
+  stmatrix_widths<half, false, false>(rng);
+  stmatrix_widths<half, false, true>(rng);
+  stmatrix_widths<half, true, false>(rng);
+  stmatrix_widths<half, true, true>(rng);
   printf("%d passed, %d failed\n", g_pass, g_fail);
   return g_fail ? 1 : 0;
 }
