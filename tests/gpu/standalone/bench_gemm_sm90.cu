@@ -1,8 +1,8 @@
-// Benchmark: kdl::GemmSm90 (TMA + wgmma, warp-specialized cooperative, persistent; kdl/gemm_sm90.cuh)
+// Benchmark: kdl::GemmSm90 (TMA + wgmma, warp-specialized cooperative and pingpong, persistent; kdl/gemm_sm90.cuh)
 // beside cuBLASLt, bf16, A row (MxK), B col (NxK), D row, alpha=1, beta=0, f32 accumulation. Same
 // process, same buffers; 7 batches of CUDA-event-timed launches alternating with cuBLASLt's (the
 // clock drifts under the power cap), medians and the median per-pair ratio. Helpers (NVML probe, timing, fill) are bench_common.cuh's.
-// Usage: bench_gemm_sm90 [rounds (default 2)]
+// Usage: bench_gemm_sm90 [rounds (default 1)]
 #include "common.cuh"
 #include "kdl/gemm_sm90.cuh"
 #include <cublasLt.h>
@@ -17,9 +17,10 @@
 
 #include "bench_common.cuh"
 
-template <int TM, int TN, int S, int C = 1>
-using Sm90 = kdl::GemmSm90<bf16, kdl::RowMajor, bf16, kdl::ColMajor, float, TM, TN, 64, S, kdl::Sm90Schedule::Cooperative, C, 1,
-                              false, 0, kdl::sm90::NoBlockScaling, StoreEpilogue<bf16>>;
+constexpr kdl::Sm90Schedule Coop = kdl::Sm90Schedule::Cooperative, Pp = kdl::Sm90Schedule::Pingpong;
+template <int TM, int TN, int S, int CM = 1, kdl::Sm90Schedule Sch = Coop, int CN = 1, bool RasterM = false>
+using Sm90 = kdl::GemmSm90<bf16, kdl::RowMajor, bf16, kdl::ColMajor, float, TM, TN, 64, S, Sch, CM, CN, RasterM, 0,
+                           kdl::sm90::NoBlockScaling, StoreEpilogue<bf16>>;
 
 static std::function<void()> g_lt_run;
 
@@ -37,15 +38,16 @@ static void bench_cfg(const char* name, int M, int N, int K, Bufs& b, int iters)
   // The card's clock drifts under load (power cap): time ours and cuBLASLt in alternating
   // batches and report each one's median and the median of the per-pair ratios.
   auto ours = [&] { Gemm::run(p, ep, nullptr, 0); };
-  if (Gemm::kClusterM > 1) {  // how many clusters the device can hold at once (the grid has SMs / ClusterM)
+  if (Gemm::kClusterSize > 1) {  // how many clusters the device can hold at once (the grid has SMs / ClusterM)
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = Gemm::kClusterM;
-    attr[0].val.clusterDim.y = attr[0].val.clusterDim.z = 1;
+    attr[0].val.clusterDim.y = Gemm::kClusterN;
+    attr[0].val.clusterDim.z = 1;
     cfg.blockDim = dim3(Gemm::kThreads, 1, 1);
     cfg.dynamicSmemBytes = Gemm::kSmemBytes;
-    cfg.gridDim = dim3(132, 1, 1);
+    cfg.gridDim = dim3(132 / Gemm::kClusterN, Gemm::kClusterN, 1);
     cfg.attrs = attr;
     cfg.numAttrs = 1;
     int clusters = -1;
@@ -71,7 +73,7 @@ static void bench_cfg(const char* name, int M, int N, int K, Bufs& b, int iters)
 }
 
 int main(int argc, char** argv) {
-  const int rounds = argc > 1 ? atoi(argv[1]) : 2;
+  const int rounds = argc > 1 ? atoi(argv[1]) : 1;
   struct Shape { int m, n, k; };
   std::vector<Shape> shapes = {{4096, 4096, 4096}, {8192, 8192, 8192}};
   size_t maxA = 0, maxB = 0, maxD = 0;
@@ -100,11 +102,11 @@ int main(int argc, char** argv) {
     for (int r = 0; r < rounds; ++r) {
       bench_cfg<Sm90<128, 256, 4>>("Sm90 128x256x64 s4", M, N, K, b, iters);
       bench_cfg<Sm90<128, 256, 4, 2>>("Sm90 128x256x64 s4 c2x1", M, N, K, b, iters);
-      bench_cfg<Sm90<128, 128, 4>>("Sm90 128x128x64 s4", M, N, K, b, iters);
-      bench_cfg<Sm90<128, 128, 5>>("Sm90 128x128x64 s5", M, N, K, b, iters);
-      bench_cfg<Sm90<128, 128, 5, 2>>("Sm90 128x128x64 s5 c2x1", M, N, K, b, iters);
-      bench_cfg<Sm90<256, 128, 4>>("Sm90 256x128x64 s4", M, N, K, b, iters);
-      bench_cfg<Sm90<256, 128, 4, 2>>("Sm90 256x128x64 s4 c2x1", M, N, K, b, iters);
+      bench_cfg<Sm90<128, 256, 4, 1, Coop, 2>>("Sm90 128x256x64 s4 c1x2", M, N, K, b, iters);
+      bench_cfg<Sm90<128, 256, 4, 1, Coop, 1, true>>("Sm90 128x256x64 s4 rasterM", M, N, K, b, iters);
+      bench_cfg<Sm90<128, 128, 5, 1, Pp>>("Sm90 pingpong 128x128x64 s5", M, N, K, b, iters);
+      bench_cfg<Sm90<128, 128, 5, 2, Pp>>("Sm90 pingpong 128x128x64 s5 c2x1", M, N, K, b, iters);
+      bench_cfg<Sm90<64, 256, 5, 1, Pp>>("Sm90 pingpong 64x256x64 s5", M, N, K, b, iters);
     }
   }
   cublasLtDestroy(lt);
