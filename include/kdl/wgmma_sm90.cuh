@@ -5,6 +5,7 @@
 //   SmemDesc / make_desc_*   the 64-bit shared-memory matrix descriptor wgmma reads A and B through
 //   wgmma_fence, wgmma_commit_group, wgmma_wait_group<N>, warpgroup_fence_acc
 //   wgmma_ss<N, T>           D(64xN, f32) (+)= A(64x16) * B(16xN), both operands in shared memory
+//   wgmma_ss_f8<N, TA, TB>   the same for 8-bit floats (e4m3/e5m2, mixed): A(64x32) * B(32xN), K-major
 //   setmaxnreg_inc/dec<R>    hand registers between producer and consumer warpgroups
 //   acc_coord(thread, r)     which (row, col) of the 64xN tile accumulator register r holds
 //
@@ -24,6 +25,7 @@
 #include <stdint.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 
 // wgmma and setmaxnreg exist only in the arch-specific sm_90a target ("a" features).
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -284,6 +286,114 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], SmemDesc a, SmemDesc
 #endif
 #endif
 }
+
+// m64n64k32: 32 f32 accumulators per thread (%0..%31); %32 A descriptor, %33 B descriptor,
+// %34 scale-d (0: D = A*B, else D += A*B). No transpose operands: 8-bit types are K-major only.
+#define KDL_WGMMA_M64N64K32_SS_F8(TYPES)                                                            \
+  asm volatile(                                                                                     \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                 \
+      "wgmma.mma_async.sync.aligned.m64n64k32.f32." TYPES "\n"                                     \
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,\n"                    \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31},\n"                                   \
+      "%32, %33, p, 1, 1;\n}\n"                                                                  \
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),\
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),\
+      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),\
+      "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])\
+    : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+
+// m64n128k32: 64 f32 accumulators per thread (%0..%63); %64 A descriptor, %65 B descriptor,
+// %66 scale-d (0: D = A*B, else D += A*B). No transpose operands: 8-bit types are K-major only.
+#define KDL_WGMMA_M64N128K32_SS_F8(TYPES)                                                            \
+  asm volatile(                                                                                     \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                 \
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32." TYPES "\n"                                     \
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,\n"                    \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,\n"                    \
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,\n"                    \
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63},\n"                                   \
+      "%64, %65, p, 1, 1;\n}\n"                                                                  \
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),\
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),\
+      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),\
+      "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),\
+      "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),\
+      "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),\
+      "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),\
+      "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])\
+    : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+
+// m64n256k32: 128 f32 accumulators per thread (%0..%127); %128 A descriptor, %129 B descriptor,
+// %130 scale-d (0: D = A*B, else D += A*B). No transpose operands: 8-bit types are K-major only.
+#define KDL_WGMMA_M64N256K32_SS_F8(TYPES)                                                            \
+  asm volatile(                                                                                     \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                                 \
+      "wgmma.mma_async.sync.aligned.m64n256k32.f32." TYPES "\n"                                     \
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,\n"                    \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,\n"                    \
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,\n"                    \
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,\n"                    \
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,\n"                    \
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,\n"                    \
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,\n"                    \
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127},\n"                                   \
+      "%128, %129, p, 1, 1;\n}\n"                                                                  \
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),\
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),\
+      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),\
+      "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),\
+      "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),\
+      "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),\
+      "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),\
+      "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),\
+      "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),\
+      "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),\
+      "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),\
+      "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),\
+      "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),\
+      "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),\
+      "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),\
+      "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])\
+    : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+
+template <class T> struct WgmmaF8Name;
+template <> struct WgmmaF8Name<__nv_fp8_e4m3> { static constexpr bool kE4m3 = true; };
+template <> struct WgmmaF8Name<__nv_fp8_e5m2> { static constexpr bool kE4m3 = false; };
+
+// d (+)= A * B for one k32 step of 8-bit floating-point operands (e4m3 / e5m2, mixed allowed), both
+// K-major in shared memory: 32 bytes of K, like a k16 step of a 16-bit type. Same contract as
+// wgmma_ss (accumulate == false: D = A*B).
+template <int N, class TA, class TB>
+__device__ __forceinline__ void wgmma_ss_f8(float (&d)[N / 2], SmemDesc a, SmemDesc b, bool accumulate) {
+  static_assert(N == 64 || N == 128 || N == 256, "wgmma_ss_f8 is instantiated for N in {64, 128, 256}");
+  constexpr bool kA4 = WgmmaF8Name<TA>::kE4m3, kB4 = WgmmaF8Name<TB>::kE4m3;
+#if KDL_WGMMA_SM90A
+  const uint64_t desc_a = a.bits, desc_b = b.bits;
+  const uint32_t scale_d = accumulate ? 1u : 0u;
+#define KDL_WGMMA_F8_DISPATCH(M)                          \
+  if constexpr (kA4 && kB4) M("e4m3.e4m3");                \
+  else if constexpr (kA4 && !kB4) M("e4m3.e5m2");          \
+  else if constexpr (!kA4 && kB4) M("e5m2.e4m3");          \
+  else M("e5m2.e5m2")
+  if constexpr (N == 64) {
+    KDL_WGMMA_F8_DISPATCH(KDL_WGMMA_M64N64K32_SS_F8);
+  } else if constexpr (N == 128) {
+    KDL_WGMMA_F8_DISPATCH(KDL_WGMMA_M64N128K32_SS_F8);
+  } else {
+    KDL_WGMMA_F8_DISPATCH(KDL_WGMMA_M64N256K32_SS_F8);
+  }
+#undef KDL_WGMMA_F8_DISPATCH
+#else
+  (void)d; (void)a; (void)b; (void)accumulate; (void)kA4; (void)kB4;
+#if defined(__CUDA_ARCH__)
+  __trap();  // built for a target without wgmma: fail loudly rather than return garbage
+#endif
+#endif
+}
+
+#undef KDL_WGMMA_M64N64K32_SS_F8
+#undef KDL_WGMMA_M64N128K32_SS_F8
+#undef KDL_WGMMA_M64N256K32_SS_F8
 
 #undef KDL_WGMMA_M64N64K16_SS
 #undef KDL_WGMMA_M64N128K16_SS
