@@ -3,7 +3,7 @@
 // kdl::GemmSm90<ElementA, LayoutA, ElementB, LayoutB, ElementAccum, TileM, TileN, TileK, Stages, Schedule,
 //               ClusterM, ClusterN, RasterAlongM, PromoteEvery, BlockScaling, Epilogue> computes, per batch b,
 //   D[b] = Epilogue(A[b] * B[b])      A: M x K row-major, B: K x N column-major (both K-major),
-// f16 or bf16 operands, f32 accumulation. Its host side has GemmSm80's static interface
+// f16 or bf16 operands (TileK 64), or fp8 e4m3 / e5m2, mixed allowed (TileK 128); f32 accumulation. Its host side has GemmSm80's static interface
 // (kThreads, kSmemBytes, can_implement, workspace_size, run).
 //
 // The algorithm:
@@ -75,6 +75,10 @@ __global__ void __launch_bounds__(Gemm::kThreads, 1) gemm_sm90_kernel(const __gr
 }
 
 namespace detail {
+template <class E> struct is_fp8 { static constexpr bool value = false; };
+template <> struct is_fp8<__nv_fp8_e4m3> { static constexpr bool value = true; };
+template <> struct is_fp8<__nv_fp8_e5m2> { static constexpr bool value = true; };
+
 // The TMA element type of an operand: 16-bit types as themselves, 8-bit ones (fp8) as bytes.
 template <class E, bool = sizeof(E) == 1>
 struct Sm90TmaDtype : TmaDtype<E> {};
@@ -101,13 +105,16 @@ template <class ElementA, class LayoutA, class ElementB, class LayoutB, class El
           int TileK, int Stages, Sm90Schedule Schedule, int ClusterM, int ClusterN, bool RasterAlongM, int PromoteEvery,
           class BlockScaling, class Epilogue>
 struct GemmSm90 {
-  static_assert(detail::is_same_t<ElementA, ElementB>::value, "GemmSm90: A and B must have the same element type");
+  static constexpr bool kFp8 = detail::is_fp8<ElementA>::value;
+  static_assert(kFp8 ? detail::is_fp8<ElementB>::value : detail::is_same_t<ElementA, ElementB>::value,
+                "GemmSm90: A and B must have the same 16-bit element type, or both be fp8 (e4m3 / e5m2, mixed allowed)");
   static_assert(detail::is_same_t<LayoutA, RowMajor>::value && detail::is_same_t<LayoutB, ColMajor>::value,
                 "GemmSm90: A must be RowMajor and B ColMajor (K-major) on this version");
   static_assert(detail::is_same_t<ElementAccum, float>::value, "GemmSm90: ElementAccum must be float");
   static_assert(PromoteEvery == 0 && !BlockScaling::kEnabled, "GemmSm90: no promotion or block scaling on this version");
-  static_assert(detail::is_same_t<ElementA, half>::value || detail::is_same_t<ElementA, __nv_bfloat16>::value,
-                "GemmSm90: ElementA must be half or __nv_bfloat16 (other types are not on the sm90a path yet)");
+  static_assert(kFp8 || detail::is_same_t<ElementA, half>::value || detail::is_same_t<ElementA, __nv_bfloat16>::value,
+                "GemmSm90: ElementA must be half, __nv_bfloat16, __nv_fp8_e4m3 or __nv_fp8_e5m2 (other types are not on "
+                "the sm90a path yet)");
   static_assert(TileK * int(sizeof(ElementA)) == 128,
                 "GemmSm90: TileK must be one 128-byte swizzled row (64 for 16-bit types, 128 for 8-bit types)");
   static_assert(TileN == 64 || TileN == 128 || TileN == 256, "GemmSm90: TileN must be 64, 128 or 256 (the wgmma N)");
@@ -327,8 +334,7 @@ struct GemmSm90 {
           for (int ks = 0; ks < kKSteps; ++ks) {
             const sm90::SmemDesc db = kmajor_desc(b_tile, TileN, ks);
 #pragma unroll
-            for (int i = 0; i < kMmaM; ++i)
-              sm90::wgmma_ss<TileN, ElementA>(acc[i], kmajor_desc(a_tile + uint32_t(i * 64 * 128), 64, ks), db, true);
+            for (int i = 0; i < kMmaM; ++i) mma_kstep(acc[i], kmajor_desc(a_tile + uint32_t(i * 64 * 128), 64, ks), db, true);
           }
           sm90::wgmma_commit_group();
 #pragma unroll
@@ -357,6 +363,14 @@ struct GemmSm90 {
     // No CTA leaves while a peer may still multicast into its shared memory or arrive on its
     // barriers: every peer has consumed its last stage before it arrives here.
     if constexpr (kClusterSize > 1) sm90::cluster_sync();
+  }
+
+  // One k-step (32 bytes of K) of one m64 x TileN accumulator: wgmma k16 (16-bit) or k32 (fp8).
+  __device__ __forceinline__ static void mma_kstep(float (&d)[kAccRegs], sm90::SmemDesc a, sm90::SmemDesc b, bool accumulate) {
+    if constexpr (kFp8)
+      sm90::wgmma_ss_f8<TileN, ElementA, ElementB>(d, a, b, accumulate);
+    else
+      sm90::wgmma_ss<TileN, ElementA>(d, a, b, accumulate);
   }
 
   // The descriptor of k-step ks (32 bytes of K, any element type) of a K-major 128B-swizzled tile of `rows` rows.

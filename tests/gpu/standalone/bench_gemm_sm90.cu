@@ -22,11 +22,22 @@ template <int TM, int TN, int S, int CM = 1, kdl::Sm90Schedule Sch = Coop, int C
 using Sm90 = kdl::GemmSm90<bf16, kdl::RowMajor, bf16, kdl::ColMajor, float, TM, TN, 64, S, Sch, CM, CN, RasterM, 0,
                            kdl::sm90::NoBlockScaling, StoreEpilogue<bf16>>;
 
+template <int TM, int TN, int S, int CM = 1, kdl::Sm90Schedule Sch = Coop, int CN = 1>
+using Sm90E4m3 = kdl::GemmSm90<__nv_fp8_e4m3, kdl::RowMajor, __nv_fp8_e4m3, kdl::ColMajor, float, TM, TN, 128, S, Sch, CM, CN,
+                               false, 0, kdl::sm90::NoBlockScaling, StoreEpilogue<bf16>>;
+
 static std::function<void()> g_lt_run;
 
+__global__ void to_e4m3(const bf16* src, __nv_fp8_e4m3* dst, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    dst[i] = __nv_fp8_e4m3(__bfloat162float(src[i]));
+}
+
+// A and B default to the bf16 buffers; fp8 configurations pass their fp8 copies.
 template <class Gemm>
-static void bench_cfg(const char* name, int M, int N, int K, Bufs& b, int iters) {
-  kdl::GemmProblem p{M, N, K, 1, b.A, K, 0, b.B, K, 0, 1};
+static void bench_cfg(const char* name, int M, int N, int K, Bufs& b, int iters, const void* A = nullptr,
+                      const void* B = nullptr) {
+  kdl::GemmProblem p{M, N, K, 1, A ? A : b.A, K, 0, B ? B : b.B, K, 0, 1};
   StoreEpilogue<bf16>::Params ep{b.D, N, 0, 1.f};
   if (const char* w = Gemm::can_implement(p)) { printf("  %-30s skip: %s\n", name, w); return; }
   CK(cudaMemset(b.D, 0xff, (size_t)M * N * 2));
@@ -107,6 +118,31 @@ int main(int argc, char** argv) {
       bench_cfg<Sm90<128, 128, 5, 1, Pp>>("Sm90 pingpong 128x128x64 s5", M, N, K, b, iters);
       bench_cfg<Sm90<128, 128, 5, 2, Pp>>("Sm90 pingpong 128x128x64 s5 c2x1", M, N, K, b, iters);
       bench_cfg<Sm90<64, 256, 5, 1, Pp>>("Sm90 pingpong 64x256x64 s5", M, N, K, b, iters);
+    }
+  }
+  // e4m3 x e4m3 -> bf16 (per-tensor scales 1) beside cuBLASLt's fp8 GEMM.
+  __nv_fp8_e4m3 *A8, *B8;
+  CK(cudaMalloc(&A8, maxA)); CK(cudaMalloc(&B8, maxB));
+  to_e4m3<<<1024, 256>>>(b.A, A8, maxA); to_e4m3<<<1024, 256>>>(b.B, B8, maxB);
+  CK(cudaDeviceSynchronize());
+  for (auto s : shapes) {
+    const int M = s.m, N = s.n, K = s.k;
+    const LtBf16Tn cublas(lt, b, lt_ws_bytes, M, N, K, CUDA_R_8F_E4M3, A8, B8);
+    CK(cudaMemset(b.Dref, 0xff, (size_t)M * N * 2));
+    CKL(cublas.run());
+    CK(cudaDeviceSynchronize());
+    auto lt_run = [&] { cublas.run(); };
+    const double flops = 2.0 * M * N * K;
+    int iters = std::min(200, std::max(3, (int)(20e-3 / (flops / 1200e12))));
+    g_lt_run = lt_run;
+    float t_lt = time_median_ms(lt_run, iters, 7);
+    CK(cudaDeviceSynchronize());
+    printf("%dx%dx%d e4m3  cuBLASLt fp8 %8.3f ms %7.1f TFLOP/s\n", M, N, K, t_lt, flops / (t_lt * 1e-3) / 1e12);
+    for (int r = 0; r < rounds; ++r) {
+      bench_cfg<Sm90E4m3<128, 256, 4>>("Sm90 e4m3 128x256x128 s4", M, N, K, b, iters, A8, B8);
+      bench_cfg<Sm90E4m3<128, 256, 4, 2>>("Sm90 e4m3 128x256x128 s4 c2x1", M, N, K, b, iters, A8, B8);
+      bench_cfg<Sm90E4m3<128, 128, 6>>("Sm90 e4m3 128x128x128 s6", M, N, K, b, iters, A8, B8);
+      bench_cfg<Sm90E4m3<64, 256, 5, 1, Pp>>("Sm90 e4m3 pingpong 64x256x128 s5", M, N, K, b, iters, A8, B8);
     }
   }
   cublasLtDestroy(lt);
