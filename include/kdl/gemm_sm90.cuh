@@ -3,7 +3,7 @@
 // kdl::GemmSm90<ElementA, LayoutA, ElementB, LayoutB, ElementAccum, TileM, TileN, TileK, Stages, Schedule,
 //               ClusterM, ClusterN, RasterAlongM, PromoteEvery, BlockScaling, Epilogue> computes, per batch b,
 //   D[b] = Epilogue(A[b] * B[b])      A: M x K row-major, B: K x N column-major (both K-major),
-// f16 or bf16 operands, f32 accumulation. Its host side has GemmSm80's static interface
+// f16 or bf16 operands (TileK 64), or fp8 e4m3 / e5m2, mixed allowed (TileK 128); f32 accumulation. Its host side has GemmSm80's static interface
 // (kThreads, kSmemBytes, can_implement, workspace_size, run).
 //
 // The algorithm:
@@ -39,6 +39,11 @@
 //     (its row and its column: remote arrivals, released at CTA scope: see
 //     mbarrier_arrive_cluster_cta_scope), and no CTA exits before its peers are done with it (a
 //     cluster barrier at the end).
+//   * Serial split-K (GemmProblem::split_k = S > 1, for few output tiles, e.g. 128 x 8192 x 8192):
+//     a unit is one k-slice of a tile (the slices of a tile are consecutive units, so they run on
+//     different SMs at the same time); slice s waits on the tile's semaphore in the workspace until
+//     s slices have been added into the tile's f32 partial sums, adds them, and stores the sum back
+//     (s < S - 1) or runs the epilogue (the last slice): deterministic, see reduce_slices.
 //   * Residues: TMA zero-fills what lies outside M, N, K (3-D tensor maps: K, rows, batch);
 //     the epilogue stores in range only.
 //   * Epilogue: each consumer warp stages its 16 rows of the accumulator through a dedicated
@@ -75,6 +80,10 @@ __global__ void __launch_bounds__(Gemm::kThreads, 1) gemm_sm90_kernel(const __gr
 }
 
 namespace detail {
+template <class E> struct is_fp8 { static constexpr bool value = false; };
+template <> struct is_fp8<__nv_fp8_e4m3> { static constexpr bool value = true; };
+template <> struct is_fp8<__nv_fp8_e5m2> { static constexpr bool value = true; };
+
 // The TMA element type of an operand: 16-bit types as themselves, 8-bit ones (fp8) as bytes.
 template <class E, bool = sizeof(E) == 1>
 struct Sm90TmaDtype : TmaDtype<E> {};
@@ -101,13 +110,16 @@ template <class ElementA, class LayoutA, class ElementB, class LayoutB, class El
           int TileK, int Stages, Sm90Schedule Schedule, int ClusterM, int ClusterN, bool RasterAlongM, int PromoteEvery,
           class BlockScaling, class Epilogue>
 struct GemmSm90 {
-  static_assert(detail::is_same_t<ElementA, ElementB>::value, "GemmSm90: A and B must have the same element type");
+  static constexpr bool kFp8 = detail::is_fp8<ElementA>::value;
+  static_assert(kFp8 ? detail::is_fp8<ElementB>::value : detail::is_same_t<ElementA, ElementB>::value,
+                "GemmSm90: A and B must have the same 16-bit element type, or both be fp8 (e4m3 / e5m2, mixed allowed)");
   static_assert(detail::is_same_t<LayoutA, RowMajor>::value && detail::is_same_t<LayoutB, ColMajor>::value,
                 "GemmSm90: A must be RowMajor and B ColMajor (K-major) on this version");
   static_assert(detail::is_same_t<ElementAccum, float>::value, "GemmSm90: ElementAccum must be float");
   static_assert(PromoteEvery == 0 && !BlockScaling::kEnabled, "GemmSm90: no promotion or block scaling on this version");
-  static_assert(detail::is_same_t<ElementA, half>::value || detail::is_same_t<ElementA, __nv_bfloat16>::value,
-                "GemmSm90: ElementA must be half or __nv_bfloat16 (other types are not on the sm90a path yet)");
+  static_assert(kFp8 || detail::is_same_t<ElementA, half>::value || detail::is_same_t<ElementA, __nv_bfloat16>::value,
+                "GemmSm90: ElementA must be half, __nv_bfloat16, __nv_fp8_e4m3 or __nv_fp8_e5m2 (other types are not on "
+                "the sm90a path yet)");
   static_assert(TileK * int(sizeof(ElementA)) == 128,
                 "GemmSm90: TileK must be one 128-byte swizzled row (64 for 16-bit types, 128 for 8-bit types)");
   static_assert(TileN == 64 || TileN == 128 || TileN == 256, "GemmSm90: TileN must be 64, 128 or 256 (the wgmma N)");
@@ -168,6 +180,9 @@ struct GemmSm90 {
     CUtensorMap tmB;  // {K, N, batch}, box TileK x TileN / ClusterM
     int m, n, batch;
     int tiles_m, tiles_n, ktiles;
+    int split;            // serial split-K slices (1: none)
+    float* partials;      // split > 1: TileM x TileN f32 partial sums per tile (workspace)
+    int* semaphores;      // split > 1: per tile, the number of slices already added into its partials
     typename Epilogue::Params ep;
   };
 
@@ -190,21 +205,43 @@ struct GemmSm90 {
     }
   };
 
-  // Work unit u of the persistent walk: ClusterM x ClusterN tiles, one per CTA of the cluster
-  // (the CTA of cluster rank r takes tile (r % ClusterM, r / ClusterM) of the unit); the units of
-  // a batch walked in GemmSm80's grouped raster. A CTA whose tile lies past M or N still runs the
-  // pipeline (TMA zero-fills; the epilogue stores nothing): its peers need its slices.
+  // Work unit u of the persistent walk: one k-slice (split-K; else all of K) of ClusterM x ClusterN
+  // tiles, one per CTA of the cluster (the CTA of cluster rank r takes tile (r % ClusterM, r / ClusterM)
+  // of the unit); the slices of a tile group are consecutive units, the groups of a batch walked in
+  // GemmSm80's grouped raster. A CTA whose tile lies past M or N still runs the pipeline (TMA
+  // zero-fills; the epilogue stores nothing): its peers need its slices.
+  struct Unit {
+    int batch, tm, tn;
+    int slice, kt_begin, kt_end;  // k-tiles [kt_begin, kt_end) of the tile
+  };
   __device__ __forceinline__ static int units_m(const KernelParams& P) { return (P.tiles_m + ClusterM - 1) / ClusterM; }
   __device__ __forceinline__ static int units_n(const KernelParams& P) { return (P.tiles_n + ClusterN - 1) / ClusterN; }
-  __device__ __forceinline__ static void unit_coords(const KernelParams& P, int u, int rm, int rn, int& batch, int& tm,
-                                                     int& tn) {
+  __device__ __forceinline__ static int total_units(const KernelParams& P) {
+    return units_m(P) * units_n(P) * P.batch * P.split;
+  }
+  __device__ __forceinline__ static void slice_range(const KernelParams& P, int slice, int& kt_begin, int& kt_end) {
+    kt_begin = int((int64_t)P.ktiles * slice / P.split);
+    kt_end = int((int64_t)P.ktiles * (slice + 1) / P.split);
+  }
+  __device__ __forceinline__ static Unit unit_of(const KernelParams& P, int u, int rm, int rn) {
+    Unit w;
+    const int group = u / P.split;
+    w.slice = u - group * P.split;
+    slice_range(P, w.slice, w.kt_begin, w.kt_end);
     const int per_batch = units_m(P) * units_n(P);
-    batch = u / per_batch;
+    w.batch = group / per_batch;
     int um, un;
-    detail::raster_tile<RasterAlongM, kRasterGroup / (RasterAlongM ? ClusterN : ClusterM)>(u - batch * per_batch,
+    detail::raster_tile<RasterAlongM, kRasterGroup / (RasterAlongM ? ClusterN : ClusterM)>(group - w.batch * per_batch,
                                                                                            units_m(P), units_n(P), um, un);
-    tm = um * ClusterM + rm;
-    tn = un * ClusterN + rn;
+    w.tm = um * ClusterM + rm;
+    w.tn = un * ClusterN + rn;
+    return w;
+  }
+  // The k-tiles of unit u (the ring positions it takes).
+  __device__ __forceinline__ static int unit_ktiles(const KernelParams& P, int u) {
+    int b, e;
+    slice_range(P, u % P.split, b, e);
+    return e - b;
   }
 
   __device__ __forceinline__ static void device_main(const KernelParams& P) {
@@ -219,7 +256,7 @@ struct GemmSm90 {
 
     const int warpgroup = threadIdx.x / 128;
     const int wg_thread = threadIdx.x % 128;
-    const int total_units = units_m(P) * units_n(P) * P.batch;
+    const int n_units = total_units(P);
     const int first_unit = blockIdx.x / ClusterM, unit_stride = gridDim.x / ClusterM;  // grid: ClusterM x c, ClusterN
     // This CTA's place in the cluster: rank = rm + rn * ClusterM. It shares the A tile with the CTAs
     // of its cluster row (same rm) and the B tile with those of its cluster column (same rn).
@@ -255,10 +292,10 @@ struct GemmSm90 {
 #pragma unroll
         for (int r = 0; r < ClusterM; ++r) mask_b |= uint16_t(1u << (r + rn * ClusterM));
         Ring ring;
-        for (int u = first_unit; u < total_units; u += unit_stride) {
-          int batch, tm, tn;
-          unit_coords(P, u, rm, rn, batch, tm, tn);
-          for (int kt = 0; kt < P.ktiles; ++kt) {
+        for (int u = first_unit; u < n_units; u += unit_stride) {
+          const Unit w = unit_of(P, u, rm, rn);
+          const int batch = w.batch, tm = w.tm, tn = w.tn;
+          for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
             // A fresh barrier counts as having completed the phase before its first, so the
             // first pass over the ring (parity 1) does not wait.
             sm90::mbarrier_wait(empty_bar(ring.stage), ring.phase ^ 1u);
@@ -303,20 +340,19 @@ struct GemmSm90 {
       // k-tiles in the ring; the turn barriers make the two mainloops alternate.
       constexpr int kTileStep = kPingpong ? 2 : 1;
       const int row_off = kPingpong ? 0 : consumer * kRowsPerConsumer;
-      int j = kPingpong ? consumer : 0;  // index of the tile in this CTA's walk
-      if (kPingpong && consumer == 1) ring.advance(P.ktiles);
-      for (int u = first_unit + j * unit_stride; u < total_units; u += kTileStep * unit_stride, j += kTileStep) {
-        int batch, tm, tn;
-        unit_coords(P, u, rm, rn, batch, tm, tn);
+      int j = kPingpong ? consumer : 0;  // index of the unit in this CTA's walk
+      if (kPingpong && consumer == 1) ring.advance(unit_ktiles(P, first_unit));
+      for (int u = first_unit + j * unit_stride; u < n_units; u += kTileStep * unit_stride, j += kTileStep) {
+        const Unit w = unit_of(P, u, rm, rn);
         if (kPingpong && j > 0) sm90::named_barrier_sync(kTurnBarrier + consumer, 256);  // the other's mainloop is issued
 
-        // ---- mainloop: acc = A tile rows * B tile over all k-tiles ----
+        // ---- mainloop: acc = A tile rows * B tile over the unit's k-tiles ----
 #pragma unroll
         for (int i = 0; i < kMmaM; ++i)
 #pragma unroll
           for (int r = 0; r < kAccRegs; ++r) acc[i][r] = 0.f;
         int prev_stage = -1;  // the stage whose wgmmas are the group still in flight
-        for (int kt = 0; kt < P.ktiles; ++kt) {
+        for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
           sm90::mbarrier_wait(full_bar(ring.stage), ring.phase);
           const uint32_t a_tile = stage_a(ring.stage) + uint32_t(row_off * 128);
           const uint32_t b_tile = stage_b(ring.stage);
@@ -327,8 +363,7 @@ struct GemmSm90 {
           for (int ks = 0; ks < kKSteps; ++ks) {
             const sm90::SmemDesc db = kmajor_desc(b_tile, TileN, ks);
 #pragma unroll
-            for (int i = 0; i < kMmaM; ++i)
-              sm90::wgmma_ss<TileN, ElementA>(acc[i], kmajor_desc(a_tile + uint32_t(i * 64 * 128), 64, ks), db, true);
+            for (int i = 0; i < kMmaM; ++i) mma_kstep(acc[i], kmajor_desc(a_tile + uint32_t(i * 64 * 128), 64, ks), db, true);
           }
           sm90::wgmma_commit_group();
 #pragma unroll
@@ -339,17 +374,23 @@ struct GemmSm90 {
           prev_stage = ring.stage;
           ring.advance();
         }
-        // Pingpong: the other consumer may issue its mainloop (when it has a next tile).
-        if (kPingpong && u + unit_stride < total_units) sm90::named_barrier_arrive(kTurnBarrier + (consumer ^ 1), 256);
+        // Pingpong: the other consumer may issue its mainloop (when it has a next unit).
+        if (kPingpong && u + unit_stride < n_units) sm90::named_barrier_arrive(kTurnBarrier + (consumer ^ 1), 256);
         sm90::wgmma_wait_group<0>();
 #pragma unroll
         for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(acc[i]);
         if (prev_stage >= 0 && warp_leader) release(prev_stage);
-        if (kPingpong) ring.advance(P.ktiles);  // the other consumer's tile
+        if (kPingpong && u + unit_stride < n_units) ring.advance(unit_ktiles(P, u + unit_stride));  // the other's unit
+
+        // ---- serial split-K: add the earlier slices' partial sums; all but the last slice store and stop ----
+        if (P.split > 1) {
+          if (w.tm >= P.tiles_m || w.tn >= P.tiles_n) continue;  // a cluster's tile past M or N: nothing to add or store
+          if (!reduce_slices(P, w, acc, consumer, wg_thread)) continue;
+        }
 
         // ---- epilogue: registers -> per-warp staging (16 x 32 f32) -> Epilogue::apply<V>, in range only ----
         store_tile_epilogue(P, epilogue, state, acc, kdl_sm90_smem + (base - raw) + kEpiOffset, consumer, warp_in_wg,
-                            batch, tm * TileM + row_off + warp_in_wg * 16, tn * TileN);
+                            w.batch, w.tm * TileM + row_off + warp_in_wg * 16, w.tn * TileN);
       }
     }
     __syncwarp();
@@ -359,9 +400,62 @@ struct GemmSm90 {
     if constexpr (kClusterSize > 1) sm90::cluster_sync();
   }
 
+  // Serial split-K for one unit (slice s of its tile): the threads that hold the tile's accumulator
+  // (cooperative: both consumers, 256 threads; pingpong: one consumer) wait until the tile's semaphore
+  // says s slices have been added into its partial sums, add those into acc, and then, unless s is
+  // the last slice, store acc back and count their slice (returns false: no epilogue); the last
+  // slice resets the semaphore (run() also zeroes the semaphores before each launch) and returns true.
+  // The slices are added in order, so the result does not depend on timing. A slice waits only on
+  // lower units, and every CTA walks its units in increasing order, so the lowest unfinished unit can
+  // always proceed (the grid is resident: one CTA per SM, at most SMs CTAs).
+  // The partials are laid out by fragment: register quad q of consumer thread t at float4 q * 128 + t.
+  __device__ __forceinline__ static bool reduce_slices(const KernelParams& P, const Unit& w, float (&acc)[kMmaM][kAccRegs],
+                                                       int consumer, int wg_thread) {
+    constexpr int kTileThreads = kPingpong ? 128 : 256;
+    const int bar_id = kTurnBarrier + 2 + (kPingpong ? consumer : 0);  // named barriers 3 (cooperative) or 3, 4
+    const bool leader = kPingpong ? wg_thread == 0 : (consumer == 0 && wg_thread == 0);
+    const int tile_lin = (w.batch * P.tiles_m + w.tm) * P.tiles_n + w.tn;
+    float4* const part = reinterpret_cast<float4*>(P.partials + (size_t)tile_lin * (TileM * TileN) +
+                                                   (kPingpong ? 0 : consumer * (TileM * TileN / kConsumers)));
+    int* const sem = P.semaphores + tile_lin;
+    if (w.slice > 0) {
+      if (leader) detail::sem_wait(sem, w.slice);
+      sm90::named_barrier_sync(bar_id, kTileThreads);
+#pragma unroll
+      for (int i = 0; i < kMmaM; ++i)
+#pragma unroll
+        for (int q = 0; q < kAccRegs / 4; ++q) {
+          const float4 v = __ldcg(part + (i * (kAccRegs / 4) + q) * 128 + wg_thread);
+          acc[i][4 * q] += v.x;
+          acc[i][4 * q + 1] += v.y;
+          acc[i][4 * q + 2] += v.z;
+          acc[i][4 * q + 3] += v.w;
+        }
+    }
+    if (w.slice < P.split - 1) {
+#pragma unroll
+      for (int i = 0; i < kMmaM; ++i)
+#pragma unroll
+        for (int q = 0; q < kAccRegs / 4; ++q)
+          __stcg(part + (i * (kAccRegs / 4) + q) * 128 + wg_thread,
+                 make_float4(acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]));
+      __threadfence();
+      sm90::named_barrier_sync(bar_id, kTileThreads);
+      if (leader) detail::sem_release(sem, w.slice + 1);
+      return false;
+    }
+    if (leader) *sem = 0;  // every thread of the tile has passed the wait: leave the semaphore reset
+    return true;
+  }
+
+  // One k-step (32 bytes of K) of one m64 x TileN accumulator: wgmma k16 (16-bit) or k32 (fp8).
+  __device__ __forceinline__ static void mma_kstep(float (&d)[kAccRegs], sm90::SmemDesc a, sm90::SmemDesc b, bool accumulate) {
+    sm90::wgmma_ss<TileN, ElementA, ElementB>(d, a, b, accumulate);
+  }
+
   // The descriptor of k-step ks (32 bytes of K, any element type) of a K-major 128B-swizzled tile of `rows` rows.
   __device__ __forceinline__ static sm90::SmemDesc kmajor_desc(uint32_t tile, int rows, int ks) {
-    return sm90::make_smem_desc(tile + sm90::sw128_byte_offset(0, ks * 32, rows), 16, sm90::kSwizzleAtomBytes);
+    return sm90::make_desc_kmajor_sw128<ElementA>(tile, rows, ks);
   }
 
   // One consumer warp's share of the epilogue: its 16 rows of each m64 accumulator (rows row0 +
@@ -456,8 +550,13 @@ struct GemmSm90 {
     if (p.m > kMaxDim || p.n > kMaxDim || p.k > kMaxDim)
       return fail("kdl gemm sm90: problem too large (m=%lld, n=%lld, k=%lld)", p.m, p.n, p.k);
     if (p.batch < 1 || p.batch > 65535) return fail("kdl gemm sm90: batch (%lld) must be in [1, 65535]", p.batch);
-    if (p.split_k != 1) return fail("kdl gemm sm90: split_k (%lld) must be 1 (no split-K on the sm90a path yet)", p.split_k);
-    if (tiles_m_of(p) * tiles_n_of(p) * p.batch > 0x7fffffffLL) return fail("kdl gemm sm90: too many output tiles");
+    if (p.split_k < 1 || p.split_k > 65535) return fail("kdl gemm sm90: split_k (%lld) must be in [1, 65535]", p.split_k);
+    if (p.k == 0 && p.split_k > 1) return fail("kdl gemm sm90: split_k (%lld) > 1 requires k > 0", p.split_k);
+    if (p.k > 0 && p.split_k > ktiles_of(p))
+      return fail("kdl gemm sm90: split_k (%lld) exceeds the number of K tiles (%lld = ceil(k=%lld / TileK))", p.split_k,
+                  ktiles_of(p), p.k);
+    if (tiles_m_of(p) * tiles_n_of(p) * p.batch * p.split_k > 0x7fffffffLL)
+      return fail("kdl gemm sm90: too many output tiles x split_k slices");
     if (p.m == 0 || p.n == 0 || p.k == 0) return nullptr;
     if (p.A == nullptr) return fail("kdl gemm sm90: A is null");
     if (p.B == nullptr) return fail("kdl gemm sm90: B is null");
@@ -472,7 +571,13 @@ struct GemmSm90 {
     return nullptr;
   }
 
-  static size_t workspace_size(const GemmProblem&) { return 0; }
+  // Split-K: TileM x TileN f32 partial sums per output tile, then one int semaphore per tile.
+  static size_t tiles_total(const GemmProblem& p) { return (size_t)tiles_m_of(p) * (size_t)tiles_n_of(p) * (size_t)p.batch; }
+  static size_t sem_offset(const GemmProblem& p) { return (tiles_total(p) * TileM * TileN * sizeof(float) + 255) / 256 * 256; }
+  static size_t workspace_size(const GemmProblem& p) {
+    if (p.split_k <= 1) return 0;
+    return sem_offset(p) + tiles_total(p) * sizeof(int);
+  }
 
   // {K, rows, batch} with a TileK x rows_box box, 128-byte swizzle, out-of-range elements zero.
   template <class Element>
@@ -505,7 +610,6 @@ struct GemmSm90 {
   }
 
   static cudaError_t run(const GemmProblem& p, const typename Epilogue::Params& ep, void* workspace, cudaStream_t stream) {
-    (void)workspace;
     if (can_implement(p) != nullptr) return cudaErrorInvalidValue;
     if (p.m == 0 || p.n == 0) return cudaSuccess;
     const int dev = current_device();
@@ -529,9 +633,18 @@ struct GemmSm90 {
     kp.tiles_m = (int)tiles_m_of(p);
     kp.tiles_n = (int)tiles_n_of(p);
     kp.ktiles = ktiles_of(p);
+    kp.split = p.split_k;
+    kp.partials = nullptr;
+    kp.semaphores = nullptr;
+    if (p.split_k > 1) {
+      if (workspace == nullptr) return cudaErrorInvalidValue;
+      kp.partials = static_cast<float*>(workspace);
+      kp.semaphores = reinterpret_cast<int*>(static_cast<char*>(workspace) + sem_offset(p));
+      if (cudaError_t e = cudaMemsetAsync(kp.semaphores, 0, tiles_total(p) * sizeof(int), stream); e != cudaSuccess) return e;
+    }
     kp.ep = ep;
     const long long units = (long long)((kp.tiles_m + ClusterM - 1) / ClusterM) * ((kp.tiles_n + ClusterN - 1) / ClusterN) *
-                            p.batch;
+                            p.batch * p.split_k;
     if constexpr (kClusterSize == 1) {
       const unsigned grid = (unsigned)(units < sms ? units : sms);
       gemm_sm90_kernel<GemmSm90><<<grid, kThreads, kSmemBytes, stream>>>(kp);

@@ -144,10 +144,10 @@ __global__ void ref_gemm_f64(const TA* A, const TB* B, float* D, int M, int N, i
 // One case: fresh random A (M x K row-major) and B (K x N column-major), lda/ldb/ldd padded when
 // `padded` (by 16 bytes of K and 3 columns of D), D poisoned with NaN; every element of D checked.
 template <class Gemm, class TA, class TB, class TOut>
-static void run_case(const char* cfg, int M, int N, int K, int batch, bool padded = false) {
+static void run_case(const char* cfg, int M, int N, int K, int batch, bool padded = false, int split = 1) {
   char name[200];
-  snprintf(name, sizeof name, "%s %sx%s->%s m=%d n=%d k=%d batch=%d%s", cfg, type_name<TA>(), type_name<TB>(),
-           type_name<TOut>(), M, N, K, batch, padded ? " padded" : "");
+  snprintf(name, sizeof name, "%s %sx%s->%s m=%d n=%d k=%d batch=%d%s split_k=%d", cfg, type_name<TA>(), type_name<TB>(),
+           type_name<TOut>(), M, N, K, batch, padded ? " padded" : "", split);
   const float alpha = 0.5f;
   const int64_t lda = K + (padded ? 16 / sizeof(TA) : 0), ldb = K + (padded ? 16 / sizeof(TB) : 0), ldd = N + (padded ? 3 : 0);
   const int64_t bsA = (int64_t)M * lda, bsB = (int64_t)N * ldb, bsD = (int64_t)M * ldd;
@@ -167,14 +167,20 @@ static void run_case(const char* cfg, int M, int N, int K, int batch, bool padde
   CK(cudaMemcpy(B, hB.data(), hB.size() * sizeof(TB), cudaMemcpyHostToDevice));
   CK(cudaMemset(D, 0xff, hD.size() * sizeof(TOut)));  // NaN in bf16 and f16
 
-  kdl::GemmProblem p{M, N, K, batch, A, lda, bsA, B, ldb, bsB, 1};
+  kdl::GemmProblem p{M, N, K, batch, A, lda, bsA, B, ldb, bsB, split};
   if (const char* why = Gemm::can_implement(p)) {
     printf("FAIL %s: can_implement: %s\n", name, why);
     ++g_fail;
     return;
   }
+  // Split-K's workspace, poisoned: the kernel must not depend on what it holds.
+  void* ws = nullptr;
+  if (const size_t wsb = Gemm::workspace_size(p)) {
+    CK(cudaMalloc(&ws, wsb));
+    CK(cudaMemset(ws, 0x7f, wsb));
+  }
   typename Gemm::Params ep{D, ldd, bsD, alpha};
-  cudaError_t e = Gemm::run(p, ep, nullptr, 0);
+  cudaError_t e = Gemm::run(p, ep, ws, 0);
   if (e == cudaSuccess) e = sync_or_die(name, 20.0);
   if (e != cudaSuccess) {
     printf("FAIL %s: %s\n", name, cudaGetErrorString(e));
@@ -254,13 +260,15 @@ static void run_case(const char* cfg, int M, int N, int K, int batch, bool padde
   cudaFree(B);
   cudaFree(D);
   if (Dref) cudaFree(Dref);
+  if (ws) cudaFree(ws);
 }
 
 // A GemmSm90 configuration of the test; D is bf16 for fp8 inputs, else the input type.
 template <class TA, class TB, int TileM, int TileN, int Stages, kdl::Sm90Schedule Schedule = kdl::Sm90Schedule::Cooperative,
-          int ClusterM = 1, int ClusterN = 1, bool RasterAlongM = false>
+          int ClusterM = 1, int ClusterN = 1, bool RasterAlongM = false, bool SplitK = false>
 struct Config {
   using TOut = typename std::conditional<sizeof(TA) == 1, __nv_bfloat16, TA>::type;
+  static constexpr bool kSplitK = SplitK;
   static constexpr int kTileK = 128 / sizeof(TA);
   using Epi = kdl_test::Epilogue<TOut>;
   using Gemm = kdl::GemmSm90<TA, kdl::RowMajor, TB, kdl::ColMajor, float, TileM, TileN, kTileK, Stages, Schedule, ClusterM,
@@ -282,7 +290,10 @@ static void run_config_t(bool full, bool quick) {
   char cfg[96];
   C::name(cfg, sizeof cfg);
   const int small_mn[] = {1, 127, 1000};
-  const int ks[] = {64, 200, 4096};
+  // K rounded up to 16 bytes (TMA's stride rule): 200 -> 208 and 264 -> 272 for fp8, still not multiples of TileK.
+  constexpr int kAlign = 16 / sizeof(TA);
+  auto k_of = [](int k) { return (k + kAlign - 1) / kAlign * kAlign; };
+  const int ks[] = {64, k_of(200), 4096};
   for (int M : small_mn)
     for (int N : small_mn)
       for (int K : ks) {
@@ -290,11 +301,19 @@ static void run_config_t(bool full, bool quick) {
         if (quick && (K > 200 || (M == 1000 && N == 1000))) continue;
         run_case<G, TA, TB, TOut>(cfg, M, N, K, 1);
       }
-  run_case<G, TA, TB, TOut>(cfg, 1000, 127, 200, 3);
-  run_case<G, TA, TB, TOut>(cfg, 333, 517, 264, 2, /*padded=*/true);
+  run_case<G, TA, TB, TOut>(cfg, 1000, 127, k_of(200), 3);
+  run_case<G, TA, TB, TOut>(cfg, 333, 517, k_of(264), 2, /*padded=*/true);
+  if (C::kSplitK) {  // serial split-K: odd sizes, batches, more slices than SMs need, padded
+    run_case<G, TA, TB, TOut>(cfg, 127, 1000, k_of(200) * 5, 1, false, 3);
+    run_case<G, TA, TB, TOut>(cfg, 333, 517, 4096, 2, true, 7);
+  }
   if (quick) return;
+  if (C::kSplitK) {
+    run_case<G, TA, TB, TOut>(cfg, 128, 8192, 8192, 1, false, 4);
+    run_case<G, TA, TB, TOut>(cfg, 1000, 1000, 4096, 1, false, 5);
+  }
   run_case<G, TA, TB, TOut>(cfg, 4096, 4096, 4096, 1);
-  run_case<G, TA, TB, TOut>(cfg, 4000, 4100, 200, 1);
+  run_case<G, TA, TB, TOut>(cfg, 4000, 4100, k_of(200), 1);
   if (full) run_case<G, TA, TB, TOut>(cfg, 4100, 1000, 4096, 1);
 }
 
@@ -320,8 +339,13 @@ static void refusals(int elem_bytes) {
   p.batch_stride_a = (int64_t)64 * k;
   expect("batch_stride_b + 8 bytes", p);
   p = ok;
-  p.split_k = 2;
-  expect("split_k=2", p);
+  p.split_k = 5;  // 4 k-tiles
+  expect("split_k=5 > k-tiles", p);
+  p.split_k = 0;
+  expect("split_k=0", p);
+  p = ok;
+  p.split_k = 4;
+  if (G::can_implement(p)) { printf("FAIL accept split_k=4: %s\n", G::can_implement(p)); ++g_fail; }
 }
 
 // --quick: the small cases only (for compute-sanitizer).
@@ -347,22 +371,31 @@ int main(int argc, char** argv) {
 
   // cooperative
   run_config_t<bf16, bf16, Config<bf16, bf16, 128, 128, 5>>(true, quick);
-  run_config_t<bf16, bf16, Config<bf16, bf16, 128, 256, 4>>(true, quick);
+  run_config_t<bf16, bf16, Config<bf16, bf16, 128, 256, 4, Coop, 1, 1, false, true>>(true, quick);
   run_config_t<half, half, Config<half, half, 128, 128, 5>>(false, quick);
   run_config_t<half, half, Config<half, half, 128, 256, 4>>(false, quick);
   run_config_t<bf16, bf16, Config<bf16, bf16, 128, 256, 4, Coop, 2, 1>>(true, quick);
   run_config_t<bf16, bf16, Config<bf16, bf16, 256, 128, 4, Coop, 2, 1>>(false, quick);
   run_config_t<half, half, Config<half, half, 128, 128, 5, Coop, 2, 1>>(false, quick);
   // pingpong
-  run_config_t<bf16, bf16, Config<bf16, bf16, 128, 128, 5, Pp>>(true, quick);
+  run_config_t<bf16, bf16, Config<bf16, bf16, 128, 128, 5, Pp, 1, 1, false, true>>(true, quick);
   run_config_t<bf16, bf16, Config<bf16, bf16, 64, 256, 5, Pp>>(false, quick);
   run_config_t<half, half, Config<half, half, 64, 128, 6, Pp>>(false, quick);
   run_config_t<bf16, bf16, Config<bf16, bf16, 128, 128, 5, Pp, 2, 1>>(false, quick);
   // clusters along N, 2 x 2, raster along M
   run_config_t<bf16, bf16, Config<bf16, bf16, 128, 256, 4, Coop, 1, 2>>(true, quick);
-  run_config_t<bf16, bf16, Config<bf16, bf16, 128, 128, 5, Coop, 2, 2>>(false, quick);
+  run_config_t<bf16, bf16, Config<bf16, bf16, 128, 128, 5, Coop, 2, 2, false, true>>(false, quick);
   run_config_t<bf16, bf16, Config<bf16, bf16, 128, 128, 5, Pp, 1, 2, true>>(false, quick);
   run_config_t<bf16, bf16, Config<bf16, bf16, 128, 256, 4, Coop, 1, 1, true>>(false, quick);
+
+  // fp8 (TileK 128), bf16 D
+  using e4m3 = __nv_fp8_e4m3;
+  using e5m2 = __nv_fp8_e5m2;
+  refusals<Config<e4m3, e4m3, 128, 128, 4>::G>(1);
+  run_config_t<e4m3, e4m3, Config<e4m3, e4m3, 128, 256, 4, Coop, 1, 1, false, true>>(true, quick);
+  run_config_t<e4m3, e5m2, Config<e4m3, e5m2, 128, 128, 5>>(false, quick);
+  run_config_t<e5m2, e4m3, Config<e5m2, e4m3, 64, 256, 5, Pp>>(false, quick);
+  run_config_t<e5m2, e5m2, Config<e5m2, e5m2, 128, 128, 5, Coop, 2, 2>>(false, quick);
 
   printf("%d passed, %d failed\n", g_pass, g_fail);
   cudaFree(g_lt_ws);
