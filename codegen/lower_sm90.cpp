@@ -30,8 +30,10 @@ std::string scheduleWhy(const KernelSpec& s, const KernelPlan& p) {
                                         rowsPerConsumer(p))
                           : "each consumer warpgroup owns a tile of its own; their mainloops and epilogues alternate, "
                             "so one's epilogue hides under the other's MMAs";
-  if (s.schedule.origin == Origin::Auto)
-    return fmt::format("schedule = auto: tile M = {} {}; {}", p.tileM,
+  // Without a schedule the validator decides as for `auto`.
+  if (s.schedule.origin == Origin::Auto || s.schedule.origin == Origin::Default)
+    return fmt::format("schedule = auto{}: tile M = {} {}; {}", s.schedule.origin == Origin::Default ? " (the default)" : "",
+                       p.tileM,
                        coop ? "is a multiple of 128, enough rows for two 64-row consumer warpgroups (cooperative)"
                             : "is less than two 64-row warpgroups, so cooperative cannot split it (pingpong)",
                        what);
@@ -135,17 +137,19 @@ bool lowerSm90Pipeline(Lowering& l) {
                                 gemm_sm90_epilogue_offset(shape) - gemm_sm90_barrier_offset(shape), p.epilogueSmemBytes,
                                 p.archName, limit);
   std::string why;
-  if (s.stages.origin == Origin::Auto)
-    why = p.stages == 8 ? fmt::format("stages = auto: 8, the deepest pipeline the path runs; {}", fit)
-                        : fmt::format("stages = auto: the deepest pipeline that fits with the epilogue's shared memory "
+  if (s.stages.origin == Origin::Auto || s.stages.origin == Origin::Default) {  // no stages: as for `auto`
+    const char* what = s.stages.origin == Origin::Default ? "stages = auto (the default)" : "stages = auto";
+    why = p.stages == 8 ? fmt::format("{}: 8, the deepest pipeline the path runs; {}", what, fit)
+                        : fmt::format("{}: the deepest pipeline that fits with the epilogue's shared memory "
                                       "({} stages would need {} B); {}",
-                                      p.stages + 1,
+                                      what, p.stages + 1,
                                       gemm_sm90_smem_bytes(GemmSm90SmemShape{shape.element_bytes_a, shape.element_bytes_b,
                                                                              shape.tile_m, shape.tile_n, shape.tile_k,
                                                                              p.stages + 1, shape.schedule}),
                                       fit);
-  else
+  } else {
     why = fmt::format("{} (at most {} fit); {}", originWord(s.stages.origin), deepest, fit);
+  }
   l.decide("stages", std::to_string(p.stages), why);
 
   p.serialSplitK = false;
