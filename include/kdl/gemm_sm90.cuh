@@ -172,6 +172,7 @@ struct GemmSm90 {
   static constexpr GemmSm90SmemShape kSmemShape{int(sizeof(ElementA)), int(sizeof(ElementB)), TileM, TileN, TileK,
                                                 Stages, int(Schedule)};
   static_assert(kSmemBytes == gemm_sm90_smem_bytes(kSmemShape), "GemmSm90: kdl/gemm_sm90_smem.h disagrees");
+  static constexpr int kMinSmemBytes = kSmemBytes;  // kdl::GemmHost's device check (no smaller fallback)
   static_assert(kSmemBytes <= 232448,
                 "GemmSm90: Stages x (TileM + TileN) x 128 B + the epilogue buffer exceeds the 227 KB of shared memory");
 
