@@ -58,13 +58,14 @@ for spec in "$CARRY"/specs/*/*.kdl; do
   fi
   refused=$(grep -c "^NOTBUILT" "$out.triage")
   if [ "${#kernels[@]}" -eq 0 ]; then
-    echo "not built: $spec: kdlc generates none of its kernels ($refused refused)" | tee -a "$CARRY/prepare.log"
+    echo "not built: $spec: kdlc generates none of its kernels" | tee -a "$CARRY/prepare.log"
     continue
   fi
   if ! build "$spec" "$out" "${kernels[@]}"; then
     echo "build of $spec failed; building its ${#kernels[@]} kernels one by one (log: $out.log)"
     tail -n 5 "$out.log"
     good=()
+    mkdir -p "$out.one"
     for k in "${kernels[@]}"; do
       if build "$spec" "$out.one/$k" "$k"; then good+=("$k")
       else

@@ -163,19 +163,6 @@ Tolerance toleranceFor(DType in, DType out, const EpiNode* tree, const Epilogue&
 
 enum class Role { A, B, C, D, Param, Input, OutTensor, OutAmax, ScaleA, ScaleB };
 
-// Block scales of an fp8 operand (the language's `A : e4m3 row scale (BM, BK);`, `B : ... scale (BN,
-// BK);`): one f32 scale per `outer` x `k` block, `outer` along M (A) or N (B). Off: {0, 0}. The scale
-// tensor is k-block major: the scale of A's block (mb, kb) is scale_A[b * batch_stride + kb * ld + mb].
-struct BlockScale {
-  int outer = 0, k = 0;
-  bool on() const { return outer > 0 && k > 0; }
-};
-
-// Reads the operand's block scale from the front end's spec.
-BlockScale blockScaleOf(const Operand* o) {
-  if (!o) return {};
-  return {};
-}
 
 struct ArgRole {
   Role role;

@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 
+MAX_ERRORS = "--max-errors=100000"  # every kernel's refusal, not the first 50
 KERNEL_RE = re.compile(r"^kernel `([^`]+)`: (.*)$", re.S)
 
 
@@ -44,12 +45,12 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     kdlc, spec = argv[1], argv[2]
-    listed = run_json([kdlc, "list", "--json", "--diagnostics=json", spec])
+    listed = run_json([kdlc, "list", "--json", "--diagnostics=json", MAX_ERRORS, spec])
     names = [k["name"] for k in listed.get("kernels", [])]
     diags = list(listed.get("diagnostics", []))
-    diags += run_json([kdlc, "check", "--diagnostics=json", spec]).get("diagnostics", [])
+    diags += run_json([kdlc, "check", "--diagnostics=json", MAX_ERRORS, spec]).get("diagnostics", [])
     if not [d for d in diags if d.get("severity") == "error" and d.get("id") != "unsupported"]:
-        diags += run_json([kdlc, "list", "--plan", "--diagnostics=json", spec]).get("diagnostics", [])
+        diags += run_json([kdlc, "list", "--plan", "--diagnostics=json", MAX_ERRORS, spec]).get("diagnostics", [])
 
     refused = {}  # name -> [reasons]
     spec_error = None
