@@ -1289,7 +1289,8 @@ TEST_CASE("cppNameProblem refuses what qualification cannot fix, and only that",
     CHECK(cppNameProblem(std::string(kMaxCppNameLength, 'k'), use) == "");
     CHECK_THAT(cppNameProblem(std::string(kMaxCppNameLength + 1, 'k'), use), Catch::Contains("201 characters"));
   }
-  for (const char* member : {"m", "n", "k", "batch", "split_k", "lda", "ldz", "batch_stride_bias"}) {
+  for (const char* member :
+       {"m", "n", "k", "batch", "split_k", "lda", "ldz", "batch_stride_bias", "scale_A", "ld_scale_B"}) {
     CHECK(cppNameProblem(member, CppNameUse::Kernel) == "");
     CHECK(cppNameProblem(member, CppNameUse::Epilogue) != "");
   }
