@@ -85,6 +85,13 @@ std::string emitManifest(const std::vector<KernelPlan>& plans, const EmitOptions
     w.line("\"warps\": [{}, {}],", p.warpsM, p.warpsN);
     w.line("\"warp_tile\": [{}, {}],", p.warpTileM, p.warpTileN);
     w.line("\"threads\": {},", p.threads);
+    if (p.sm90()) {
+      w.line("\"schedule\": {},", q(name(p.schedule)));
+      w.line("\"cluster\": [{}, {}, 1],", p.clusterM, p.clusterN);
+      w.line("\"promote_every\": {},", p.promoteEvery);
+      w.line("\"block_scaling\": {},", p.blockScaling ? fmt::format("[{}, {}, {}]", p.blockMA, p.blockNB, p.blockK)
+                                                       : std::string("null"));
+    }
     w.line("\"stages\": {},", p.stages);
     w.line("\"smem_bytes\": {},", p.smemBytes);
     if (p.smemBytes != p.cpAsyncSmemBytes) w.line("\"smem_bytes_without_tma\": {},", p.cpAsyncSmemBytes);

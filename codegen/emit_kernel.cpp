@@ -180,7 +180,7 @@ std::string emitKernelSource(const KernelPlan& p, const EmitOptions& o) {
   w.lines(emitEpilogueFunctor(p, 0));
   w.blank();
   for (const Decision& d : p.decisions)
-    if (d.what == "warps" || d.what == "mma" || d.what == "stages")
+    if (d.what == "warps" || d.what == "mma" || d.what == "schedule" || d.what == "cluster" || d.what == "stages")
       w.line("// {}: {}", d.what, d.value);
   w.raw("// The kernel for kdl::GemmHost: its template instance and its arguments in C ABI order.");
   w.open("struct Kernel {{");

@@ -38,12 +38,43 @@ std::string toLower(std::string s) {
 std::string ldName(const std::string& name) { return "ld" + toLower(name); }
 std::string batchStrideName(const std::string& name) { return "batch_stride_" + name; }
 
-const char* pathWord(KernelPath p) { return p == KernelPath::GemmSm80Tma ? "gemm_sm80_tma" : "gemm_sm80"; }
-const char* pathTemplate(KernelPath p) { return p == KernelPath::GemmSm80Tma ? "kdl::GemmSm80Tma" : "kdl::GemmSm80"; }
-const char* pathHeader(KernelPath p) { return p == KernelPath::GemmSm80Tma ? "kdl/gemm_sm80_tma.cuh" : "kdl/gemm_sm80.cuh"; }
+const char* pathWord(KernelPath p) {
+  switch (p) {
+    case KernelPath::GemmSm80: return "gemm_sm80";
+    case KernelPath::GemmSm80Tma: return "gemm_sm80_tma";
+    case KernelPath::GemmSm90: return "gemm_sm90";
+  }
+  return "";
+}
+const char* pathTemplate(KernelPath p) {
+  switch (p) {
+    case KernelPath::GemmSm80: return "kdl::GemmSm80";
+    case KernelPath::GemmSm80Tma: return "kdl::GemmSm80Tma";
+    case KernelPath::GemmSm90: return "kdl::GemmSm90";
+  }
+  return "";
+}
+const char* pathHeader(KernelPath p) {
+  switch (p) {
+    case KernelPath::GemmSm80: return "kdl/gemm_sm80.cuh";
+    case KernelPath::GemmSm80Tma: return "kdl/gemm_sm80_tma.cuh";
+    case KernelPath::GemmSm90: return "kdl/gemm_sm90.cuh";
+  }
+  return "";
+}
 
 std::string KernelPlan::templateInstance(std::string (*spell)(const std::string&)) const {
   auto s = [&](const std::string& name) { return spell ? spell(name) : name; };
+  if (path == KernelPath::GemmSm90) {
+    // GemmSm90<ElementA, LayoutA, ElementB, LayoutB, ElementAccum, TileM, TileN, TileK, Stages, Schedule,
+    //          ClusterM, ClusterN, RasterAlongM, PromoteEvery, BlockScaling, Epilogue>
+    std::string scaling = blockScaling ? fmt::format("{}<{}, {}, {}>", s("kdl::sm90::BlockScaling"), blockMA, blockNB, blockK)
+                                       : s("kdl::sm90::NoBlockScaling");
+    return fmt::format("{}<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}::{}, {}, {}, {}, {}, {}, Epilogue>", s(pathTemplate(path)),
+                       s(a.cppType), s(a.cppLayout), s(b.cppType), s(b.cppLayout), s(accumCpp), tileM, tileN, tileK, stages,
+                       s("kdl::Sm90Schedule"), schedule == Schedule::Pingpong ? "Pingpong" : "Cooperative", clusterM,
+                       clusterN, rasterAlongM ? "true" : "false", promoteEvery, scaling);
+  }
   return fmt::format("{}<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, Epilogue>", s(pathTemplate(path)),
                      s(a.cppType), s(a.cppLayout), a.align, s(b.cppType), s(b.cppLayout), b.align, s(accumCpp), tileM,
                      tileN, tileK, warpsM, warpsN, stages, rasterAlongM ? "true" : "false");
@@ -54,6 +85,10 @@ namespace {
 // The sm80 multistage GEMM (include/kdl/gemm_sm80.cuh, gemm_sm80_tma.cuh), in the order its
 // decisions depend on each other: the warps need the operands, the shared memory needs the warps.
 constexpr LoweringStep kGemmSm80Steps[] = {lowerTarget, lowerOperands, lowerTiling, lowerPipeline, lowerArguments};
+// The sm90a warp-specialized GEMM (include/kdl/gemm_sm90.cuh): the schedule needs the operands (tile
+// K), the stages need the schedule (the epilogue's shared memory).
+constexpr LoweringStep kGemmSm90Steps[] = {lowerTarget, lowerSm90Operands, lowerSm90Tiling, lowerSm90Pipeline,
+                                           lowerArguments};
 
 bool runSteps(Lowering& l, const LoweringStep* first, const LoweringStep* last) {
   for (const LoweringStep* step = first; step != last; ++step)
@@ -61,14 +96,24 @@ bool runSteps(Lowering& l, const LoweringStep* first, const LoweringStep* last) 
   return true;
 }
 
-bool lowerGemmSm80(const KernelSpec& s, KernelPlan& p, DiagEngine& diags) {
+bool lowerWith(const KernelSpec& s, KernelPlan& p, DiagEngine& diags, const LoweringStep* first,
+               const LoweringStep* last) {
   p.name = s.name;
   p.spec = s;
   p.epilogue = s.epilogue;
   Lowering l{s, p, diags};
-  if (!runSteps(l, std::begin(kGemmSm80Steps), std::end(kGemmSm80Steps))) return false;
+  if (!runSteps(l, first, last)) return false;
   p.kernelHash = kernelHash(p);
   return true;
+}
+
+bool lowerGemmSm80(const KernelSpec& s, KernelPlan& p, DiagEngine& diags) {
+  return lowerWith(s, p, diags, std::begin(kGemmSm80Steps), std::end(kGemmSm80Steps));
+}
+
+bool lowerGemmSm90(const KernelSpec& s, KernelPlan& p, DiagEngine& diags) {
+  p.path = KernelPath::GemmSm90;
+  return lowerWith(s, p, diags, std::begin(kGemmSm90Steps), std::end(kGemmSm90Steps));
 }
 
 }  // namespace
@@ -76,11 +121,12 @@ bool lowerGemmSm80(const KernelSpec& s, KernelPlan& p, DiagEngine& diags) {
 std::vector<KernelPlan> lower(const std::vector<KernelSpec>& specs, DiagEngine& diags) {
   std::vector<KernelPlan> plans;
   for (const KernelSpec& s : specs) {
-    // checkSupported admits the sm80 multistage GEMM only, so its driver is the one to run; an sm90a
-    // GEMM or a convolution adds a driver of its own (its steps) and picks it here by op and schedule.
+    // checkSupported admits GEMMs only: the wgmma schedules (sm90a) run the sm90a driver, the
+    // multistage schedule the sm80 one.
     if (!checkSupported(s, diags)) continue;
     KernelPlan p;
-    if (lowerGemmSm80(s, p, diags)) plans.push_back(std::move(p));
+    bool ok = isWgmmaSchedule(s.schedule.value) ? lowerGemmSm90(s, p, diags) : lowerGemmSm80(s, p, diags);
+    if (ok) plans.push_back(std::move(p));
   }
   return plans;
 }

@@ -23,8 +23,6 @@ const char* cppElementType(DType t) {
   return "?";
 }
 
-namespace {
-
 OperandPlan operandPlan(const std::string& name, DType dt, Layout layout, int align) {
   OperandPlan o;
   o.name = name;
@@ -40,19 +38,14 @@ OperandPlan operandPlan(const std::string& name, DType dt, Layout layout, int al
   return o;
 }
 
-void decideMainloopOperand(Lowering& l, const OperandPlan& o, const Operand& so) {
+void decideMainloopOperand(Lowering& l, const OperandPlan& o, const Operand& so, const char* alignWhy) {
   l.decide(o.name, fmt::format("{} {}, align {} ({} B)", o.cppType, o.cppLayout, o.align, o.align * o.elementBytes),
            fmt::format("{} {} in the spec ({}-contiguous); alignment {}", dtypeWord(o.dtype), layoutWord(o.layout),
                        o.contigK ? "K" : (o.name == "A" ? "M" : "N"),
-                       so.alignOrigin == Origin::Default ? "defaults to 16 bytes, the widest cp.async"
-                                                         : originWord(so.alignOrigin)));
+                       so.alignOrigin == Origin::Default ? alignWhy : originWord(so.alignOrigin)));
 }
 
-}  // namespace
-
-bool lowerOperands(Lowering& l) {
-  const KernelSpec& s = l.spec;
-  KernelPlan& p = l.plan;
+void planOperands(const KernelSpec& s, KernelPlan& p) {
   const Operand& A = *s.operand("A");
   const Operand& B = *s.operand("B");
   const Operand& D = *s.operand("D");
@@ -68,8 +61,16 @@ bool lowerOperands(Lowering& l) {
   for (size_t i = 1; i < e.outputs.size(); ++i)
     if (e.outputs[i].kind == EpiOutput::Kind::Tensor)
       p.extraOutputs.push_back(operandPlan(e.outputs[i].name, e.outputs[i].dtype, Layout::Row, 1));
-  decideMainloopOperand(l, p.a, A);
-  decideMainloopOperand(l, p.b, B);
+}
+
+bool lowerOperands(Lowering& l) {
+  const KernelSpec& s = l.spec;
+  KernelPlan& p = l.plan;
+  const Operand& A = *s.operand("A");
+  const Operand& B = *s.operand("B");
+  planOperands(s, p);
+  decideMainloopOperand(l, p.a, A, "defaults to 16 bytes, the widest cp.async");
+  decideMainloopOperand(l, p.b, B, "defaults to 16 bytes, the widest cp.async");
 
   const Sm80Mainloop* ml = findSm80Mainloop(A.dtype);
   if (A.dtype == DType::F32)

@@ -38,6 +38,22 @@ bool lowerPipeline(Lowering& l);
 // C++ names they declare.
 bool lowerArguments(Lowering& l);
 
+// The sm90a GEMM (kdl::GemmSm90), codegen/lower_sm90.cpp; lowerTarget and lowerArguments are shared.
+// Operands: A, B, C, D as lowerOperands, the accumulator and the wgmma instruction.
+bool lowerSm90Operands(Lowering& l);
+// Tiling: the tile, the schedule (and why `auto` picked it), the cluster, the raster.
+bool lowerSm90Tiling(Lowering& l);
+// Pipeline: stages and the launch's shared memory (include/kdl/gemm_sm90_smem.h), split-K, fp8
+// promotion and block scaling.
+bool lowerSm90Pipeline(Lowering& l);
+
+// codegen/lower_operands.cpp: one operand's plan (type, layout, alignment, C++ names).
+OperandPlan operandPlan(const std::string& name, DType dt, Layout layout, int align);
+// A, B, C, D and the epilogue's extra outputs of the spec into the plan (no decisions).
+void planOperands(const KernelSpec& s, KernelPlan& p);
+// The decision that records a mainloop operand (A or B); `alignWhy` explains a default alignment.
+void decideMainloopOperand(Lowering& l, const OperandPlan& o, const Operand& so, const char* alignWhy);
+
 // codegen/lower_hash.cpp: sha256 of what determines the kernel's emitted files (its resolved spec,
 // without source locations, and the kdlc version); the header line of NAME.h and NAME.cu.
 std::string kernelHash(const KernelPlan& p);

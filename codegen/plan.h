@@ -51,8 +51,9 @@ struct ArgPlan {
 enum class KernelPath {
   GemmSm80,     // kdl::GemmSm80: every thread's cp.async fills the stages
   GemmSm80Tma,  // kdl::GemmSm80Tma: TMA fills the stages on Hopper, GemmSm80 elsewhere
+  GemmSm90,     // kdl::GemmSm90: sm90a, TMA + wgmma, warp-specialized, persistent (schedule cooperative|pingpong)
 };
-const char* pathWord(KernelPath p);      // "gemm_sm80_tma" (manifest.json)
+const char* pathWord(KernelPath p);      // "gemm_sm80_tma", "gemm_sm90" (manifest.json)
 const char* pathTemplate(KernelPath p);  // "kdl::GemmSm80Tma"
 const char* pathHeader(KernelPath p);    // "kdl/gemm_sm80_tma.cuh"
 
@@ -70,6 +71,8 @@ struct KernelPlan {
   std::vector<std::string> gencode;   // nvcc flags, e.g. -gencode=arch=compute_80,code=sm_80
   std::string cmakeArchitectures;     // CUDA_ARCHITECTURES equivalent, e.g. "80-real;90"
 
+  bool sm90() const { return path == KernelPath::GemmSm90; }
+
   // Operands and mainloop
   OperandPlan a, b, d;
   bool hasSource = false;
@@ -80,7 +83,7 @@ struct KernelPlan {
   int warpsM = 2, warpsN = 2;
   int warpTileM = 64, warpTileN = 64;
   int threads = 128;
-  std::string mmaShape;                   // "m16n8k16"
+  std::string mmaShape;                   // "m16n8k16"; sm90a: "wgmma m64n256k16"
   int stages = 3;
   bool rasterAlongM = false;
   bool serialSplitK = false;
@@ -92,11 +95,19 @@ struct KernelPlan {
   size_t smemBytes = 0;                   // what the instantiated template's launch asks for (Gemm::kSmemBytes)
   int epilogueVectorWidth = 8;            // columns per Epilogue::apply call
 
+  // The sm90a path only (kdl::GemmSm90's parameters beyond the tile and the stages).
+  Schedule schedule = Schedule::Multistage;  // Cooperative | Pingpong
+  int consumerWarpgroups = 2;             // per CTA (the producer warpgroup comes on top)
+  int clusterM = 1, clusterN = 1;
+  int promoteEvery = 0;                   // fp8: 0 = fast accumulation, N = promote every N k-tiles
+  bool blockScaling = false;              // kdl::sm90::BlockScaling<blockMA, blockNB, blockK>
+  int blockMA = 0, blockNB = 0, blockK = 0;
+
   Epilogue epilogue;                      // the typed expression tree (spec.epilogue)
   std::vector<ArgPlan> args;              // ABI order
   std::vector<Decision> decisions;
 
-  // "kdl::GemmSm80Tma<..., Epilogue>" (the template of `path`); `spell`, when given, spells each type and
+  // "kdl::GemmSm80Tma<..., Epilogue>" or "kdl::GemmSm90<..., Epilogue>" (the template of `path`); `spell`, when given, spells each type and
   // template name (the emitter qualifies them from the global namespace: "::kdl::GemmSm80Tma<::half, ...>").
   std::string templateInstance(std::string (*spell)(const std::string&) = nullptr) const;
 };

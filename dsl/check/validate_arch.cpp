@@ -5,6 +5,7 @@
 
 #include "dsl/check/validate_rules.h"
 #include "include/kdl/gemm_sm80_smem.h"
+#include "include/kdl/gemm_sm90_smem.h"
 
 namespace kdl::validation {
 namespace {
@@ -218,21 +219,36 @@ std::string tileText(const KernelCheck& c) {
 }
 
 // Pipeline depth against shared memory: each stage holds an M x K tile of A and an N x K tile of B.
-// On the multistage path the bytes are those of the template (include/kdl/gemm_sm80_smem.h); lowering
-// adds what does not depend on the stages (epilogue staging, TMA barriers) to the same function's
-// result, and tests/unit/test_codegen.cpp checks on every configuration that it then still fits.
+// The bytes are those of the template the kernel instantiates: on the multistage path
+// include/kdl/gemm_sm80_smem.h's stages (lowering adds what does not depend on the stages, epilogue
+// staging and TMA barriers, and tests/unit/test_codegen.cpp checks on every configuration that it
+// then still fits); on the wgmma path include/kdl/gemm_sm90_smem.h's whole launch (stages, barriers
+// and the epilogue's staging buffer), the function kdl::GemmSm90::kSmemBytes and lowering use, so
+// `stages = auto` is the deepest pipeline that fits with the epilogue.
 void resolveStages(KernelCheck& c) {
   if (!c.tile || !c.inputA || !c.inputB || !c.arch || !c.schedule) return;
   const auto& t = c.tile->value;
-  int64_t perStage = onMultistagePath(c)
-                         ? kdl::gemm_sm80_stage_bytes(bytesOf(*c.inputA), bytesOf(*c.inputB), t[0], t[1], t[2])
-                         : int64_t{t[0]} * t[2] * bytesOf(*c.inputA) + int64_t{t[1]} * t[2] * bytesOf(*c.inputB);
-  int64_t limit = maxSharedMemoryPerBlock(c.arch->value);
-  int64_t fit = limit / perStage;
+  const bool multistage = onMultistagePath(c);
+  const int64_t perStage = multistage
+                               ? kdl::gemm_sm80_stage_bytes(bytesOf(*c.inputA), bytesOf(*c.inputB), t[0], t[1], t[2])
+                               : kdl::gemm_sm90_stage_bytes(bytesOf(*c.inputA), bytesOf(*c.inputB), t[0], t[1], t[2]);
+  const int64_t limit = maxSharedMemoryPerBlock(c.arch->value);
+  const kdl::GemmSm90SmemShape sm90Shape{bytesOf(*c.inputA), bytesOf(*c.inputB), t[0], t[1], t[2], 1,
+                                         c.schedule->value == Schedule::Pingpong ? int(kdl::Sm90Schedule::Pingpong)
+                                                                                 : int(kdl::Sm90Schedule::Cooperative)};
+  // The launch's bytes for `stages` (the mainloop's alone on the multistage path, see above).
+  auto launchBytes = [&](int64_t stages) {
+    if (multistage) return stages * perStage;
+    kdl::GemmSm90SmemShape s = sm90Shape;
+    s.stages = static_cast<int>(stages);
+    return int64_t{kdl::gemm_sm90_smem_bytes(s)};
+  };
+  const int64_t fit = multistage ? limit / perStage : kdl::gemm_sm90_max_stages(sm90Shape, static_cast<int>(limit), 64);
   std::string archText = name(c.arch->value);
   auto need = [&](int64_t stages) {
-    return str(stages) + " stages of a " + tileText(c) + " need " + str(stages * perStage) +
-           " bytes of shared memory; " + archText + " allows " + str(limit) + " per block";
+    return str(stages) + " stages of a " + tileText(c) + " need " + str(launchBytes(stages)) +
+           " bytes of shared memory" + (multistage ? "" : " with the epilogue's staging buffer and the barriers") +
+           "; " + archText + " allows " + str(limit) + " per block";
   };
   if (c.stages) {
     if (c.stages->value <= fit) {
@@ -248,8 +264,8 @@ void resolveStages(KernelCheck& c) {
     return;
   }
   if (!c.stagesAuto) return;
-  int64_t cap = onMultistagePath(c) ? 4 : 8;
-  int64_t n = std::min(cap, fit);
+  // auto: at most 4 stages on the multistage path (deeper gains nothing there), 8 on the wgmma path.
+  int64_t n = std::min(multistage ? int64_t{4} : int64_t{8}, fit);
   if (n < 2) {
     Diagnostic& d = c.diags.error(DiagKind::SharedMemory, c.tile->loc, need(2) + "; pick a smaller tile");
     c.noteArch(d);

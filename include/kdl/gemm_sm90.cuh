@@ -195,6 +195,7 @@ struct GemmSm90 {
   static constexpr GemmSm90SmemShape kSmemShape{int(sizeof(ElementA)), int(sizeof(ElementB)), TileM, TileN, TileK,
                                                 Stages, int(Schedule)};
   static_assert(kSmemBytes == gemm_sm90_smem_bytes(kSmemShape), "GemmSm90: kdl/gemm_sm90_smem.h disagrees");
+  static constexpr int kMinSmemBytes = kSmemBytes;  // kdl::GemmHost's device check (no smaller fallback)
   static_assert(kSmemBytes <= 232448,
                 "GemmSm90: Stages x (TileM + TileN) x 128 B + the epilogue buffer exceeds the 227 KB of shared memory");
 
@@ -551,15 +552,12 @@ struct GemmSm90 {
 
   // One k-step (32 bytes of K) of one m64 x TileN accumulator: wgmma k16 (16-bit) or k32 (fp8).
   __device__ __forceinline__ static void mma_kstep(float (&d)[kAccRegs], sm90::SmemDesc a, sm90::SmemDesc b, bool accumulate) {
-    if constexpr (kFp8)
-      sm90::wgmma_ss_f8<TileN, ElementA, ElementB>(d, a, b, accumulate);
-    else
-      sm90::wgmma_ss<TileN, ElementA>(d, a, b, accumulate);
+    sm90::wgmma_ss<TileN, ElementA, ElementB>(d, a, b, accumulate);
   }
 
   // The descriptor of k-step ks (32 bytes of K, any element type) of a K-major 128B-swizzled tile of `rows` rows.
   __device__ __forceinline__ static sm90::SmemDesc kmajor_desc(uint32_t tile, int rows, int ks) {
-    return sm90::make_smem_desc(tile + sm90::sw128_byte_offset(0, ks * 32, rows), 16, sm90::kSwizzleAtomBytes);
+    return sm90::make_desc_kmajor_sw128<ElementA>(tile, rows, ks);
   }
 
   // One consumer warp's share of the epilogue: its 16 rows of each m64 accumulator (rows row0 +

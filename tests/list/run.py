@@ -7,6 +7,8 @@ tests/list). Expectations: tests/list/expected/[examples/]NAME.txt and NAME.json
 `scripts/update-goldens.sh list` rewrites. Besides the goldens, the JSON must parse as an object with
 a `kernels` array whose items have a `name`, and the kernel names must be the ones the file promises:
 for the examples, the list below (from their comments); for tests/list/*.kdl, a `// KERNELS: a b c` line.
+A tests/list/*.kdl with a `// PLAN` line also has `kdlc list --plan` compared with expected/NAME.plan.txt
+(every decision of lowering with its reason).
 
     run.py --kdlc PATH --shared DIR [--update] [CASE...]     CASE: examples/gemm_basic or templates
 """
@@ -76,9 +78,19 @@ def run(kdlc, cwd, args):
     return p.returncode, p.stdout.decode("utf-8", "backslashreplace"), p.stderr.decode("utf-8", "backslashreplace")
 
 
+def wants_plan(case, cwd, f):
+    if case.startswith("examples/"):
+        return False
+    with open(os.path.join(cwd, f), encoding="utf-8") as fh:
+        return any(re.match(r"^\s*//\s*PLAN\s*$", line) for line in fh)
+
+
 def check_case(kdlc, case, cwd, f, update):
     problems = []
-    for suffix, extra in ((".txt", []), (".json", ["--json"])):
+    modes = [(".txt", []), (".json", ["--json"])]
+    if wants_plan(case, cwd, f):
+        modes.append((".plan.txt", ["--plan"]))
+    for suffix, extra in modes:
         rc, out, err = run(kdlc, cwd, ["list", f] + extra)
         if rc != 0 or err:
             problems.append(f"`kdlc list {f} {' '.join(extra)}` (in {cwd}) exits {rc}:\n{err[-4000:]}")

@@ -11,9 +11,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 
+#include "codegen/build_ptxas.h"
 #include "codegen/codegen.h"
 #include "codegen/compile_cache.h"
 #include "codegen/epilogue_expr.h"
@@ -23,6 +25,8 @@
 #define KDLC_TEST_VERSION kdl::codegen::kdlcVersion().c_str()
 #include "dsl/frontend.h"
 #include "include/kdl/gemm_sm80_smem.h"
+#include "include/kdl/gemm_sm90_smem.h"
+#include "codegen/support.h"
 #include "tests/unit/codegen_fixtures.h"
 
 using namespace kdl;
@@ -254,11 +258,7 @@ TEST_CASE("emitted files: header comment, includes, no absolute paths, determini
 }
 
 TEST_CASE("unsupported specs are rejected at the responsible field", "[codegen][unsupported]") {
-  KernelSpec s = makeGemm("g", DType::BF16, DType::BF16);
-  s.schedule.value = Schedule::Cooperative;
-  s.arch.value = Arch::SM90a;
-  CHECK(contains(firstError(s), "the sm90a wgmma path (schedule `cooperative`) is not generated"));
-  s = makeGemm("g", DType::E4M3, DType::BF16);
+  KernelSpec s = makeGemm("g", DType::E4M3, DType::BF16);
   s.arch.value = Arch::SM89;
   CHECK(contains(firstError(s), "e4m3 operands"));
   s = makeGemm("g", DType::BF16, DType::BF16);
@@ -295,9 +295,16 @@ TEST_CASE("kdlc's front end + lower: the spec examples", "[codegen][frontend]") 
   DiagEngine d2;
   FrontendResult sweep = runFrontend(sm, std::string(KDL_SHARED_DIR) + "/spec/examples/gemm_sweep.kdl", d2);
   REQUIRE(!d2.hasErrors());
-  CHECK(lower(sweep.specs, d2).empty());
-  CHECK(d2.hasErrors());
+  REQUIRE(sweep.specs.size() == 12);
+  std::vector<KernelPlan> sweepPlans = lower(sweep.specs, d2);
+  // Every kernel lowers to kdl::GemmSm90 or is refused as [unsupported] while its line of the sm90a
+  // table is off (fp8 mainloops, pingpong); the bf16 cooperative ones (tile M 128) always lower.
   for (const Diagnostic& x : d2.all()) CHECK(x.kind == DiagKind::Unsupported);
+  std::set<std::string> refused;
+  for (const Diagnostic& x : d2.all()) refused.insert(x.message.substr(0, x.message.find('`', 8) + 1));
+  CHECK(sweepPlans.size() + refused.size() == 12);
+  CHECK(sweepPlans.size() >= 4);
+  for (const KernelPlan& p : sweepPlans) CHECK(p.path == KernelPath::GemmSm90);
 }
 
 TEST_CASE("compile cache keys and verification", "[codegen][cache]") {
@@ -313,13 +320,76 @@ TEST_CASE("compile cache keys and verification", "[codegen][cache]") {
   CompileCache c(std::string(tmpl) + "/cache");
   REQUIRE(c.usable());
   CHECK(!c.lookup(k));
-  REQUIRE(c.store(k, "object bytes"));
+  REQUIRE(c.store(k, {"object bytes", "ptxas info    : Used 10 registers\n"}));
   REQUIRE(c.lookup(k));
-  CHECK(*c.lookup(k) == "object bytes");
-  // a tampered object is never used
+  CHECK(c.lookup(k)->object == "object bytes");
+  CHECK(c.lookup(k)->output == "ptxas info    : Used 10 registers\n");  // a hit carries ptxas's report
+  // a tampered object or output is never used
   std::string err;
-  REQUIRE(writeFileAtomic(c.dir() + "/" + k.substr(0, 2) + "/" + k + ".o", "planted", err));
+  std::string entry = c.dir() + "/" + k.substr(0, 2) + "/" + k + ".o";
+  REQUIRE(writeFileAtomic(entry + ".log", "ptxas info    : Used 10 registers (no spills, trust me)\n", err));
   CHECK(!c.lookup(k));
+  REQUIRE(c.store(k, {"object bytes", "ptxas info    : Used 10 registers\n"}));
+  REQUIRE(c.lookup(k));
+  REQUIRE(writeFileAtomic(entry, "planted", err));
+  CHECK(!c.lookup(k));
+}
+
+// What nvcc 13.0 printed for a small sm_90a kernel built with -G (setmaxnreg ignored, wgmma
+// serialized, spills) and its device function (barriers and smem added to the usage line): the gate
+// of `kdlc build` reads this.
+TEST_CASE("ptxas report: functions, spills and performance-loss notes", "[codegen][ptxas]") {
+  const std::string out =
+      "probe.cu(5): warning #177-D: variable \"a\" was declared but never referenced\n"
+      "ptxas info    : (C7505) Potential Performance Loss: 'setmaxnreg' ignored to allow debugging.\n"
+      "ptxas info    : (C7519) warpgroup.arrive is injected in around line 459 by compiler to allow use of registers "
+      "in GMMA in function '_Z5probePf'\n"
+      "ptxas info    : (C7520) Potential Performance Loss: wgmma.mma_async instructions are serialized due to program "
+      "dependence on compiler-inserted WG.AR in divergent path in the function '_Z5probePf'\n"
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Function properties for _Z8sidewaysPf\n"
+      "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Compile time = 13.665 ms\n"
+      "ptxas info    : Compiling entry function '_Z5probePf' for 'sm_90a'\n"
+      "ptxas info    : Function properties for _Z5probePf\n"
+      "    904 bytes stack frame, 630 bytes spill stores, 632 bytes spill loads\n"
+      "ptxas info    : Used 168 registers, used 1 barriers, 2048 bytes smem, 904 bytes cumulative stack size\n"
+      "ptxas info    : Compile time = 198.953 ms\n";
+  PtxasReport r = parsePtxasReport(out, true);
+  REQUIRE(r.functions.size() == 2);
+  CHECK(r.functions[0].name == "sideways(float*)");
+  CHECK(r.functions[0].arch == "sm_90a");  // named by the entry that follows in the same ptxas run
+  CHECK(!r.functions[0].entry);
+  const PtxasFunction& e = r.functions[1];
+  CHECK(e.name == "probe(float*)");
+  CHECK(e.entry);
+  CHECK(e.registers == 168);
+  CHECK(e.barriers == 1);
+  CHECK(e.smemBytes == 2048);
+  CHECK(e.stackBytes == 904);
+  CHECK(e.spillStoreBytes == 630);
+  CHECK(e.spillLoadBytes == 632);
+  CHECK(e.compileMs == Approx(198.953));
+  REQUIRE(r.problems.size() == 3);  // setmaxnreg, wgmma, the spill; not the C7519 note
+  CHECK(r.problems[0].find("'setmaxnreg' ignored") != std::string::npos);
+  CHECK(r.problems[1].find("serialized") != std::string::npos);
+  CHECK(r.problems[2].find("630 bytes spill stores") != std::string::npos);
+  CHECK(r.notes.size() == 3);
+  CHECK(r.otherOutput.find("warning #177-D") != std::string::npos);
+  CHECK(r.otherOutput.find("ptxas") == std::string::npos);
+  // A clean report passes; no report at all passes only when no SASS was built.
+  PtxasReport clean = parsePtxasReport(
+      "ptxas info    : 0 bytes gmem\nptxas info    : Compiling entry function '_Z1kv' for 'sm_80'\n"
+      "ptxas info    : Function properties for _Z1kv\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 40 registers, used 1 barriers, 400 bytes cmem[0]\n",
+      true);
+  CHECK(clean.problems.empty());
+  CHECK(clean.functions.size() == 1);
+  CHECK(parsePtxasReport("", false).problems.empty());
+  CHECK(parsePtxasReport("", true).problems.size() == 1);
+  CHECK(gencodeProducesSass({"-gencode=arch=compute_90a,code=sm_90a"}));
+  CHECK(gencodeProducesSass({"-gencode=arch=compute_80,code=[compute_80,sm_80]"}));
+  CHECK(!gencodeProducesSass({"-gencode=arch=compute_90,code=compute_90"}));
 }
 
 // ---- shared memory: one function (include/kdl/gemm_sm80_smem.h) for validation, lowering and the templates ----
@@ -587,4 +657,159 @@ TEST_CASE("emitters read names and types from the plan", "[codegen][plan]") {
   for (EpiOp op : {EpiOp::Lt, EpiOp::Le, EpiOp::Gt, EpiOp::Ge, EpiOp::Eq, EpiOp::Ne, EpiOp::And, EpiOp::Or, EpiOp::Not})
     CHECK(isBooleanOp(op));
   for (EpiOp op : {EpiOp::Add, EpiOp::Select, EpiOp::Cast, EpiOp::Relu, EpiOp::Const}) CHECK(!isBooleanOp(op));
+}
+
+// ---- the sm90a path: one table (codegen/support_sm90.cpp), one shared-memory formula (kdl/gemm_sm90_smem.h) ----
+
+namespace {
+KernelSpec makeSm90Gemm(const std::string& name, DType ab, std::array<int, 3> tile = {128, 128, 64}, int stages = 4) {
+  KernelSpec s = makeGemm(name, ab, DType::BF16, false, tile, stages);
+  s.arch.value = Arch::SM90a;
+  s.schedule.value = Schedule::Cooperative;
+  return s;
+}
+}  // namespace
+
+TEST_CASE("sm90a: lowering to kdl::GemmSm90", "[codegen][lower][sm90]") {
+  KernelSpec s = makeSm90Gemm("g", DType::BF16, {128, 256, 64}, 4);
+  s.cluster.value = {2, 1, 1};
+  KernelPlan p = lowerOne(s);
+  CHECK(p.path == KernelPath::GemmSm90);
+  CHECK(std::string(pathWord(p.path)) == "gemm_sm90");
+  CHECK(std::string(pathHeader(p.path)) == "kdl/gemm_sm90.cuh");
+  REQUIRE(p.gencode.size() == 1);
+  CHECK(p.gencode[0] == "-gencode=arch=compute_90a,code=sm_90a");
+  CHECK(p.exactComputeCapability);
+  CHECK(p.minComputeCapability == 90);
+  CHECK(p.threads == 384);
+  CHECK(p.clusterM == 2);
+  CHECK(p.clusterN == 1);
+  CHECK(p.templateInstance() ==
+        "kdl::GemmSm90<__nv_bfloat16, kdl::RowMajor, __nv_bfloat16, kdl::ColMajor, float, 128, 256, 64, 4, "
+        "kdl::Sm90Schedule::Cooperative, 2, 1, false, 0, kdl::sm90::NoBlockScaling, Epilogue>");
+  CHECK(p.templateInstance(&cppQualified).rfind("::kdl::GemmSm90<::__nv_bfloat16, ::kdl::RowMajor", 0) == 0);
+  CHECK(contains(p.templateInstance(&cppQualified), "::kdl::Sm90Schedule::Cooperative, 2, 1, false, 0, "
+                                                    "::kdl::sm90::NoBlockScaling, Epilogue>"));
+  for (const char* what : {"target", "A", "B", "accumulator", "mma", "tile", "schedule", "smem A", "smem B", "cluster",
+                           "raster", "stages", "split_k", "epilogue", "arguments"}) {
+    INFO(what);
+    REQUIRE(decision(p, what) != nullptr);
+    CHECK(!decision(p, what)->why.empty());
+  }
+  CHECK(contains(decision(p, "mma")->value, "m64n256k16"));
+  CHECK(contains(decision(p, "cluster")->why, "multicast"));
+  // the same files and C ABI as the sm80 path, with the sm90a template
+  EmitOptions o;
+  o.specName = "x.kdl";
+  std::vector<EmittedFile> files = emit({p}, o);
+  REQUIRE(files.size() == 3);
+  CHECK(contains(files[1].contents, "#include <kdl/gemm_sm90.cuh>"));
+  CHECK(contains(files[1].contents, "using Gemm = ::kdl::GemmSm90<"));
+  CHECK(contains(files[1].contents, "kTarget = {\"sm90a\", 90, true}"));
+  CHECK(contains(files[1].contents, "extern \"C\" int kdl_g_run("));
+  CHECK(contains(files[2].contents, "\"path\": \"gemm_sm90\""));
+  CHECK(contains(files[2].contents, "\"template\": \"kdl::GemmSm90\""));
+  CHECK(contains(files[2].contents, "\"schedule\": \"cooperative\""));
+  CHECK(contains(files[2].contents, "\"cluster\": [2, 1, 1]"));
+  CHECK(contains(files[2].contents, fmt::format("\"smem_bytes\": {},", p.smemBytes)));
+  // the header (host API) is the sm80 path's: nothing in it names the template
+  CHECK(!contains(files[0].contents, "GemmSm90"));
+}
+
+TEST_CASE("sm90a: schedule = auto is explained", "[codegen][lower][sm90]") {
+  KernelSpec s = makeSm90Gemm("g", DType::F16);
+  s.schedule.origin = Origin::Auto;
+  s.stages.origin = Origin::Auto;
+  KernelPlan p = lowerOne(s);
+  CHECK(contains(decision(p, "schedule")->why, "schedule = auto: tile M = 128 is a multiple of 128"));
+  CHECK(contains(decision(p, "stages")->why, "stages = auto: the deepest pipeline that fits with the epilogue"));
+  s.schedule.origin = Origin::Explicit;
+  p = lowerOne(s);
+  CHECK(contains(decision(p, "schedule")->why, "set in the spec"));
+}
+
+TEST_CASE("sm90a: what the table does not generate is refused at its field", "[codegen][unsupported][sm90]") {
+  KernelSpec s = makeSm90Gemm("g", DType::E4M3, {128, 128, 128});
+  const Sm90Mainloop* fp8 = findSm90Mainloop(DType::E4M3, DType::E4M3, Layout::Row, Layout::Col);
+  REQUIRE(fp8 != nullptr);
+  if (!fp8->generated) CHECK(contains(firstError(s), "A e4m3 row x B e4m3 col is not generated by the sm90a template yet"));
+  else CHECK(lowerOne(s).path == KernelPath::GemmSm90);
+  s = makeSm90Gemm("g", DType::BF16, {128, 192, 64});
+  CHECK(contains(firstError(s), "tile N = 192"));
+  s = makeSm90Gemm("g", DType::BF16, {128, 128, 128});
+  CHECK(contains(firstError(s), "tile K = 128 is not generated for bf16"));
+  s = makeSm90Gemm("g", DType::F16, {256, 256, 64}, 2);
+  CHECK(contains(firstError(s), "256 accumulator registers"));
+  s = makeSm90Gemm("g", DType::BF16);
+  s.cluster.value = {4, 1, 1};
+  CHECK(contains(firstError(s), "cluster (4, 1, 1) is not a configuration of the sm90a path"));
+  s = makeSm90Gemm("g", DType::BF16);
+  s.operands[0].align = 4;
+  CHECK(contains(firstError(s), "align 4 (8 bytes) for `A`"));
+  s = makeSm90Gemm("g", DType::BF16);
+  s.splitK.value = SplitKMode::StreamK;
+  CHECK(contains(firstError(s), "split_k = stream_k"));
+  s = makeSm90Gemm("g", DType::BF16);
+  s.operands.back().layout = Layout::Col;
+  CHECK(contains(firstError(s), "only row-major C and D"));
+  s = makeSm90Gemm("g", DType::BF16);
+  s.schedule.value = Schedule::Pingpong;
+  s.tile.value = {64, 128, 64};
+  const Sm90ScheduleEntry* pp = findSm90Schedule(Schedule::Pingpong);
+  REQUIRE(pp != nullptr);
+  if (!pp->generated) CHECK(contains(firstError(s), "schedule `pingpong` is not generated by the sm90a template yet"));
+}
+
+TEST_CASE("sm90a: the table's kernels (kdlc support --specs) pass the front end and lower", "[codegen][sm90]") {
+  SourceManager sm;
+  DiagEngine d;
+  FrontendResult r = runFrontendOnText(sm, "sm90_table.kdl", sm90TableSpecs(), d);
+  REQUIRE(!d.hasErrors());
+  REQUIRE(!r.specs.empty());
+  std::vector<KernelPlan> plans = lower(r.specs, d);
+  CHECK(!d.hasErrors());
+  CHECK(plans.size() == r.specs.size());
+  for (const KernelPlan& p : plans) CHECK(p.path == KernelPath::GemmSm90);
+  // one kernel per generated line: at least the mainloops and every tile N that is on
+  size_t lines = 0;
+  for (const Sm90Mainloop& m : sm90Table().mainloops) lines += m.generated;
+  CHECK(plans.size() >= lines);
+  CHECK(contains(renderSm90Table(), "generated  A bf16 row x B bf16 col"));
+}
+
+TEST_CASE("every sm90a configuration: validation, the table, lowering and kdl/gemm_sm90_smem.h agree",
+          "[codegen][smem][sm90]") {
+  SourceManager sm;
+  DiagEngine d(100000);
+  FrontendResult r = runFrontendOnText(sm, "sm90a_configs.kdl", readSource("tests/smem/sm90a_configs.kdl"), d);
+  REQUIRE(r.kernelsProduced == 6 * 4 * 5 * 3 * 3 * 3 * 4);
+  REQUIRE(r.specs.size() > 500);
+  const int limit = maxSharedMemoryPerBlock(Arch::SM90a);
+  size_t lowered = 0, refused = 0;
+  for (const KernelSpec& s : r.specs) {
+    INFO(s.name);
+    DiagEngine ld;
+    std::vector<KernelPlan> plans = lower({s}, ld);
+    if (plans.empty()) {
+      // refused only as [unsupported] (a line of the table that is off, or none), never another error
+      REQUIRE(ld.hasErrors());
+      for (const Diagnostic& x : ld.all()) CHECK(x.kind == DiagKind::Unsupported);
+      ++refused;
+      continue;
+    }
+    ++lowered;
+    const KernelPlan& p = plans[0];
+    REQUIRE(p.path == KernelPath::GemmSm90);
+    GemmSm90SmemShape shape{p.a.elementBytes, p.b.elementBytes, p.tileM, p.tileN, p.tileK, p.stages,
+                            p.schedule == Schedule::Pingpong ? 1 : 0};
+    CHECK(p.smemBytes == size_t(gemm_sm90_smem_bytes(shape)));
+    CHECK(p.smemBytes <= size_t(limit));
+    CHECK(s.sharedMemoryBytes == size_t(p.stages) * size_t(gemm_sm90_stage_bytes(shape)));
+    // stages = auto: the deepest pipeline that fits with the epilogue, at most 8
+    if (s.stages.origin == Origin::Auto) CHECK(p.stages == gemm_sm90_max_stages(shape, limit, 8));
+    CHECK(contains(decision(p, "stages")->why, fmt::format("{} B of shared memory per block", p.smemBytes)));
+  }
+  // the table generates bf16 and f16 cooperative kernels at least; the grid asks for more than it has
+  CHECK(lowered >= 2 * 2 * 3 * 2 * 3);
+  CHECK(refused > 0);
 }

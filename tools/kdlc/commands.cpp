@@ -14,6 +14,7 @@
 #include "codegen/compile_cache.h"
 #include "codegen/plan.h"
 #include "codegen/render_plan_json.h"
+#include "codegen/support.h"
 #include "dsl/ast.h"
 #include "dsl/diagnostics.h"
 #include "dsl/frontend.h"
@@ -37,6 +38,7 @@ Commands:
   emit FILE -o DIR        write standalone .cu/.h per kernel and manifest.json to DIR
   build FILE -o DIR       emit, then compile with nvcc into a library (content-hashed cache)
   cache --info|--clear    show or empty the compile cache of `build`
+  support [--specs]       what the sm90a path generates, line by line (--specs: one kernel per line)
 
 Options for every command:
   --diagnostics=text|json   how errors are printed (default text, on stderr)
@@ -59,7 +61,9 @@ static const char* kCheckHelp = R"(Usage: kdlc check [options] FILE...
 
 Parses, evaluates and validates each FILE and reports every error in source order, like a compiler:
   gemm.kdl:12:10: error: tile M = 96 is not a multiple of 64, which the sm90a wgmma path needs [tile-shape]
-A file that passes check describes kernels that kdlc can generate.
+A file that passes check describes kernels that kdlc can generate: GEMMs this version cannot generate
+yet (an sm90a feature the template lacks, split_k = stream_k) are [unsupported] errors here as in emit;
+convolutions are valid for check and refused by emit.
 
 Options:
   --diagnostics=text|json   text on stderr (default), or one JSON document on stdout
@@ -109,6 +113,17 @@ int reportDiagnostics(const kdl::SourceManager& sm, const kdl::DiagEngine& diags
   return diags.hasErrors() ? kInputErrors : kOk;
 }
 
+// A valid GEMM that this version cannot generate is refused by `check` too, with lowering's
+// [unsupported] error at the field responsible (the sm90a table of codegen/support_sm90.cpp says what
+// the wgmma path generates), so that a GEMM which passes `check` emits and compiles. Convolutions,
+// which no version generates yet, stay valid for `check` and are refused by `emit`.
+static void checkGenerable(const std::vector<kdl::KernelSpec>& specs, kdl::DiagEngine& diags) {
+  std::vector<kdl::KernelSpec> gemms;
+  for (const kdl::KernelSpec& s : specs)
+    if (s.op.value == kdl::Op::Gemm) gemms.push_back(s);
+  kdl::codegen::lower(gemms, diags);
+}
+
 static int runCheck(Args& args) {
   CommonOptions o;
   std::optional<std::string> emitWhat;
@@ -144,6 +159,7 @@ static int runCheck(Args& args) {
     }
     kdl::FrontendResult r = kdl::runFrontend(sm, f, diags, o.limits);
     if (emitWhat == std::string("specs")) std::cout << kdl::renderSpecsText(sm, r.specs);
+    checkGenerable(r.specs, diags);
   }
   return reportDiagnostics(sm, diags, o);
 }
@@ -192,6 +208,30 @@ static int runList(Args& args) {
   return diags.hasErrors() ? kInputErrors : kOk;
 }
 
+static const char* kSupportHelp = R"(Usage: kdlc support [--specs]
+
+Prints the table of what the sm90a path (kdl::GemmSm90; schedule cooperative or pingpong) generates:
+operand types and layouts, schedules with their tile M, tile N, clusters, raster, split-K, fp8
+promotion and block scales, each line `generated` or `not yet`. `kdlc check` refuses what is not
+generated with an [unsupported] error that says what is.
+
+Options:
+  --specs                   print a spec with one kernel per line that is generated (the compile
+                            test of the table, tests/nvcc/sm90_table.py, builds each)
+)";
+
+static int runSupport(Args& args) {
+  bool specs = false;
+  while (!args.done()) {
+    std::string a = args.next();
+    if (a == "-h" || a == "--help") { std::cout << kSupportHelp; return kOk; }
+    if (a == "--specs") { specs = true; continue; }
+    return usageError("unknown argument `" + a + "` for `kdlc support`");
+  }
+  std::cout << (specs ? kdl::codegen::sm90TableSpecs() : kdl::codegen::renderSm90Table());
+  return kOk;
+}
+
 int runEmit(Args& args, bool build);
 int runCache(Args& args);
 
@@ -212,7 +252,9 @@ int runCommand(int argc, char** argv) {
   if (cmd == "emit") return runEmit(args, false);
   if (cmd == "build") return runEmit(args, true);
   if (cmd == "cache") return runCache(args);
-  return usageError("unknown command `" + cmd + "`; the commands are check, list, emit, build, cache (see `kdlc --help`)");
+  if (cmd == "support") return runSupport(args);
+  return usageError("unknown command `" + cmd + "`; the commands are check, list, emit, build, cache, support (see "
+                    "`kdlc --help`)");
 }
 
 }  // namespace kdlc

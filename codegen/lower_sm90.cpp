@@ -1,0 +1,173 @@
+// Lowering steps of the sm90a GEMM (kdl::GemmSm90, include/kdl/gemm_sm90.cuh): the operands and the
+// wgmma instruction, the tile with its schedule, cluster and raster, and the pipeline (stages and
+// the launch's shared memory from include/kdl/gemm_sm90_smem.h, split-K, fp8 promotion and block
+// scales). checkSupported (codegen/support_sm90.cpp) admitted the spec against the sm90a table
+// first, so these steps decide and explain; they refuse nothing the table admits.
+#include <fmt/format.h>
+
+#include "codegen/lower_steps.h"
+#include "codegen/support.h"
+#include "include/kdl/gemm_sm90_smem.h"
+
+namespace kdl::codegen {
+
+namespace {
+
+GemmSm90SmemShape smemShape(const KernelPlan& p) {
+  return GemmSm90SmemShape{p.a.elementBytes, p.b.elementBytes, p.tileM,   p.tileN, p.tileK, p.stages,
+                           p.schedule == Schedule::Pingpong ? int(Sm90Schedule::Pingpong) : int(Sm90Schedule::Cooperative)};
+}
+
+// Rows of the tile one consumer warpgroup computes.
+int rowsPerConsumer(const KernelPlan& p) {
+  return p.schedule == Schedule::Pingpong ? p.tileM : p.tileM / p.consumerWarpgroups;
+}
+
+std::string scheduleWhy(const KernelSpec& s, const KernelPlan& p) {
+  const bool coop = p.schedule == Schedule::Cooperative;
+  std::string what = coop ? fmt::format("the two consumer warpgroups split each tile along M ({} rows each) and run "
+                                        "its mainloop and epilogue together: the largest MMA per k-step",
+                                        rowsPerConsumer(p))
+                          : "each consumer warpgroup owns a tile of its own; their mainloops and epilogues alternate, "
+                            "so one's epilogue hides under the other's MMAs";
+  // Without a schedule the validator decides as for `auto`.
+  if (s.schedule.origin == Origin::Auto || s.schedule.origin == Origin::Default)
+    return fmt::format("schedule = auto{}: tile M = {} {}; {}", s.schedule.origin == Origin::Default ? " (the default)" : "",
+                       p.tileM,
+                       coop ? "is a multiple of 128, enough rows for two 64-row consumer warpgroups (cooperative)"
+                            : "is less than two 64-row warpgroups, so cooperative cannot split it (pingpong)",
+                       what);
+  return fmt::format("{}; {}", originWord(s.schedule.origin), what);
+}
+
+std::string smemOperandText(const OperandPlan& o, int rows) {
+  return fmt::format("{} rows x {} B ({}-contiguous), TMA with the 128-byte swizzle that the wgmma descriptors read; "
+                     "{} B per stage",
+                     rows, 128, o.contigK ? "K" : (o.name == "A" ? "M" : "N"), rows * 128);
+}
+
+}  // namespace
+
+bool lowerSm90Operands(Lowering& l) {
+  const KernelSpec& s = l.spec;
+  KernelPlan& p = l.plan;
+  planOperands(s, p);
+  const char* alignWhy = "defaults to 16 bytes, what TMA needs";
+  decideMainloopOperand(l, p.a, *s.operand("A"), alignWhy);
+  decideMainloopOperand(l, p.b, *s.operand("B"), alignWhy);
+  const Sm90Mainloop* ml = findSm90Mainloop(p.a.dtype, p.b.dtype, p.a.layout, p.b.layout);
+  p.accumCpp = s.accum.value == DType::S32 ? "int32_t" : "float";
+  l.decide("accumulator", p.accumCpp, fmt::format("accum = {} ({})", dtypeWord(s.accum.value), originWord(s.accum.origin)));
+  const int k = 32 / p.a.elementBytes;  // every wgmma covers 32 bytes of K
+  p.mmaShape = fmt::format("wgmma m64n{}k{}", s.tile.value[1], k);
+  l.decide("mma", fmt::format("wgmma.mma_async.m64n{}k{} ({})", s.tile.value[1], k, ml ? ml->wgmma : "?"),
+           "the sm90a warpgroup MMA: 128 threads, A and B read from shared memory through matrix descriptors, the "
+           "accumulator in registers; N is the tile's N, K is 32 bytes of the operand type");
+  return true;
+}
+
+bool lowerSm90Tiling(Lowering& l) {
+  const KernelSpec& s = l.spec;
+  KernelPlan& p = l.plan;
+  p.tileM = s.tile.value[0];
+  p.tileN = s.tile.value[1];
+  p.tileK = s.tile.value[2];
+  l.decide("tile", fmt::format("{} x {} x {}", p.tileM, p.tileN, p.tileK),
+           fmt::format("{}; K is {} bytes, one 128-byte swizzled row of shared memory", originWord(s.tile.origin),
+                       p.tileK * p.a.elementBytes));
+
+  p.schedule = s.schedule.value;
+  p.consumerWarpgroups = 2;
+  p.threads = 128 * (1 + p.consumerWarpgroups);
+  // The sm80 fields, for the manifest: the consumer warps along M and N of one tile.
+  p.warpsM = p.schedule == Schedule::Pingpong ? 4 : 4 * p.consumerWarpgroups;
+  p.warpsN = 1;
+  p.warpTileM = rowsPerConsumer(p) / 4;
+  p.warpTileN = p.tileN;
+  l.decide("schedule",
+           fmt::format("{} (kdl::Sm90Schedule::{}): 1 producer warpgroup (TMA, setmaxnreg 40) + {} consumer warpgroups "
+                       "(wgmma, setmaxnreg 232), {} threads; {} rows of the tile per consumer",
+                       name(p.schedule), p.schedule == Schedule::Pingpong ? "Pingpong" : "Cooperative",
+                       p.consumerWarpgroups, p.threads, rowsPerConsumer(p)),
+           scheduleWhy(s, p));
+  l.decide("smem A", smemOperandText(p.a, p.tileM), "wgmma reads A from shared memory (K-major, 128-byte swizzle atoms)");
+  l.decide("smem B", smemOperandText(p.b, p.tileN), "as for A");
+
+  p.clusterM = s.cluster.value[0];
+  p.clusterN = s.cluster.value[1];
+  if (p.clusterM * p.clusterN == 1)
+    l.decide("cluster", "(1, 1, 1)", fmt::format("{}; every CTA loads its own A and B tiles", originWord(s.cluster.origin)));
+  else
+    l.decide("cluster", fmt::format("({}, {}, 1)", p.clusterM, p.clusterN),
+             fmt::format("{}; {} CTAs along {} share one {} tile: each loads {} of its rows and TMA multicasts them to "
+                         "every CTA of the cluster (fewer L2 reads); a stage is refilled once every CTA's consumers "
+                         "released it",
+                         originWord(s.cluster.origin), p.clusterM * p.clusterN, p.clusterM > 1 ? "M" : "N",
+                         p.clusterM > 1 ? "B" : "A", p.clusterM > 1 ? fmt::format("1/{}", p.clusterM)
+                                                                     : fmt::format("1/{}", p.clusterN)));
+
+  p.rasterAlongM = s.raster.value == Raster::AlongM;
+  l.decide("raster", p.rasterAlongM ? "along_m (RasterAlongM = true)" : "along_n (RasterAlongM = false)",
+           fmt::format("{}; persistent: the grid is the number of SMs (asked at run time), each CTA walks tiles in "
+                       "bands of 8 {} for L2 reuse",
+                       originWord(s.raster.origin), p.rasterAlongM ? "N-tiles" : "M-tiles"));
+  return true;
+}
+
+bool lowerSm90Pipeline(Lowering& l) {
+  const KernelSpec& s = l.spec;
+  KernelPlan& p = l.plan;
+  p.stages = s.stages.value;
+  const GemmSm90SmemShape shape = smemShape(p);
+  p.mainloopSmemBytes = size_t(p.stages) * size_t(gemm_sm90_stage_bytes(shape));
+  p.epilogueSmemBytes = size_t(gemm_sm90_epilogue_smem_bytes(shape));
+  p.smemBytes = size_t(gemm_sm90_smem_bytes(shape));
+  p.cpAsyncSmemBytes = p.smemBytes;  // no cp.async fallback on this path
+  const int limit = maxSharedMemoryPerBlock(p.arch);
+  if (p.smemBytes > size_t(limit)) {  // the validator's formula is the same: a backstop
+    l.unsupported(s.stages.loc, fmt::format("{} stages need {} bytes of shared memory with the epilogue, more than the "
+                                            "{} bytes a block can have on {}",
+                                            p.stages, p.smemBytes, limit, p.archName));
+    return false;
+  }
+  const int deepest = gemm_sm90_max_stages(shape, limit, 8);
+  std::string fit = fmt::format("{} B of shared memory per block ({} x {} B stages, {} B of full/empty mbarriers and "
+                                "alignment, {} B epilogue staging, 1 KB to align the base; the {} limit is {} B)",
+                                p.smemBytes, p.stages, gemm_sm90_stage_bytes(shape),
+                                gemm_sm90_epilogue_offset(shape) - gemm_sm90_barrier_offset(shape), p.epilogueSmemBytes,
+                                p.archName, limit);
+  std::string why;
+  if (s.stages.origin == Origin::Auto || s.stages.origin == Origin::Default) {  // no stages: as for `auto`
+    const char* what = s.stages.origin == Origin::Default ? "stages = auto (the default)" : "stages = auto";
+    why = p.stages == 8 ? fmt::format("{}: 8, the deepest pipeline the path runs; {}", what, fit)
+                        : fmt::format("{}: the deepest pipeline that fits with the epilogue's shared memory "
+                                      "({} stages would need {} B); {}",
+                                      what, p.stages + 1,
+                                      gemm_sm90_smem_bytes(GemmSm90SmemShape{shape.element_bytes_a, shape.element_bytes_b,
+                                                                             shape.tile_m, shape.tile_n, shape.tile_k,
+                                                                             p.stages + 1, shape.schedule}),
+                                      fit);
+  } else {
+    why = fmt::format("{} (at most {} fit); {}", originWord(s.stages.origin), deepest, fit);
+  }
+  l.decide("stages", std::to_string(p.stages), why);
+
+  p.serialSplitK = false;
+  p.maxSplitK = 1;
+  l.decide("split_k", "none", originWord(s.splitK.origin));
+
+  // fp8: the accumulator's precision. The language's `promotion = fast | N` and `scale (BM, BK)`
+  // (KernelSpec fields, once they exist) set PromoteEvery and BlockScaling here; until then fp8
+  // kernels accumulate fast (PromoteEvery = 0) and have no block scales.
+  p.promoteEvery = 0;
+  p.blockScaling = false;
+  if (isFloat8(p.a.dtype)) {
+    l.decide("promotion", "fast (PromoteEvery = 0)",
+             "the default without block scales: the wgmma accumulator adds every k-tile itself (fastest; fp8 wgmma's "
+             "accumulator has limited precision, which `promotion = N` trades speed for)");
+    l.decide("block scaling", "none (kdl::sm90::NoBlockScaling)", "the operands declare no `scale (BM, BK)`");
+  }
+  return true;
+}
+
+}  // namespace kdl::codegen

@@ -1,0 +1,349 @@
+// What the sm90a path (kdl::GemmSm90, include/kdl/gemm_sm90.cuh) generates: its table, the one place
+// that lists the template's features, and the check that refuses everything else at the field
+// responsible. Each line is one feature; `generated` says whether the template instantiates it
+// today. When the template gains a feature, flip its line (and nothing else): `kdlc check` then
+// admits it, lowering instantiates it, and tests/nvcc/sm90_table.py compiles one kernel per line that
+// is on (from `kdlc support --specs`), so a line the template cannot instantiate fails CI.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "codegen/plan.h"
+#include "codegen/support.h"
+
+namespace kdl::codegen {
+
+namespace {
+
+// ---- the sm90a table ------------------------------------------------------------------------------
+constexpr bool kOn = true, kNotYet = false;
+
+// The operand pairs of the mainloop: wgmma's types and layouts, the accumulator, and tile K (one
+// 128-byte swizzled row of shared memory: 64 16-bit elements, 128 8-bit ones, 32 tf32).
+constexpr Sm90Mainloop kSm90Mainloops[] = {
+    {DType::BF16, DType::BF16, Layout::Row, Layout::Col, DType::F32, 64, "k16, bf16 x bf16 -> f32", kOn},
+    {DType::F16, DType::F16, Layout::Row, Layout::Col, DType::F32, 64, "k16, f16 x f16 -> f32", kOn},
+    {DType::E4M3, DType::E4M3, Layout::Row, Layout::Col, DType::F32, 128, "k32, e4m3 x e4m3 -> f32", kNotYet},
+    {DType::E4M3, DType::E5M2, Layout::Row, Layout::Col, DType::F32, 128, "k32, e4m3 x e5m2 -> f32", kNotYet},
+    {DType::E5M2, DType::E4M3, Layout::Row, Layout::Col, DType::F32, 128, "k32, e5m2 x e4m3 -> f32", kNotYet},
+    {DType::E5M2, DType::E5M2, Layout::Row, Layout::Col, DType::F32, 128, "k32, e5m2 x e5m2 -> f32", kNotYet},
+    {DType::BF16, DType::BF16, Layout::Col, Layout::Col, DType::F32, 64, "k16, bf16 (A M-major) -> f32", kNotYet},
+    {DType::BF16, DType::BF16, Layout::Row, Layout::Row, DType::F32, 64, "k16, bf16 (B N-major) -> f32", kNotYet},
+    {DType::BF16, DType::BF16, Layout::Col, Layout::Row, DType::F32, 64, "k16, bf16 (both MN-major) -> f32", kNotYet},
+    {DType::F16, DType::F16, Layout::Col, Layout::Col, DType::F32, 64, "k16, f16 (A M-major) -> f32", kNotYet},
+    {DType::F16, DType::F16, Layout::Row, Layout::Row, DType::F32, 64, "k16, f16 (B N-major) -> f32", kNotYet},
+    {DType::F16, DType::F16, Layout::Col, Layout::Row, DType::F32, 64, "k16, f16 (both MN-major) -> f32", kNotYet},
+    {DType::TF32, DType::TF32, Layout::Row, Layout::Col, DType::F32, 32, "k8, tf32 x tf32 -> f32", kNotYet},
+    {DType::S8, DType::S8, Layout::Row, Layout::Col, DType::S32, 128, "k32, s8 x s8 -> s32", kNotYet},
+};
+
+// The schedules, with the tile M each runs: cooperative splits the tile between two consumer
+// warpgroups along M (64 or 128 rows each); pingpong gives each consumer warpgroup a tile of its own.
+const Sm90ScheduleEntry kSm90Schedules[] = {
+    {Schedule::Cooperative, {128, 256}, 2, kOn},
+    {Schedule::Pingpong, {64}, 1, kNotYet},
+};
+
+// Tile N: one wgmma's N.
+constexpr Sm90Choice kSm90TileN[] = {{64, kOn}, {128, kOn}, {256, kOn}};
+
+// Clusters (M, N, 1): the shared operand is multicast across the cluster (B along M, A along N).
+constexpr Sm90Cluster kSm90Clusters[] = {{1, 1, kOn}, {2, 1, kOn}, {1, 2, kNotYet}, {2, 2, kNotYet}};
+
+// The persistent raster: along_n is RasterAlongM = false.
+constexpr Sm90RasterEntry kSm90Rasters[] = {{Raster::AlongN, kOn}, {Raster::AlongM, kNotYet}};
+
+// Split-K: none, or serial slices adding into a workspace.
+constexpr Sm90SplitKEntry kSm90SplitK[] = {{SplitKMode::None, kOn}, {SplitKMode::Serial, kNotYet}};
+
+// fp8 promotion (PromoteEvery N >= 1; `fast`, PromoteEvery 0, comes with the fp8 mainloops) and
+// block scales (kdl::sm90::BlockScaling<1, 128, 128>): both need the language's fields
+// (`promotion`, `scale (BM, BK)`) and the template's support.
+constexpr bool kSm90Promotion = kNotYet;
+constexpr bool kSm90BlockScaling = kNotYet;
+
+// The accumulator of one consumer warpgroup lives in registers: at most 128 f32 per thread (of
+// the 232 setmaxnreg gives a consumer).
+constexpr int kSm90MaxAccumRegs = 128;
+// A and B are loaded by TMA, which needs 16-byte aligned rows.
+constexpr int kSm90OperandAlignBytes = 16;
+
+// ---- words --------------------------------------------------------------------------------------------
+
+std::string ints(const std::vector<int>& v) {
+  std::vector<std::string> s;
+  for (int x : v) s.push_back(std::to_string(x));
+  if (s.size() <= 1) return s.empty() ? "none" : s[0];
+  std::string last = s.back();
+  s.pop_back();
+  return fmt::format("{} or {}", fmt::join(s, ", "), last);
+}
+
+std::string mainloopWords(const Sm90Mainloop& m) {
+  return fmt::format("A {} {} x B {} {}", dtypeWord(m.a), layoutWord(m.layoutA), dtypeWord(m.b), layoutWord(m.layoutB));
+}
+
+std::string generatedMainloops() {
+  std::vector<std::string> s;
+  for (const Sm90Mainloop& m : kSm90Mainloops)
+    if (m.generated) s.push_back(mainloopWords(m));
+  return fmt::format("{}", fmt::join(s, "; "));
+}
+
+std::vector<int> generatedTileN() {
+  std::vector<int> v;
+  for (const Sm90Choice& c : kSm90TileN)
+    if (c.generated) v.push_back(c.value);
+  return v;
+}
+
+std::string generatedClusters() {
+  std::vector<std::string> s;
+  for (const Sm90Cluster& c : kSm90Clusters)
+    if (c.generated) s.push_back(fmt::format("({}, {}, 1)", c.m, c.n));
+  return fmt::format("{}", fmt::join(s, ", "));
+}
+
+const char* notYet(bool planned) { return planned ? "is not generated by the sm90a template yet" : "is not a configuration of the sm90a path"; }
+
+}  // namespace
+
+// ---- lookups --------------------------------------------------------------------------------------------
+
+const Sm90Mainloop* findSm90Mainloop(DType a, DType b, Layout la, Layout lb) {
+  auto math = [](DType t) { return t == DType::F32 ? DType::TF32 : t; };
+  for (const Sm90Mainloop& m : kSm90Mainloops)
+    if (m.a == math(a) && m.b == math(b) && m.layoutA == la && m.layoutB == lb) return &m;
+  return nullptr;
+}
+
+const Sm90ScheduleEntry* findSm90Schedule(Schedule s) {
+  for (const Sm90ScheduleEntry& e : kSm90Schedules)
+    if (e.schedule == s) return &e;
+  return nullptr;
+}
+
+int sm90ConsumerWarpgroups(Schedule s) {
+  const Sm90ScheduleEntry* e = findSm90Schedule(s);
+  return e ? e->consumers : 2;
+}
+
+Sm90Table sm90Table() {
+  Sm90Table t;
+  t.mainloops = {std::begin(kSm90Mainloops), std::end(kSm90Mainloops)};
+  t.schedules = {std::begin(kSm90Schedules), std::end(kSm90Schedules)};
+  t.tileN = {std::begin(kSm90TileN), std::end(kSm90TileN)};
+  t.clusters = {std::begin(kSm90Clusters), std::end(kSm90Clusters)};
+  t.rasters = {std::begin(kSm90Rasters), std::end(kSm90Rasters)};
+  t.splitK = {std::begin(kSm90SplitK), std::end(kSm90SplitK)};
+  t.promotion = kSm90Promotion;
+  t.blockScaling = kSm90BlockScaling;
+  t.maxAccumRegs = kSm90MaxAccumRegs;
+  t.operandAlignBytes = kSm90OperandAlignBytes;
+  return t;
+}
+
+// ---- the check ---------------------------------------------------------------------------------------
+
+void checkSm90Supported(const KernelSpec& s, const Operand& A, const Operand& B,
+                        const std::function<void(SourceLoc, const std::string&)>& unsupported) {
+  // The mainloop: the operand types and layouts.
+  const Sm90Mainloop* ml = findSm90Mainloop(A.dtype, B.dtype, A.layout, B.layout);
+  const std::string pair = fmt::format("A {} {} x B {} {}", dtypeWord(A.dtype), layoutWord(A.layout), dtypeWord(B.dtype),
+                                       layoutWord(B.layout));
+  if (!ml || !ml->generated) {
+    unsupported(A.dtype != B.dtype ? B.loc : A.loc,
+                fmt::format("{} {}; it generates {}", pair, notYet(ml != nullptr), generatedMainloops()));
+  } else {
+    if (s.accum.value != ml->accum)
+      unsupported(s.accum.loc, fmt::format("accum = {} with {} operands is not generated; the sm90a path accumulates "
+                                           "them in {}",
+                                           dtypeWord(s.accum.value), dtypeWord(A.dtype), dtypeWord(ml->accum)));
+    if (s.tile.value[2] != ml->tileK)
+      unsupported(s.tile.loc, fmt::format("tile K = {} is not generated for {} operands on the sm90a path; it needs "
+                                          "tile K = {} ({} bytes, one 128-byte swizzled row)",
+                                          s.tile.value[2], dtypeWord(A.dtype), ml->tileK, ml->tileK * bytesOf(A.dtype)));
+  }
+  for (const Operand* o : {&A, &B}) {
+    int bytes = o->align * bytesOf(o->dtype);
+    if (bytes % kSm90OperandAlignBytes)
+      unsupported(o->alignLoc.valid() ? o->alignLoc : o->loc,
+                  fmt::format("align {} ({} bytes) for `{}`: the sm90a path loads A and B with TMA, which needs "
+                              "{}-byte aligned rows; use align {}",
+                              o->align, bytes, o->name, kSm90OperandAlignBytes, kSm90OperandAlignBytes / bytesOf(o->dtype)));
+  }
+
+  // The schedule and the tile.
+  const Sm90ScheduleEntry* sch = findSm90Schedule(s.schedule.value);
+  const int tm = s.tile.value[0], tn = s.tile.value[1];
+  if (!sch || !sch->generated) {
+    std::vector<std::string> on;
+    for (const Sm90ScheduleEntry& e : kSm90Schedules)
+      if (e.generated) on.push_back(fmt::format("`{}` (tile M {})", name(e.schedule), ints(e.tileM)));
+    unsupported(s.schedule.loc, fmt::format("schedule `{}` {}; it generates {}", name(s.schedule.value), notYet(true),
+                                            fmt::join(on, ", ")));
+  } else {
+    if (std::find(sch->tileM.begin(), sch->tileM.end(), tm) == sch->tileM.end())
+      unsupported(s.tile.loc, fmt::format("tile M = {} is not generated for schedule `{}` on the sm90a path; it "
+                                          "generates tile M {}",
+                                          tm, name(sch->schedule), ints(sch->tileM)));
+    std::vector<int> ns = generatedTileN();
+    if (std::find(ns.begin(), ns.end(), tn) == ns.end())
+      unsupported(s.tile.loc, fmt::format("tile N = {} is not generated on the sm90a path; it generates tile N {} (one "
+                                          "wgmma's N)",
+                                          tn, ints(ns)));
+    else if ((tm / sch->consumers / 64) * (tn / 2) > kSm90MaxAccumRegs)
+      unsupported(s.tile.loc, fmt::format("tile {} x {} with schedule `{}` needs {} accumulator registers per consumer "
+                                          "thread, more than the {} the sm90a path allows; use a smaller tile N",
+                                          tm, tn, name(sch->schedule), (tm / sch->consumers / 64) * (tn / 2),
+                                          kSm90MaxAccumRegs));
+  }
+
+  // Cluster, raster, split-K.
+  const auto& cl = s.cluster.value;
+  bool clusterOn = false, clusterPlanned = false;
+  for (const Sm90Cluster& c : kSm90Clusters)
+    if (c.m == cl[0] && c.n == cl[1] && cl[2] == 1) {
+      clusterPlanned = true;
+      clusterOn = c.generated;
+    }
+  if (!clusterOn)
+    unsupported(s.cluster.loc, fmt::format("cluster ({}, {}, {}) {}; it generates {}", cl[0], cl[1], cl[2],
+                                           notYet(clusterPlanned), generatedClusters()));
+  for (const Sm90RasterEntry& r : kSm90Rasters)
+    if (r.raster == s.raster.value && !r.generated)
+      unsupported(s.raster.loc, fmt::format("raster = {} {}; use along_n", name(s.raster.value), notYet(true)));
+  bool splitOn = false;
+  for (const Sm90SplitKEntry& e : kSm90SplitK)
+    if (e.mode == s.splitK.value) splitOn = e.generated;
+  if (!splitOn)
+    unsupported(s.splitK.loc, fmt::format("split_k = {} {}; use split_k = 1",
+                                          s.splitK.value == SplitKMode::StreamK
+                                              ? std::string("stream_k")
+                                              : fmt::format("{}({})", name(s.splitK.value), s.splitKSlices.value),
+                                          notYet(s.splitK.value == SplitKMode::Serial)));
+  // Promotion and block scales: once the language has `promotion = N` and `scale (BM, BK)`
+  // (KernelSpec fields), refuse them here while kSm90Promotion / kSm90BlockScaling are off.
+}
+
+}  // namespace kdl::codegen
+
+namespace kdl::codegen {
+
+namespace {
+
+std::string onWord(bool on) { return on ? "generated" : "not yet"; }
+
+}  // namespace
+
+std::string renderSm90Table() {
+  const Sm90Table t = sm90Table();
+  std::string out = "The sm90a path (kdl::GemmSm90, schedule cooperative | pingpong), line by line:\n";
+  out += "mainloop (A x B -> accum, tile K):\n";
+  for (const Sm90Mainloop& m : t.mainloops)
+    out += fmt::format("  {:<9}  {} -> {}, tile K {} (wgmma {})\n", onWord(m.generated), mainloopWords(m),
+                       dtypeWord(m.accum), m.tileK, m.wgmma);
+  out += "schedule (tile M):\n";
+  for (const Sm90ScheduleEntry& s : t.schedules)
+    out += fmt::format("  {:<9}  {} (tile M {})\n", onWord(s.generated), name(s.schedule), ints(s.tileM));
+  out += "tile N:\n";
+  for (const Sm90Choice& c : t.tileN) out += fmt::format("  {:<9}  {}\n", onWord(c.generated), c.value);
+  out += "cluster:\n";
+  for (const Sm90Cluster& c : t.clusters) out += fmt::format("  {:<9}  ({}, {}, 1)\n", onWord(c.generated), c.m, c.n);
+  out += "raster:\n";
+  for (const Sm90RasterEntry& r : t.rasters) out += fmt::format("  {:<9}  {}\n", onWord(r.generated), name(r.raster));
+  out += "split_k:\n";
+  for (const Sm90SplitKEntry& e : t.splitK)
+    out += fmt::format("  {:<9}  {}\n", onWord(e.generated), e.mode == SplitKMode::None ? "1" : "serial(n)");
+  out += fmt::format("fp8 promotion = N:\n  {}\nblock scales (scale (BM, BK)):\n  {}\n", onWord(t.promotion),
+                     onWord(t.blockScaling));
+  out += fmt::format("limits: at most {} f32 accumulator registers per consumer thread; A and B rows {}-byte aligned "
+                     "(TMA); C and D row-major\n",
+                     t.maxAccumRegs, t.operandAlignBytes);
+  return out;
+}
+
+std::string sm90TableSpecs() {
+  const Sm90Table t = sm90Table();
+  const Sm90Mainloop* ml0 = nullptr;
+  for (const Sm90Mainloop& m : t.mainloops)
+    if (m.generated && !ml0) ml0 = &m;
+  const Sm90ScheduleEntry* sch0 = nullptr;
+  for (const Sm90ScheduleEntry& s : t.schedules)
+    if (s.generated && !sch0) sch0 = &s;
+  if (!ml0 || !sch0) return "// the sm90a table generates nothing\n";
+
+  struct Kernel {
+    std::string name;
+    const Sm90Mainloop* ml;
+    Schedule schedule;
+    int consumers, tm, tn;
+    std::array<int, 2> cluster{1, 1};
+    const char* raster = "along_n";
+    const char* splitK = "1";
+  };
+  auto base = [&](std::string name) {
+    return Kernel{std::move(name), ml0, sch0->schedule, sch0->consumers, sch0->tileM.front(), 128};
+  };
+  std::vector<Kernel> ks;
+  for (const Sm90Mainloop& m : t.mainloops)
+    if (m.generated) {
+      Kernel k = base(fmt::format("sm90_{}_{}_{}_{}", dtypeWord(m.a), layoutWord(m.layoutA), dtypeWord(m.b),
+                                  layoutWord(m.layoutB)));
+      k.ml = &m;
+      ks.push_back(k);
+    }
+  for (const Sm90ScheduleEntry& s : t.schedules)
+    if (s.generated)
+      for (int tm : s.tileM) {
+        Kernel k = base(fmt::format("sm90_{}_m{}", name(s.schedule), tm));
+        k.schedule = s.schedule;
+        k.consumers = s.consumers;
+        k.tm = tm;
+        ks.push_back(k);
+      }
+  for (const Sm90Choice& c : t.tileN)
+    if (c.generated) {
+      Kernel k = base(fmt::format("sm90_n{}", c.value));
+      k.tn = c.value;
+      ks.push_back(k);
+    }
+  for (const Sm90Cluster& c : t.clusters)
+    if (c.generated) {
+      Kernel k = base(fmt::format("sm90_cluster_{}x{}", c.m, c.n));
+      k.cluster = {c.m, c.n};
+      ks.push_back(k);
+    }
+  for (const Sm90RasterEntry& r : t.rasters)
+    if (r.generated && r.raster == Raster::AlongM) {
+      Kernel k = base("sm90_raster_along_m");
+      k.raster = "along_m";
+      ks.push_back(k);
+    }
+  for (const Sm90SplitKEntry& e : t.splitK)
+    if (e.generated && e.mode == SplitKMode::Serial) {
+      Kernel k = base("sm90_split_k_serial");
+      k.splitK = "serial(4)";
+      ks.push_back(k);
+    }
+  // Promotion and block scales get their kernels here once the language spells them.
+
+  std::string out = "// One kernel per line of the sm90a table that is on (kdlc support --specs; codegen/support_sm90.cpp).\n";
+  std::vector<std::string> seen;
+  for (const Kernel& k : ks) {
+    if ((k.tm / k.consumers / 64) * (k.tn / 2) > t.maxAccumRegs) continue;  // not a configuration
+    std::string body = fmt::format(
+        "  op = gemm; arch = sm90a;\n  A : {} {}; B : {} {}; D : bf16 row;\n  accum = {};\n  tile = ({}, {}, {}); "
+        "stages = auto; schedule = {};\n  cluster = ({}, {}, 1); raster = {}; split_k = {};\n",
+        dtypeWord(k.ml->a), layoutWord(k.ml->layoutA), dtypeWord(k.ml->b), layoutWord(k.ml->layoutB),
+        dtypeWord(k.ml->accum), k.tm, k.tn, k.ml->tileK, name(k.schedule), k.cluster[0], k.cluster[1], k.raster, k.splitK);
+    if (std::find(seen.begin(), seen.end(), body) != seen.end()) continue;
+    seen.push_back(body);
+    out += fmt::format("kernel {} {{\n{}}}\n", k.name, body);
+  }
+  return out;
+}
+
+}  // namespace kdl::codegen
