@@ -5,6 +5,9 @@
 // first, so these steps decide and explain; they refuse nothing the table admits.
 #include <fmt/format.h>
 
+#include <string>
+#include <vector>
+
 #include "codegen/lower_steps.h"
 #include "codegen/support.h"
 #include "include/kdl/gemm_sm90_smem.h"
@@ -95,16 +98,21 @@ bool lowerSm90Tiling(Lowering& l) {
 
   p.clusterM = s.cluster.value[0];
   p.clusterN = s.cluster.value[1];
-  if (p.clusterM * p.clusterN == 1)
+  if (p.clusterM * p.clusterN == 1) {
     l.decide("cluster", "(1, 1, 1)", fmt::format("{}; every CTA loads its own A and B tiles", originWord(s.cluster.origin)));
-  else
+  } else {
+    std::vector<std::string> shared;
+    if (p.clusterM > 1)
+      shared.push_back(fmt::format("the {} CTAs along M share one B tile, each loading 1/{} of its rows", p.clusterM,
+                                   p.clusterM));
+    if (p.clusterN > 1)
+      shared.push_back(fmt::format("the {} CTAs along N share one A tile, each loading 1/{} of its rows", p.clusterN,
+                                   p.clusterN));
     l.decide("cluster", fmt::format("({}, {}, 1)", p.clusterM, p.clusterN),
-             fmt::format("{}; {} CTAs along {} share one {} tile: each loads {} of its rows and TMA multicasts them to "
-                         "every CTA of the cluster (fewer L2 reads); a stage is refilled once every CTA's consumers "
-                         "released it",
-                         originWord(s.cluster.origin), p.clusterM * p.clusterN, p.clusterM > 1 ? "M" : "N",
-                         p.clusterM > 1 ? "B" : "A", p.clusterM > 1 ? fmt::format("1/{}", p.clusterM)
-                                                                     : fmt::format("1/{}", p.clusterN)));
+             fmt::format("{}; {}, which TMA multicasts to every CTA that shares it (fewer L2 reads); a stage is "
+                         "refilled once the consumers of every CTA it feeds released it",
+                         originWord(s.cluster.origin), fmt::join(shared, "; ")));
+  }
 
   p.rasterAlongM = s.raster.value == Raster::AlongM;
   l.decide("raster", p.rasterAlongM ? "along_m (RasterAlongM = true)" : "along_n (RasterAlongM = false)",
