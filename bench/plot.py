@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Plots the benchmark CSV written by kdl_bench: per shape, the best valid KDL kernel, cuBLASLt
-(measured in the same run), and the ANCHORS.md figures for cuBLAS and the CUTLASS 2.x sm80 path.
+"""Plots the benchmark CSV written by kdl_bench: per input mode (bf16, e4m3 per-tensor, e4m3 block
+scales) and shape, the best valid KDL kernel beside the cuBLASLt anchors measured in the same run.
 
 usage: bench/plot.py bench.csv bench.png
 """
@@ -18,40 +18,44 @@ def main(argv):
         print(__doc__)
         return 2
     rows = list(csv.DictReader(open(argv[1])))
-    shapes = []
-    best, best_name, cublas, anchor_cublas, anchor_c80 = {}, {}, {}, {}, {}
+    groups = []  # (mode, shape) in the order of the run
+    best, best_name, anchors = {}, {}, {}
     for r in rows:
-        s = r["shape"]
-        if s not in shapes:
-            shapes.append(s)
-        anchor_cublas[s] = float(r["anchor_cublas"])
-        anchor_c80[s] = float(r["anchor_cutlass_sm80"])
-        if r["kernel"] == "cuBLASLt":
-            cublas[s] = float(r["tflops"])
-        elif r["valid"] == "1" and float(r["tflops"]) > best.get(s, 0.0):
-            best[s] = float(r["tflops"])
+        g = (r["dtype"], r["shape"])
+        if g not in groups:
+            groups.append(g)
+        t = float(r["tflops"])
+        if r["kernel"].startswith("cuBLASLt"):
+            anchors.setdefault(g, {})[r["kernel"]] = t
+        elif r["valid"] == "1" and t > best.get(g, 0.0):
+            best[g] = t
             split = int(r["split"])
-            best_name[s] = r["kernel"].replace("bench_bf16_", "") + (f" sk{split}" if split > 1 else "")
+            best_name[g] = r["kernel"] + (f" sk{split}" if split > 1 else "")
 
-    series = [
-        ("KDL best (sm80 path)", [best.get(s, 0.0) for s in shapes], "#1f77b4"),
-        ("cuBLASLt (this run)", [cublas.get(s, 0.0) for s in shapes], "#2ca02c"),
-        ("cuBLAS (ANCHORS.md)", [anchor_cublas.get(s, 0.0) for s in shapes], "#98df8a"),
-        ("CUTLASS 2.x sm80 (ANCHORS.md)", [anchor_c80.get(s, 0.0) for s in shapes], "#ff7f0e"),
-    ]
-    fig, ax = plt.subplots(figsize=(11, 5.5))
-    width = 0.2
+    anchor_names = []
+    for g in groups:
+        for a in anchors.get(g, {}):
+            if a not in anchor_names:
+                anchor_names.append(a)
+    series = [("KDL best", [best.get(g, 0.0) for g in groups], "#1f77b4")]
+    colors = ["#2ca02c", "#98df8a", "#ff7f0e", "#ffbb78", "#9467bd"]
+    for i, a in enumerate(anchor_names):
+        series.append((a + " (same run)", [anchors.get(g, {}).get(a, 0.0) for g in groups], colors[i % len(colors)]))
+
+    fig, ax = plt.subplots(figsize=(max(11, 1.6 * len(groups)), 6))
+    width = 0.8 / len(series)
     for i, (label, vals, color) in enumerate(series):
-        xs = [j + (i - 1.5) * width for j in range(len(shapes))]
+        xs = [j + (i - (len(series) - 1) / 2) * width for j in range(len(groups))]
         bars = ax.bar(xs, vals, width, label=label, color=color)
         for b, v in zip(bars, vals):
             if v > 0:
-                ax.text(b.get_x() + b.get_width() / 2, v + 5, f"{v:.0f}", ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(range(len(shapes)))
-    ax.set_xticklabels([f"{s}\n{best_name.get(s, '-')}" for s in shapes], fontsize=8)
+                ax.text(b.get_x() + b.get_width() / 2, v + 8, f"{v:.0f}", ha="center", va="bottom", fontsize=6,
+                        rotation=90)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([f"{m}\n{s}\n{best_name.get((m, s), '-')}" for (m, s) in groups], fontsize=6)
     ax.set_ylabel("TFLOP/s (2MNK / time)")
-    ax.set_title("bf16 GEMM, A row / B col / D row, alpha=1 beta=0 — KDL vs cuBLASLt (H100)")
-    ax.legend(fontsize=8)
+    ax.set_title("GEMM, A row / B col / D bf16 row: best KDL kernel vs cuBLASLt in the same process (H100)")
+    ax.legend(fontsize=7)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(argv[2], dpi=120)

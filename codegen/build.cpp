@@ -1,5 +1,5 @@
-// buildKernels: find the toolchain, compute the cache keys, compile with a pool of workers, archive
-// and link, publish (see codegen/build.h).
+// buildKernels: find the toolchain, compute the cache keys, compile with a pool of workers, gate on
+// ptxas's report, archive and link, publish (see codegen/build.h).
 #include "codegen/build.h"
 
 #include <sys/stat.h>
@@ -15,6 +15,7 @@
 #include <optional>
 #include <thread>
 
+#include "codegen/build_ptxas.h"
 #include "codegen/build_support.h"
 #include "codegen/compile_cache.h"
 
@@ -42,6 +43,8 @@ std::string findNvcc(const std::string& option, std::string& tried) {
   tried += "\n  nvcc on PATH: not found";
   return candidate("default", "/usr/local/cuda/bin/nvcc");
 }
+
+std::vector<std::string> nvccFlagsFromEnvironment() { return splitWords(getEnv(kNvccFlagsEnv)); }
 
 namespace {
 
@@ -138,7 +141,8 @@ struct CompileJob {
   bool cached = false;
   double seconds = 0;
   int status = 0;
-  std::string output;
+  std::string output;  // nvcc's (stored with the object in the cache, so a hit has it too)
+  PtxasReport ptxas;   // read from `output` when the compile succeeded
 };
 
 struct CompileContext {
@@ -149,9 +153,11 @@ struct CompileContext {
   const CompileCache* cache;  // null: --no-cache or unusable
 };
 
-std::vector<std::string> nvccFlagsFor(const KernelToBuild& k) {
+std::vector<std::string> nvccFlagsFor(const BuildRequest& req, const KernelToBuild& k) {
   std::vector<std::string> flags = {"-std=c++17", "-O3", "-Xcompiler", "-fPIC"};
   flags.insert(flags.end(), k.gencode.begin(), k.gencode.end());
+  flags.insert(flags.end(), ptxasReportFlags().begin(), ptxasReportFlags().end());
+  flags.insert(flags.end(), req.extraNvccFlags.begin(), req.extraNvccFlags.end());
   return flags;
 }
 
@@ -171,16 +177,19 @@ bool compileKey(const CompileContext& cx, const KernelToBuild& k, const std::vec
 
 void compileOne(const CompileContext& cx, CompileJob& j) {
   auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::string> flags = nvccFlagsFor(*j.kernel);
+  std::vector<std::string> flags = nvccFlagsFor(cx.req, *j.kernel);
   std::string key, err;
   if (!compileKey(cx, *j.kernel, flags, key, err)) {
     j.status = 1;
     j.output = err + "\n";
     return;
   }
-  if (std::optional<std::string> hit = cx.cache ? cx.cache->lookup(key) : std::nullopt) {
+  const bool expectSass = gencodeProducesSass(j.kernel->gencode);
+  if (std::optional<CacheEntry> hit = cx.cache ? cx.cache->lookup(key) : std::nullopt) {
     j.cached = true;
-    if (!writeFileAtomic(j.object, *hit, err)) {
+    j.output = std::move(hit->output);
+    j.ptxas = parsePtxasReport(j.output, expectSass);
+    if (!writeFileAtomic(j.object, hit->object, err)) {
       j.status = 1;
       j.output = err + "\n";
     }
@@ -195,9 +204,10 @@ void compileOne(const CompileContext& cx, CompileJob& j) {
   if (j.status == 127 && j.output.empty()) j.output = fmt::format("cannot run {}\n", argv[0]);
   if (j.status != 0) {
     j.output = fmt::format("{}\n{}", fmt::join(argv, " "), j.output);
-  } else if (cx.cache && cx.cache->writable()) {
-    std::string obj;
-    if (readWholeFile(j.object, obj)) cx.cache->store(key, obj);
+  } else {
+    j.ptxas = parsePtxasReport(j.output, expectSass);
+    CacheEntry entry{"", j.output};
+    if (cx.cache && cx.cache->writable() && readWholeFile(j.object, entry.object)) cx.cache->store(key, entry);
   }
   j.seconds = secondsSince(t0);
 }
@@ -206,7 +216,7 @@ void reportJob(const CompileJob& j, size_t done, size_t total, const Progress& p
   if (j.status == 0) {
     std::string line = fmt::format("[{}/{}] nvcc {}.cu ({})", done, total, j.kernel->name,
                                    j.cached ? "cached" : fmt::format("{:.1f} s", j.seconds));
-    if (!j.output.empty() && !j.cached) line += "\n" + j.output;  // nvcc's warnings
+    if (!j.ptxas.otherOutput.empty() && !j.cached) line += "\n" + j.ptxas.otherOutput;  // nvcc's warnings
     while (!line.empty() && line.back() == '\n') line.pop_back();
     progress(line);
   } else if (!interrupted()) {
@@ -234,6 +244,41 @@ bool compileAll(const CompileContext& cx, std::vector<CompileJob>& jobs, const P
   for (std::thread& t : pool) t.join();
   if (interrupted()) return false;
   return std::all_of(jobs.begin(), jobs.end(), [](const CompileJob& j) { return j.status == 0; });
+}
+
+// ---- build: gate on ptxas's report -----------------------------------------------------------------
+
+// Writes every kernel's report to <runDir>/lib<stem>.ptxas.txt (published with the libraries),
+// prints it when asked, and fails when a kernel spills, lost setmaxnreg or serialized wgmma (unless
+// the request allows ptxas warnings; then it says so and goes on).
+StepResult gateOnPtxas(const BuildRequest& req, const std::vector<CompileJob>& jobs, const std::string& runDir,
+                       const Progress& progress) {
+  std::vector<std::pair<std::string, PtxasReport>> reports;
+  for (const CompileJob& j : jobs) reports.emplace_back(j.kernel->name, j.ptxas);
+  std::string table = formatPtxasTable(reports);
+  std::string file = "lib" + req.libStem + ".ptxas.txt", err;
+  std::string text = fmt::format("# ptxas resource report of lib{} (kdlc build, nvcc -Xptxas -v); bytes\n", req.libStem);
+  if (!writeFileAtomic(runDir + "/" + file, text + table, err)) return failure(err);
+  if (req.verbose) progress(fmt::format("ptxas report ({}):\n{}", file, table));
+
+  std::string problems;
+  size_t bad = 0;
+  for (const CompileJob& j : jobs) {
+    if (j.ptxas.problems.empty()) continue;
+    ++bad;
+    problems += fmt::format("\n  kernel `{}` ({}.cu):", j.kernel->name, j.kernel->name);
+    for (const std::string& p : j.ptxas.problems) problems += "\n    " + p;
+  }
+  if (bad == 0) return {};
+  std::string what = fmt::format("ptxas reports a performance loss (spills, ignored setmaxnreg or serialized wgmma) in "
+                                 "{} kernel{}:{}",
+                                 bad, bad == 1 ? "" : "s", problems);
+  if (req.allowPtxasWarnings) {
+    progress(fmt::format("kdlc: warning: {}\nkdlc: note: building anyway (--allow-ptxas-warnings)", what));
+    return {};
+  }
+  return failure(fmt::format("{}\nlib{}.a and lib{}.so were not written", what, req.libStem, req.libStem),
+                 "the full report is printed by --verbose; --allow-ptxas-warnings builds such kernels anyway");
 }
 
 // ---- build: archive and link, publish -------------------------------------------------------------
@@ -264,13 +309,13 @@ StepResult archiveAndLink(const BuildRequest& req, const Toolchain& tc, const st
   return runTool("link", soArgs, env, lib + ".so", progress);
 }
 
-// Moves the libraries into the output directory under its lock, so that concurrent builds publish
-// one after the other and a reader never sees a half-written library.
+// Moves the libraries and their ptxas report into the output directory under its lock, so that
+// concurrent builds publish one after the other and a reader never sees a half-written library.
 StepResult publishLibraries(const BuildRequest& req, const std::string& runDir) {
   DirLock lock(req.outDir);
   if (!lock.held()) return interrupted() ? interruptedResult() : failure(lock.error());
   if (interrupted()) return interruptedResult();
-  for (const char* ext : {".a", ".so"}) {
+  for (const char* ext : {".ptxas.txt", ".a", ".so"}) {
     std::string name = "lib" + req.libStem + ext;
     if (::rename((runDir + "/" + name).c_str(), (req.outDir + "/" + name).c_str()) != 0)
       return failure(fmt::format("cannot write {}/{}: {}", req.outDir, name, std::strerror(errno)));
@@ -328,6 +373,7 @@ StepResult buildKernels(const BuildRequest& req, const Progress& progress) {
   if (cache && cache->writable()) cache->evictTo(req.cacheMaxBytes);
   if (interrupted()) return interruptedResult();
   if (!compiled) return failure("nvcc failed; the emitted sources are in " + req.outDir);
+  if (StepResult r = gateOnPtxas(req, jobs, run.path(), progress); !r.ok) return r;
 
   if (StepResult r = archiveAndLink(req, tc, jobs, run.path(), env, progress); !r.ok) return r;
   if (StepResult r = publishLibraries(req, run.path()); !r.ok) return r;

@@ -5,8 +5,12 @@
 // spec's output, and removes the files of kernels the previous manifest listed and the new one does
 // not. buildKernels compiles those files with nvcc through the compile cache into lib<stem>.a and
 // lib<stem>.so, in named steps: find the toolchain, compute the cache keys, compile with a pool of
-// workers, archive and link, publish. Every build works in its own temporary directory and publishes
-// under an flock(2) of the output directory, so builds into one directory can run at once.
+// workers, gate on ptxas's report, archive and link, publish. Every build works in its own temporary
+// directory and publishes under an flock(2) of the output directory, so builds into one directory can
+// run at once. The ptxas gate (codegen/build_ptxas.h): every compile runs with -Xptxas -v, and a
+// kernel that spills, whose setmaxnreg ptxas ignored or whose wgmma it serialized fails the build
+// (unless allowPtxasWarnings); the report (registers, spills, shared memory per function) is
+// published as lib<stem>.ptxas.txt beside the libraries.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -65,6 +69,7 @@ struct KernelToBuild {
 inline constexpr uint64_t kDefaultCacheMaxBytes = uint64_t(2) << 30;
 inline constexpr const char* kCacheMaxSizeEnv = "KDL_CACHE_MAX_SIZE";
 inline constexpr const char* kLauncherEnv = "KDL_LAUNCHER";
+inline constexpr const char* kNvccFlagsEnv = "KDL_NVCC_FLAGS";
 
 struct BuildRequest {
   std::string outDir;                 // holds the files emitToDirectory wrote
@@ -73,6 +78,9 @@ struct BuildRequest {
   std::string nvcc;                   // --nvcc; empty: $KDL_NVCC, $CUDACXX, PATH, /usr/local/cuda/bin/nvcc
   std::string sourceIncludeDir;       // the source tree's include/, the last place to find kdl/*.cuh
   std::string launcher;               // e.g. "sccache" or "distcc": run as LAUNCHER nvcc ARGS...
+  std::vector<std::string> extraNvccFlags;  // after kdlc's own flags (--nvcc-flag, $KDL_NVCC_FLAGS)
+  bool allowPtxasWarnings = false;    // report spills / ignored setmaxnreg / serialized wgmma, build anyway
+  bool verbose = false;               // print every kernel's ptxas report
   int jobs = 1;
   bool useCache = true;
   std::string cacheDir;               // empty: defaultCacheDir()
@@ -80,6 +88,9 @@ struct BuildRequest {
 };
 
 StepResult buildKernels(const BuildRequest& request, const Progress& progress);
+
+// The words of $KDL_NVCC_FLAGS (split at blanks, like NVCC_APPEND_FLAGS).
+std::vector<std::string> nvccFlagsFromEnvironment();
 
 // Where nvcc is, as buildKernels finds it; empty (and `tried` lists the places) when nowhere.
 std::string findNvcc(const std::string& option, std::string& tried);

@@ -213,7 +213,7 @@ std::string CompileCache::key(const std::string& sourceText,
     h.update(len);
     h.update(s);
   };
-  field("kdl-compile-cache-v2");
+  field("kdl-compile-cache-v3");
   field(sourceText);
   for (const auto& [name, text] : headers) {
     field(name);
@@ -226,29 +226,35 @@ std::string CompileCache::key(const std::string& sourceText,
 
 std::string CompileCache::entryPath(const std::string& key) const { return dir_ + "/" + key.substr(0, 2) + "/" + key + ".o"; }
 
-std::optional<std::string> CompileCache::lookup(const std::string& key) const {
+// An entry's digest file: the sha256 of the object, then of the compiler's output.
+static std::string entryDigest(const CacheEntry& e) { return sha256Hex(e.object) + "\n" + sha256Hex(e.output) + "\n"; }
+
+std::optional<CacheEntry> CompileCache::lookup(const std::string& key) const {
   if (!usable_) return std::nullopt;
-  std::string obj, digest;
+  CacheEntry e;
+  std::string digest;
   std::string path = entryPath(key);
-  if (!readWholeFile(path, obj) || !readWholeFile(path + ".sha256", digest)) return std::nullopt;
-  while (!digest.empty() && (digest.back() == '\n' || digest.back() == ' ')) digest.pop_back();
-  if (sha256Hex(obj) != digest) {
-    ::unlink(path.c_str());  // corrupt or tampered: never use it
+  if (!readWholeFile(path, e.object) || !readWholeFile(path + ".log", e.output) ||
+      !readWholeFile(path + ".sha256", digest))
+    return std::nullopt;
+  if (entryDigest(e) != digest) {
+    ::unlink(path.c_str());  // corrupt, tampered or half-replaced: never use it
     return std::nullopt;
   }
   // The entry's mtime is its last use: evictTo() removes the oldest first.
   ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
-  return obj;
+  return e;
 }
 
-bool CompileCache::store(const std::string& key, const std::string& object) const {
+bool CompileCache::store(const std::string& key, const CacheEntry& entry) const {
   if (!usable_ || !writable_) return false;
   std::string err;
   std::string path = entryPath(key);
   std::string sub = path.substr(0, path.rfind('/'));
   if (::mkdir(sub.c_str(), 0700) != 0 && errno != EEXIST) return false;
-  // The digest first: a reader that sees the object also sees its digest.
-  return writeFileAtomic(path + ".sha256", sha256Hex(object) + "\n", err) && writeFileAtomic(path, object, err);
+  // The digest and the output first: a reader that sees the object also sees them.
+  return writeFileAtomic(path + ".sha256", entryDigest(entry), err) && writeFileAtomic(path + ".log", entry.output, err) &&
+         writeFileAtomic(path, entry.object, err);
 }
 
 namespace {
@@ -271,12 +277,13 @@ std::vector<std::string> shardDirs(const std::string& dir) {
   return out;
 }
 
-// "<64 hex>.o" is an entry, "<64 hex>.o.sha256" its digest, ".<64 hex>.o*.tmp.*" an unfinished write
-// (writeFileAtomic's temporary names).
+// "<64 hex>.o" is an entry, "<64 hex>.o.sha256" its digest, "<64 hex>.o.log" the compiler's output,
+// ".<64 hex>.o*.tmp.*" an unfinished write (writeFileAtomic's temporary names).
 bool isEntryObject(const std::string& n) { return n.size() == 66 && n.ends_with(".o") && isHex(n.substr(0, 64)); }
 bool isEntryFile(const std::string& n) {
   if (isEntryObject(n)) return true;
   if (n.size() == 73 && n.ends_with(".o.sha256") && isHex(n.substr(0, 64))) return true;
+  if (n.size() == 70 && n.ends_with(".o.log") && isHex(n.substr(0, 64))) return true;
   return n.size() > 66 && n[0] == '.' && isHex(n.substr(1, 64)) && n.compare(65, 2, ".o") == 0 &&
          n.find(".tmp.", 67) != std::string::npos;
 }
@@ -299,7 +306,8 @@ std::vector<EntryInfo> listEntries(const std::string& dir) {
       struct stat st, sd;
       if (::stat(path.c_str(), &st) != 0) continue;
       uint64_t bytes = uint64_t(st.st_size);
-      if (::stat((path + ".sha256").c_str(), &sd) == 0) bytes += uint64_t(sd.st_size);
+      for (const char* side : {".sha256", ".log"})
+        if (::stat((path + side).c_str(), &sd) == 0) bytes += uint64_t(sd.st_size);
       out.push_back({path, bytes, st.st_mtim});
     }
     ::closedir(d);
@@ -336,6 +344,7 @@ uint64_t CompileCache::evictTo(uint64_t maxBytes) const {
     // The object first: lookup() needs both, so a reader never sees an object without its digest.
     if (::unlink(e.object.c_str()) != 0) continue;
     ::unlink((e.object + ".sha256").c_str());
+    ::unlink((e.object + ".log").c_str());
     total -= e.bytes;
     ++removed;
   }

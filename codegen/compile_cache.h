@@ -4,8 +4,9 @@
 // symlink to one is followed when this user owns the link too). Keys hash every input that reaches
 // nvcc: the .cu text, the header it includes, the content of every KDL header, the toolchain (nvcc's
 // path and version, the host compiler nvcc uses, NVCC_PREPEND_FLAGS/NVCC_APPEND_FLAGS) and the exact
-// flags. Entries are written to a temporary file and renamed into place; a hit is used only when the
-// object's stored sha256 matches its bytes. A hit touches the entry, and evictTo() removes the
+// flags. An entry is the object and the compiler's output (ptxas's report, which `kdlc build` gates
+// on, so a hit is checked like a fresh compile). Entries are written to temporary files and renamed
+// into place; a hit is used only when the stored sha256 of both matches their bytes. A hit touches the entry, and evictTo() removes the
 // least recently used entries until the cache fits its cap.
 #pragma once
 #include <cstdint>
@@ -32,9 +33,14 @@ std::optional<std::string> defaultCacheDir(std::string& why);
 std::optional<uint64_t> parseByteSize(const std::string& text);
 std::string formatByteSize(uint64_t bytes);
 
+struct CacheEntry {
+  std::string object;
+  std::string output;  // what the compiler printed (nvcc's warnings, ptxas's report)
+};
+
 struct CacheStats {
   uint64_t entries = 0;
-  uint64_t bytes = 0;  // objects and their digests
+  uint64_t bytes = 0;  // objects, their digests and compiler outputs
 };
 
 class CompileCache {
@@ -54,10 +60,10 @@ class CompileCache {
   // the object (compiler, host compiler, flags from the environment).
   static std::string key(const std::string& sourceText, const std::vector<std::pair<std::string, std::string>>& headers,
                          const std::string& toolchain, const std::vector<std::string>& flags);
-  // The cached object for `key` (verified), or nullopt. A hit marks the entry as recently used.
-  std::optional<std::string> lookup(const std::string& key) const;
-  // Stores an object; false when the cache could not be written (not an error for the build).
-  bool store(const std::string& key, const std::string& object) const;
+  // The cached entry for `key` (verified), or nullopt. A hit marks the entry as recently used.
+  std::optional<CacheEntry> lookup(const std::string& key) const;
+  // Stores an entry; false when the cache could not be written (not an error for the build).
+  bool store(const std::string& key, const CacheEntry& entry) const;
 
   CacheStats stats() const;
   // Removes the least recently used entries until the cache holds at most `maxBytes`; returns how

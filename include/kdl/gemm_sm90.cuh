@@ -3,32 +3,47 @@
 // kdl::GemmSm90<ElementA, LayoutA, ElementB, LayoutB, ElementAccum, TileM, TileN, TileK, Stages, Schedule,
 //               ClusterM, ClusterN, RasterAlongM, PromoteEvery, BlockScaling, Epilogue> computes, per batch b,
 //   D[b] = Epilogue(A[b] * B[b])      A: M x K row-major, B: K x N column-major (both K-major),
-// f16 or bf16 operands, f32 accumulation. Its host side has GemmSm80's static interface
+// f16 or bf16 operands (TileK 64), or fp8 e4m3 / e5m2, mixed allowed (TileK 128); f32 accumulation. Its host side has GemmSm80's static interface
 // (kThreads, kSmemBytes, can_implement, workspace_size, run).
 //
-// The algorithm (cooperative schedule):
+// The algorithm:
 //   * 3 warpgroups, 384 threads. Warpgroup 0 is the producer: it gives registers away
 //     (setmaxnreg.dec 40) and one thread issues, per k-tile, the TMA loads of the A tile
-//     (TileM x 64) and the B tile (TileN x 64) into a ring of `Stages` stages written with the
-//     128-byte swizzle, announcing the bytes on the stage's full barrier (expect_tx). Before it
-//     refills a stage it waits on the stage's empty barrier.
-//   * Warpgroups 1 and 2 are the consumers (setmaxnreg.inc 232): they split the tile along M,
-//     TileM/2 rows each (one m64 wgmma for TileM = 128, two for TileM = 256). Per k-tile a
-//     consumer waits on the full barrier, issues 4 k16 steps of wgmma (A and B read from shared
-//     memory through descriptors) as one group, keeps that group in flight, waits for the
-//     previous group (wgmma.wait_group 1) and only then releases the previous stage (one
-//     arrival per consumer warp on its empty barrier): a stage is never overwritten while a
-//     wgmma may still read it.
-//   * Persistent: the grid is the number of SMs (asked at run time); CTA i takes tiles i,
-//     i + grid, ... of all batches, each batch's tiles walked in GemmSm80's grouped raster
-//     (bands of 8 M-tiles, M fastest inside a band). The ring's stage and phase carry on from
-//     one tile to the next, so the producer loads the next tile while the consumers run the
+//     (TileM x TileK) and the B tile (TileN x TileK; TileK x element = 128 bytes) into a ring of
+//     `Stages` stages written with the 128-byte swizzle, announcing the bytes on the stage's full
+//     barrier (expect_tx). Before it refills a stage it waits on the stage's empty barrier.
+//   * Warpgroups 1 and 2 are the consumers (setmaxnreg.inc 232). Per k-tile a consumer waits on
+//     the full barrier, issues the k-tile's wgmmas (32 bytes of K per k-step; A and B read from
+//     shared memory through descriptors) as one group, keeps that group in flight, waits for the
+//     previous group (wgmma.wait_group 1) and only then releases the previous stage (one arrival
+//     per consumer warp on its empty barrier): a stage is never overwritten while a wgmma may
+//     still read it.
+//   * Schedules. Cooperative: both consumers take every tile and split it along M, TileM/2 rows
+//     each (TileM 128 or 256). Pingpong: consumer c takes the CTA's tiles c, c + 2, ... whole
+//     (TileM 64 or 128, at most 128 accumulator registers) and skips the other's k-tiles in the
+//     ring (the producer fills it in the CTA's tile order); two named barriers hand the turn over
+//     ("consumer c may issue"): a consumer waits for its turn, issues its tile's mainloop, then
+//     passes the turn, so the two mainloops alternate and one's epilogue runs under the other's
+//     MMAs.
+//   * Persistent: the grid is the number of SMs (asked at run time); CTA i takes work units i,
+//     i + grid, ... of all batches, each batch's units walked in GemmSm80's grouped raster
+//     (bands of 8 tiles; RasterAlongM = false: bands of M-tiles, M fastest inside a band; true:
+//     bands of N-tiles, N fastest, the sm80 template's flag). The ring's stage and phase carry on
+//     from one tile to the next, so the producer loads the next tile while the consumers run the
 //     epilogue of this one.
-//   * ClusterM = 2: clusters of 2 CTAs (grid: SMs / 2 clusters) walk units of 2 tiles adjacent
-//     along M (bands of 4 units); each CTA loads half of the shared B tile and multicasts it to
-//     both (halving B's L2 reads); a stage's empty barrier then counts the consumer warps of
-//     both CTAs (remote arrivals, released at CTA scope: see mbarrier_arrive_cluster_cta_scope),
-//     and no CTA exits before its peer is done with it (a cluster barrier at the end).
+//   * Clusters of ClusterM x ClusterN CTAs (each 1 or 2; grid: SMs / cluster size clusters) walk
+//     units of ClusterM x ClusterN adjacent tiles; the CTAs of a cluster column (same N-tile)
+//     share the B tile, those of a cluster row (same M-tile) the A tile: each loads its slice of
+//     the shared tile and multicasts it to the others (halving that operand's L2 reads). A stage's
+//     empty barrier then counts the reading consumer warps of every CTA that writes a slice of it
+//     (its row and its column: remote arrivals, released at CTA scope: see
+//     mbarrier_arrive_cluster_cta_scope), and no CTA exits before its peers are done with it (a
+//     cluster barrier at the end).
+//   * Serial split-K (GemmProblem::split_k = S > 1, for few output tiles, e.g. 128 x 8192 x 8192):
+//     a unit is one k-slice of a tile (the slices of a tile are consecutive units, so they run on
+//     different SMs at the same time); slice s waits on the tile's semaphore in the workspace until
+//     s slices have been added into the tile's f32 partial sums, adds them, and stores the sum back
+//     (s < S - 1) or runs the epilogue (the last slice): deterministic, see reduce_slices.
 //   * Residues: TMA zero-fills what lies outside M, N, K (3-D tensor maps: K, rows, batch);
 //     the epilogue stores in range only.
 //   * Epilogue: each consumer warp stages its 16 rows of the accumulator through a dedicated
@@ -39,8 +54,7 @@
 //     then calls finish. The buffer is per warp, so the epilogue needs only __syncwarp (the two
 //     consumer warpgroups never wait on each other). Meanwhile the producer, gated only by the
 //     empty barriers, has already filled up to Stages k-tiles of the next tile. A TMA store that
-//     overlaps the next tile's mainloop is later work, as are clusters along N (multicast of A),
-//     the pingpong schedule, other layouts and element types.
+//     overlaps the next tile's mainloop is later work, as are other layouts and element types.
 //
 // Shared memory: Stages x (A tile, B tile), every tile 1024-byte aligned (the swizzle atom),
 // then full[Stages] and empty[Stages] barriers, then the epilogue's staging buffer (8 consumer
@@ -65,6 +79,20 @@ __global__ void __launch_bounds__(Gemm::kThreads, 1) gemm_sm90_kernel(const __gr
 #endif
 }
 
+namespace detail {
+template <class E> struct is_fp8 { static constexpr bool value = false; };
+template <> struct is_fp8<__nv_fp8_e4m3> { static constexpr bool value = true; };
+template <> struct is_fp8<__nv_fp8_e5m2> { static constexpr bool value = true; };
+
+// The TMA element type of an operand: 16-bit types as themselves, 8-bit ones (fp8) as bytes.
+template <class E, bool = sizeof(E) == 1>
+struct Sm90TmaDtype : TmaDtype<E> {};
+template <class E>
+struct Sm90TmaDtype<E, true> {
+  static constexpr CUtensorMapDataType value = CU_TENSOR_MAP_DATA_TYPE_UINT8;
+};
+}  // namespace detail
+
 namespace sm90 {
 // Block scaling of the mainloop (fp8): NoBlockScaling, or one f32 scale per BlockMA x BlockK block of A
 // and per BlockNB x BlockK block of B, applied when each k-block is promoted into the f32 accumulator.
@@ -82,39 +110,50 @@ template <class ElementA, class LayoutA, class ElementB, class LayoutB, class El
           int TileK, int Stages, Sm90Schedule Schedule, int ClusterM, int ClusterN, bool RasterAlongM, int PromoteEvery,
           class BlockScaling, class Epilogue>
 struct GemmSm90 {
-  static_assert(detail::is_same_t<ElementA, ElementB>::value, "GemmSm90: A and B must have the same element type");
+  static constexpr bool kFp8 = detail::is_fp8<ElementA>::value;
+  static_assert(kFp8 ? detail::is_fp8<ElementB>::value : detail::is_same_t<ElementA, ElementB>::value,
+                "GemmSm90: A and B must have the same 16-bit element type, or both be fp8 (e4m3 / e5m2, mixed allowed)");
   static_assert(detail::is_same_t<LayoutA, RowMajor>::value && detail::is_same_t<LayoutB, ColMajor>::value,
                 "GemmSm90: A must be RowMajor and B ColMajor (K-major) on this version");
   static_assert(detail::is_same_t<ElementAccum, float>::value, "GemmSm90: ElementAccum must be float");
-  static_assert(Schedule == Sm90Schedule::Cooperative, "GemmSm90: only the cooperative schedule on this version");
-  static_assert(ClusterN == 1, "GemmSm90: ClusterN must be 1 on this version");
-  static_assert(!RasterAlongM, "GemmSm90: RasterAlongM must be false on this version");
   static_assert(PromoteEvery == 0 && !BlockScaling::kEnabled, "GemmSm90: no promotion or block scaling on this version");
-  static_assert(detail::is_same_t<ElementA, half>::value || detail::is_same_t<ElementA, __nv_bfloat16>::value,
-                "GemmSm90: ElementA must be half or __nv_bfloat16 (other types are not on the sm90a path yet)");
-  static_assert(TileK == 64, "GemmSm90: TileK must be 64 (one 128-byte swizzled row of 16-bit elements)");
-  static_assert(TileM == 128 || TileM == 256, "GemmSm90: TileM must be 128 or 256 (two consumer warpgroups of m64 wgmmas)");
+  static_assert(kFp8 || detail::is_same_t<ElementA, half>::value || detail::is_same_t<ElementA, __nv_bfloat16>::value,
+                "GemmSm90: ElementA must be half, __nv_bfloat16, __nv_fp8_e4m3 or __nv_fp8_e5m2 (other types are not on "
+                "the sm90a path yet)");
+  static_assert(TileK * int(sizeof(ElementA)) == 128,
+                "GemmSm90: TileK must be one 128-byte swizzled row (64 for 16-bit types, 128 for 8-bit types)");
   static_assert(TileN == 64 || TileN == 128 || TileN == 256, "GemmSm90: TileN must be 64, 128 or 256 (the wgmma N)");
   static_assert(Stages >= 2 && Stages <= 8, "GemmSm90: Stages must be 2..8");
-  static_assert(ClusterM == 1 || ClusterM == 2, "GemmSm90: ClusterM must be 1 or 2 (clusters of 1 or 2 CTAs along M)");
+  static_assert((ClusterM == 1 || ClusterM == 2) && (ClusterN == 1 || ClusterN == 2),
+                "GemmSm90: ClusterM and ClusterN must be 1 or 2 (clusters of up to 2 x 2 CTAs)");
 
+  static constexpr bool kPingpong = Schedule == Sm90Schedule::Pingpong;
+  static_assert(kPingpong ? (TileM == 64 || TileM == 128) : (TileM == 128 || TileM == 256),
+                "GemmSm90: TileM must be 128 or 256 for the cooperative schedule (two consumer warpgroups split it), "
+                "64 or 128 for pingpong (one consumer warpgroup owns it)");
   static constexpr int kConsumers = 2;                  // consumer warpgroups
   static constexpr int kClusterM = ClusterM;
+  static constexpr int kClusterN = ClusterN;
+  static constexpr int kClusterSize = ClusterM * ClusterN;
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kProducerRegs = 40;
   static constexpr int kConsumerRegs = 232;
   static_assert((kProducerRegs + kConsumers * kConsumerRegs) * 128 <= 65536,
                 "GemmSm90: the setmaxnreg budgets exceed the SM's 64K registers");
-  static constexpr int kRowsPerConsumer = TileM / kConsumers;
-  static constexpr int kMmaM = kRowsPerConsumer / 64;   // m64 wgmmas per consumer per k16 step
+  static constexpr int kRowsPerConsumer = kPingpong ? TileM : TileM / kConsumers;  // rows one consumer computes
+  static constexpr int kMmaM = kRowsPerConsumer / 64;   // m64 wgmmas per consumer per k-step
   static constexpr int kAccRegs = TileN / 2;            // f32 registers of one m64 x TileN accumulator
-  static_assert(kMmaM * kAccRegs <= 128, "GemmSm90: the accumulator exceeds 128 registers per consumer thread");
-  static constexpr int kK16 = TileK / 16;
-  static constexpr int kRasterGroup = 8;                 // M-tiles per raster band
-  static constexpr int kBRowsPerCta = TileN / ClusterM;  // rows of the B tile each CTA of a cluster loads
+  static_assert(kMmaM * kAccRegs <= 128, "GemmSm90: the accumulator exceeds 128 registers per consumer thread "
+                                         "(pingpong: TileM x TileN <= 128 x 128 or 64 x 256)");
+  static constexpr int kKSteps = TileK * int(sizeof(ElementA)) / 32;  // wgmma k-steps (32 bytes of K) per k-tile
+  static constexpr int kReaderWarps = (kPingpong ? 1 : kConsumers) * 4;  // consumer warps that read each stage
+  static constexpr int kRasterGroup = 8;                 // tiles per raster band
+  static constexpr int kARowsPerCta = TileM / ClusterN;  // rows of the A tile each CTA of a cluster row loads
+  static constexpr int kBRowsPerCta = TileN / ClusterM;  // rows of the B tile each CTA of a cluster column loads
+  static constexpr int kTurnBarrier = 1;                 // pingpong: named barriers 1, 2 = "consumer 0, 1 may issue"
 
-  static constexpr int kTileBytesA = TileM * TileK * 2;
-  static constexpr int kTileBytesB = TileN * TileK * 2;
+  static constexpr int kTileBytesA = TileM * TileK * int(sizeof(ElementA));
+  static constexpr int kTileBytesB = TileN * TileK * int(sizeof(ElementB));
   static constexpr int kStageBytes = kTileBytesA + kTileBytesB;
   static constexpr int kBarOffset = Stages * kStageBytes;
   // Epilogue staging: per consumer warp 16 rows x kEpiCols columns of f32, rows padded by 8 floats.
@@ -138,10 +177,13 @@ struct GemmSm90 {
                 "GemmSm90: Stages x (TileM + TileN) x 128 B + the epilogue buffer exceeds the 227 KB of shared memory");
 
   struct KernelParams {
-    CUtensorMap tmA;  // {K, M, batch}, box TileK x TileM
+    CUtensorMap tmA;  // {K, M, batch}, box TileK x TileM / ClusterN
     CUtensorMap tmB;  // {K, N, batch}, box TileK x TileN / ClusterM
     int m, n, batch;
     int tiles_m, tiles_n, ktiles;
+    int split;            // serial split-K slices (1: none)
+    float* partials;      // split > 1: TileM x TileN f32 partial sums per tile (workspace)
+    int* semaphores;      // split > 1: per tile, the number of slices already added into its partials
     typename Epilogue::Params ep;
   };
 
@@ -156,22 +198,51 @@ struct GemmSm90 {
         phase ^= 1u;
       }
     }
+    // Skips n positions (a pingpong consumer passing over the other consumer's tile).
+    __device__ __forceinline__ void advance(int n) {
+      const int s = stage + n;
+      phase ^= uint32_t(s / Stages) & 1u;
+      stage = s % Stages;
+    }
   };
 
-  // Work unit u of the persistent walk (one tile per CTA of the cluster: ClusterM tiles adjacent
-  // along M sharing one B tile) -> this CTA's (batch, tm, tn). A CTA whose tm lies past M still
-  // runs the pipeline (TMA zero-fills; the epilogue stores nothing): its peer needs its half of B.
-  __device__ __forceinline__ static int units_per_batch(const KernelParams& P) {
-    return (P.tiles_m + ClusterM - 1) / ClusterM * P.tiles_n;
+  // Work unit u of the persistent walk: one k-slice (split-K; else all of K) of ClusterM x ClusterN
+  // tiles, one per CTA of the cluster (the CTA of cluster rank r takes tile (r % ClusterM, r / ClusterM)
+  // of the unit); the slices of a tile group are consecutive units, the groups of a batch walked in
+  // GemmSm80's grouped raster. A CTA whose tile lies past M or N still runs the pipeline (TMA
+  // zero-fills; the epilogue stores nothing): its peers need its slices.
+  struct Unit {
+    int batch, tm, tn;
+    int slice, kt_begin, kt_end;  // k-tiles [kt_begin, kt_end) of the tile
+  };
+  __device__ __forceinline__ static int units_m(const KernelParams& P) { return (P.tiles_m + ClusterM - 1) / ClusterM; }
+  __device__ __forceinline__ static int units_n(const KernelParams& P) { return (P.tiles_n + ClusterN - 1) / ClusterN; }
+  __device__ __forceinline__ static int total_units(const KernelParams& P) {
+    return units_m(P) * units_n(P) * P.batch * P.split;
   }
-  __device__ __forceinline__ static void unit_coords(const KernelParams& P, int u, uint32_t cta_rank, int& batch, int& tm,
-                                                     int& tn) {
-    const int per_batch = units_per_batch(P);
-    batch = u / per_batch;
-    int pm;
-    detail::raster_tile<false, kRasterGroup / ClusterM>(u - batch * per_batch, (P.tiles_m + ClusterM - 1) / ClusterM,
-                                                        P.tiles_n, pm, tn);
-    tm = pm * ClusterM + int(cta_rank);
+  __device__ __forceinline__ static void slice_range(const KernelParams& P, int slice, int& kt_begin, int& kt_end) {
+    kt_begin = int((int64_t)P.ktiles * slice / P.split);
+    kt_end = int((int64_t)P.ktiles * (slice + 1) / P.split);
+  }
+  __device__ __forceinline__ static Unit unit_of(const KernelParams& P, int u, int rm, int rn) {
+    Unit w;
+    const int group = u / P.split;
+    w.slice = u - group * P.split;
+    slice_range(P, w.slice, w.kt_begin, w.kt_end);
+    const int per_batch = units_m(P) * units_n(P);
+    w.batch = group / per_batch;
+    int um, un;
+    detail::raster_tile<RasterAlongM, kRasterGroup / (RasterAlongM ? ClusterN : ClusterM)>(group - w.batch * per_batch,
+                                                                                           units_m(P), units_n(P), um, un);
+    w.tm = um * ClusterM + rm;
+    w.tn = un * ClusterN + rn;
+    return w;
+  }
+  // The k-tiles of unit u (the ring positions it takes).
+  __device__ __forceinline__ static int unit_ktiles(const KernelParams& P, int u) {
+    int b, e;
+    slice_range(P, u % P.split, b, e);
+    return e - b;
   }
 
   __device__ __forceinline__ static void device_main(const KernelParams& P) {
@@ -186,21 +257,24 @@ struct GemmSm90 {
 
     const int warpgroup = threadIdx.x / 128;
     const int wg_thread = threadIdx.x % 128;
-    const int total_units = units_per_batch(P) * P.batch;
-    const int first_unit = blockIdx.x / ClusterM, unit_stride = gridDim.x / ClusterM;
-    const uint32_t cta_rank = ClusterM > 1 ? sm90::cluster_cta_rank() : 0u;
+    const int n_units = total_units(P);
+    const int first_unit = blockIdx.x / ClusterM, unit_stride = gridDim.x / ClusterM;  // grid: ClusterM x c, ClusterN
+    // This CTA's place in the cluster: rank = rm + rn * ClusterM. It shares the A tile with the CTAs
+    // of its cluster row (same rm) and the B tile with those of its cluster column (same rn).
+    const uint32_t cta_rank = kClusterSize > 1 ? sm90::cluster_cta_rank() : 0u;
+    const int rm = int(cta_rank) % ClusterM, rn = int(cta_rank) / ClusterM;
 
     if (threadIdx.x == 0) {
 #pragma unroll
       for (int s = 0; s < Stages; ++s) {
-        sm90::mbarrier_init(full_bar(s), 1);                 // the producer's expect_tx arrival
-        // One arrival per consumer warp of every CTA of the cluster (each refills part of it).
-        sm90::mbarrier_init(empty_bar(s), kConsumers * 4 * ClusterM);
+        sm90::mbarrier_init(full_bar(s), 1);  // the producer's expect_tx arrival
+        // One arrival per reading consumer warp of every CTA that writes a slice of this stage.
+        sm90::mbarrier_init(empty_bar(s), kReaderWarps * (ClusterM + ClusterN - 1));
       }
       sm90::fence_mbarrier_init();
     }
-    if constexpr (ClusterM > 1)
-      sm90::cluster_sync();  // the peer's barriers are initialised before any remote arrive or multicast
+    if constexpr (kClusterSize > 1)
+      sm90::cluster_sync();  // the peers' barriers are initialised before any remote arrive or multicast
     else
       __syncthreads();
 
@@ -213,25 +287,32 @@ struct GemmSm90 {
       if (wg_thread == 0 && P.ktiles > 0) {
         sm90::tma_prefetch(&P.tmA);
         sm90::tma_prefetch(&P.tmB);
+        uint16_t mask_a = 0, mask_b = 0;  // the CTAs that receive this CTA's slice of A / of B
+#pragma unroll
+        for (int r = 0; r < ClusterN; ++r) mask_a |= uint16_t(1u << (rm + r * ClusterM));
+#pragma unroll
+        for (int r = 0; r < ClusterM; ++r) mask_b |= uint16_t(1u << (r + rn * ClusterM));
         Ring ring;
-        for (int u = first_unit; u < total_units; u += unit_stride) {
-          int batch, tm, tn;
-          unit_coords(P, u, cta_rank, batch, tm, tn);
-          for (int kt = 0; kt < P.ktiles; ++kt) {
+        for (int u = first_unit; u < n_units; u += unit_stride) {
+          const Unit w = unit_of(P, u, rm, rn);
+          const int batch = w.batch, tm = w.tm, tn = w.tn;
+          for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
             // A fresh barrier counts as having completed the phase before its first, so the
             // first pass over the ring (parity 1) does not wait.
             sm90::mbarrier_wait(empty_bar(ring.stage), ring.phase ^ 1u);
-            sm90::mbarrier_arrive_expect_tx(full_bar(ring.stage), (uint32_t)kStageBytes);
-            sm90::tma_load_3d(__cvta_shared_to_generic(stage_a(ring.stage)), &P.tmA, full_bar(ring.stage), kt * TileK,
-                              tm * TileM, batch);
+            uint64_t* const full = full_bar(ring.stage);
+            sm90::mbarrier_arrive_expect_tx(full, (uint32_t)kStageBytes);
+            if constexpr (ClusterN == 1) {
+              sm90::tma_load_3d(__cvta_shared_to_generic(stage_a(ring.stage)), &P.tmA, full, kt * TileK, tm * TileM, batch);
+            } else {  // this CTA's slice of A, to the same place in every CTA of its cluster row
+              sm90::tma_load_3d_multicast(__cvta_shared_to_generic(stage_a(ring.stage) + uint32_t(rn * kARowsPerCta * 128)),
+                                          &P.tmA, full, kt * TileK, tm * TileM + rn * kARowsPerCta, batch, mask_a);
+            }
             if constexpr (ClusterM == 1) {
-              sm90::tma_load_3d(__cvta_shared_to_generic(stage_b(ring.stage)), &P.tmB, full_bar(ring.stage), kt * TileK,
-                                tn * TileN, batch);
-            } else {  // this CTA's slice of B, to the same place in every CTA of the cluster
-              sm90::tma_load_3d_multicast(
-                  __cvta_shared_to_generic(stage_b(ring.stage) + uint32_t(cta_rank * kBRowsPerCta * 128)), &P.tmB,
-                  full_bar(ring.stage), kt * TileK, tn * TileN + int(cta_rank) * kBRowsPerCta, batch,
-                  uint16_t((1u << ClusterM) - 1));
+              sm90::tma_load_3d(__cvta_shared_to_generic(stage_b(ring.stage)), &P.tmB, full, kt * TileK, tn * TileN, batch);
+            } else {  // this CTA's slice of B, to the same place in every CTA of its cluster column
+              sm90::tma_load_3d_multicast(__cvta_shared_to_generic(stage_b(ring.stage) + uint32_t(rm * kBRowsPerCta * 128)),
+                                          &P.tmB, full, kt * TileK, tn * TileN + rm * kBRowsPerCta, batch, mask_b);
             }
             ring.advance();
           }
@@ -240,110 +321,187 @@ struct GemmSm90 {
     } else {
       // ---- consumers ----
       sm90::setmaxnreg_inc<kConsumerRegs>();
-      using T = ElementA;
       const int consumer = warpgroup - 1;
-      const int lane_warp_leader = (wg_thread % 32) == 0;
+      const bool warp_leader = (wg_thread % 32) == 0;
+      const int warp_in_wg = wg_thread / 32;
       float acc[kMmaM][kAccRegs];
       Ring ring;
-      // Releases a stage in every CTA of the cluster: each one's producer refills its part of it.
+      // Releases a stage in every CTA that wrote a slice of it (its own, its cluster row and column).
       auto release = [&](int s) {
-        if constexpr (ClusterM == 1) {
+        if constexpr (kClusterSize == 1) {
           sm90::mbarrier_arrive(empty_bar(s));
         } else {
 #pragma unroll
-          for (int r = 0; r < ClusterM; ++r) sm90::mbarrier_arrive_cluster_cta_scope(empty_bar(s), uint32_t(r));
+          for (int r = 0; r < kClusterSize; ++r)
+            if (r % ClusterM == rm || r / ClusterM == rn) sm90::mbarrier_arrive_cluster_cta_scope(empty_bar(s), uint32_t(r));
         }
       };
-      for (int u = first_unit; u < total_units; u += unit_stride) {
-        int batch, tm, tn;
-        unit_coords(P, u, cta_rank, batch, tm, tn);
+      // Cooperative: both consumers take every tile, consumer c its rows [c * TileM/2, (c+1) * TileM/2).
+      // Pingpong: consumer c takes the CTA's tiles c, c + 2, c + 4, ... whole, and skips the other's
+      // k-tiles in the ring; the turn barriers make the two mainloops alternate.
+      constexpr int kTileStep = kPingpong ? 2 : 1;
+      const int row_off = kPingpong ? 0 : consumer * kRowsPerConsumer;
+      int j = kPingpong ? consumer : 0;  // index of the unit in this CTA's walk
+      if (kPingpong && consumer == 1) ring.advance(unit_ktiles(P, first_unit));
+      for (int u = first_unit + j * unit_stride; u < n_units; u += kTileStep * unit_stride, j += kTileStep) {
+        const Unit w = unit_of(P, u, rm, rn);
+        if (kPingpong && j > 0) sm90::named_barrier_sync(kTurnBarrier + consumer, 256);  // the other's mainloop is issued
+
+        // ---- mainloop: acc = A tile rows * B tile over the unit's k-tiles ----
 #pragma unroll
         for (int i = 0; i < kMmaM; ++i)
 #pragma unroll
           for (int r = 0; r < kAccRegs; ++r) acc[i][r] = 0.f;
-
         int prev_stage = -1;  // the stage whose wgmmas are the group still in flight
-        for (int kt = 0; kt < P.ktiles; ++kt) {
+        for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
           sm90::mbarrier_wait(full_bar(ring.stage), ring.phase);
-          const uint32_t a_tile = stage_a(ring.stage) + uint32_t(consumer * kRowsPerConsumer * 128);
+          const uint32_t a_tile = stage_a(ring.stage) + uint32_t(row_off * 128);
           const uint32_t b_tile = stage_b(ring.stage);
 #pragma unroll
           for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(acc[i]);
           sm90::wgmma_fence();
 #pragma unroll
-          for (int k16 = 0; k16 < kK16; ++k16) {
-            const sm90::SmemDesc db = sm90::make_desc_kmajor_sw128<T>(b_tile, TileN, k16);
+          for (int ks = 0; ks < kKSteps; ++ks) {
+            const sm90::SmemDesc db = kmajor_desc(b_tile, TileN, ks);
 #pragma unroll
-            for (int i = 0; i < kMmaM; ++i) {
-              const sm90::SmemDesc da = sm90::make_desc_kmajor_sw128<T>(a_tile + uint32_t(i * 64 * 128), 64, k16);
-              sm90::wgmma_ss<TileN, T>(acc[i], da, db, true);
-            }
+            for (int i = 0; i < kMmaM; ++i) mma_kstep(acc[i], kmajor_desc(a_tile + uint32_t(i * 64 * 128), 64, ks), db, true);
           }
           sm90::wgmma_commit_group();
 #pragma unroll
           for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(acc[i]);
           // The previous k-tile's group has completed: its stage may be refilled.
           sm90::wgmma_wait_group<1>();
-          if (prev_stage >= 0 && lane_warp_leader) release(prev_stage);
+          if (prev_stage >= 0 && warp_leader) release(prev_stage);
           prev_stage = ring.stage;
           ring.advance();
         }
+        // Pingpong: the other consumer may issue its mainloop (when it has a next unit).
+        if (kPingpong && u + unit_stride < n_units) sm90::named_barrier_arrive(kTurnBarrier + (consumer ^ 1), 256);
         sm90::wgmma_wait_group<0>();
 #pragma unroll
         for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(acc[i]);
-        if (prev_stage >= 0 && lane_warp_leader) release(prev_stage);
+        if (prev_stage >= 0 && warp_leader) release(prev_stage);
+        if (kPingpong && u + unit_stride < n_units) ring.advance(unit_ktiles(P, u + unit_stride));  // the other's unit
+
+        // ---- serial split-K: add the earlier slices' partial sums; all but the last slice store and stop ----
+        if (P.split > 1) {
+          if (w.tm >= P.tiles_m || w.tn >= P.tiles_n) continue;  // a cluster's tile past M or N: nothing to add or store
+          if (!reduce_slices(P, w, acc, consumer, wg_thread)) continue;
+        }
 
         // ---- epilogue: registers -> per-warp staging (16 x 32 f32) -> Epilogue::apply<V>, in range only ----
-        {
-          constexpr int V = kEpiV;
-          const int lane = wg_thread % 32, warp_in_wg = wg_thread / 32;
-          const int g = lane >> 2, t = lane & 3;
-          float* const stg = reinterpret_cast<float*>(kdl_sm90_smem + (base - raw) + kEpiOffset) +
-                             (consumer * 4 + warp_in_wg) * kEpiWarpFloats;
-          const int row0 = tm * TileM + consumer * kRowsPerConsumer + warp_in_wg * 16;
-          const int col0 = tn * TileN;
-#pragma unroll
-          for (int i = 0; i < kMmaM; ++i) {
-            if (row0 + i * 64 >= P.m) continue;  // warp-uniform: this warp's 16 rows lie past M
-#pragma unroll
-            for (int c = 0; c < TileN / kEpiCols; ++c) {
-              if (col0 + c * kEpiCols >= P.n) continue;  // warp-uniform: the 32 columns lie past N
-              // Accumulator register 4j + {0,1} holds (row g, cols 8j + 2t + {0,1}), 4j + {2,3} row g + 8.
-#pragma unroll
-              for (int jj = 0; jj < kEpiCols / 8; ++jj) {
-                const int j = c * (kEpiCols / 8) + jj;
-                *reinterpret_cast<float2*>(stg + g * kEpiStride + jj * 8 + 2 * t) =
-                    make_float2(acc[i][4 * j], acc[i][4 * j + 1]);
-                *reinterpret_cast<float2*>(stg + (g + 8) * kEpiStride + jj * 8 + 2 * t) =
-                    make_float2(acc[i][4 * j + 2], acc[i][4 * j + 3]);
-              }
-              __syncwarp();
-#pragma unroll
-              for (int it = 0; it < kEpiItems / 32; ++it) {
-                const int idx = it * 32 + lane;
-                const int r = idx / kEpiVecPerRow;
-                const int cv = idx % kEpiVecPerRow;
-                const float* src = stg + r * kEpiStride + cv * V;
-                float v[V];
-                load_staged_row<V>(src, lane, v);
-                const int row = row0 + i * 64 + r;
-                const int col = col0 + c * kEpiCols + cv * V;
-                if (row < P.m && col < P.n) {
-                  const EpilogueCoord ec{batch, row, col, (P.n - col) < V ? (P.n - col) : V};
-                  epilogue.template apply<V>(P.ep, state, ec, v);
-                }
-              }
-              __syncwarp();  // the next pass overwrites the buffer
-            }
-          }
-        }
+        store_tile_epilogue(P, epilogue, state, acc, kdl_sm90_smem + (base - raw) + kEpiOffset, consumer, warp_in_wg,
+                            w.batch, w.tm * TileM + row_off + warp_in_wg * 16, w.tn * TileN);
       }
     }
     __syncwarp();
     epilogue.finish(P.ep, state);
     // No CTA leaves while a peer may still multicast into its shared memory or arrive on its
     // barriers: every peer has consumed its last stage before it arrives here.
-    if constexpr (ClusterM > 1) sm90::cluster_sync();
+    if constexpr (kClusterSize > 1) sm90::cluster_sync();
+  }
+
+  // Serial split-K for one unit (slice s of its tile): the threads that hold the tile's accumulator
+  // (cooperative: both consumers, 256 threads; pingpong: one consumer) wait until the tile's semaphore
+  // says s slices have been added into its partial sums, add those into acc, and then, unless s is
+  // the last slice, store acc back and count their slice (returns false: no epilogue); the last
+  // slice resets the semaphore (run() also zeroes the semaphores before each launch) and returns true.
+  // The slices are added in order, so the result does not depend on timing. A slice waits only on
+  // lower units, and every CTA walks its units in increasing order, so the lowest unfinished unit can
+  // always proceed (the grid is resident: one CTA per SM, at most SMs CTAs).
+  // The partials are laid out by fragment: register quad q of consumer thread t at float4 q * 128 + t.
+  __device__ __forceinline__ static bool reduce_slices(const KernelParams& P, const Unit& w, float (&acc)[kMmaM][kAccRegs],
+                                                       int consumer, int wg_thread) {
+    constexpr int kTileThreads = kPingpong ? 128 : 256;
+    const int bar_id = kTurnBarrier + 2 + (kPingpong ? consumer : 0);  // named barriers 3 (cooperative) or 3, 4
+    const bool leader = kPingpong ? wg_thread == 0 : (consumer == 0 && wg_thread == 0);
+    const int tile_lin = (w.batch * P.tiles_m + w.tm) * P.tiles_n + w.tn;
+    float4* const part = reinterpret_cast<float4*>(P.partials + (size_t)tile_lin * (TileM * TileN) +
+                                                   (kPingpong ? 0 : consumer * (TileM * TileN / kConsumers)));
+    int* const sem = P.semaphores + tile_lin;
+    if (w.slice > 0) {
+      if (leader) detail::sem_wait(sem, w.slice);
+      sm90::named_barrier_sync(bar_id, kTileThreads);
+#pragma unroll
+      for (int i = 0; i < kMmaM; ++i)
+#pragma unroll
+        for (int q = 0; q < kAccRegs / 4; ++q) {
+          const float4 v = __ldcg(part + (i * (kAccRegs / 4) + q) * 128 + wg_thread);
+          acc[i][4 * q] += v.x;
+          acc[i][4 * q + 1] += v.y;
+          acc[i][4 * q + 2] += v.z;
+          acc[i][4 * q + 3] += v.w;
+        }
+    }
+    if (w.slice < P.split - 1) {
+#pragma unroll
+      for (int i = 0; i < kMmaM; ++i)
+#pragma unroll
+        for (int q = 0; q < kAccRegs / 4; ++q)
+          __stcg(part + (i * (kAccRegs / 4) + q) * 128 + wg_thread,
+                 make_float4(acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]));
+      __threadfence();
+      sm90::named_barrier_sync(bar_id, kTileThreads);
+      if (leader) detail::sem_release(sem, w.slice + 1);
+      return false;
+    }
+    if (leader) *sem = 0;  // every thread of the tile has passed the wait: leave the semaphore reset
+    return true;
+  }
+
+  // One k-step (32 bytes of K) of one m64 x TileN accumulator: wgmma k16 (16-bit) or k32 (fp8).
+  __device__ __forceinline__ static void mma_kstep(float (&d)[kAccRegs], sm90::SmemDesc a, sm90::SmemDesc b, bool accumulate) {
+    sm90::wgmma_ss<TileN, ElementA, ElementB>(d, a, b, accumulate);
+  }
+
+  // The descriptor of k-step ks (32 bytes of K, any element type) of a K-major 128B-swizzled tile of `rows` rows.
+  __device__ __forceinline__ static sm90::SmemDesc kmajor_desc(uint32_t tile, int rows, int ks) {
+    return sm90::make_desc_kmajor_sw128<ElementA>(tile, rows, ks);
+  }
+
+  // One consumer warp's share of the epilogue: its 16 rows of each m64 accumulator (rows row0 +
+  // 64 i ..), staged 32 columns at a time through its own buffer and handed V consecutive in-range
+  // columns at a time to Epilogue::apply<V> (one 16-byte store for a store_tile).
+  __device__ __forceinline__ static void store_tile_epilogue(const KernelParams& P, Epilogue& epilogue,
+                                                             typename Epilogue::State& state,
+                                                             const float (&acc)[kMmaM][kAccRegs], uint8_t* epi_smem,
+                                                             int consumer, int warp_in_wg, int batch, int row0, int col0) {
+    constexpr int V = kEpiV;
+    const int lane = threadIdx.x % 32;
+    const int g = lane >> 2, t = lane & 3;
+    float* const stg = reinterpret_cast<float*>(epi_smem) + (consumer * 4 + warp_in_wg) * kEpiWarpFloats;
+#pragma unroll
+    for (int i = 0; i < kMmaM; ++i) {
+      if (row0 + i * 64 >= P.m) continue;  // warp-uniform: this warp's 16 rows lie past M
+#pragma unroll
+      for (int c = 0; c < TileN / kEpiCols; ++c) {
+        if (col0 + c * kEpiCols >= P.n) continue;  // warp-uniform: the 32 columns lie past N
+        // Accumulator register 4j + {0,1} holds (row g, cols 8j + 2t + {0,1}), 4j + {2,3} row g + 8.
+#pragma unroll
+        for (int jj = 0; jj < kEpiCols / 8; ++jj) {
+          const int j = c * (kEpiCols / 8) + jj;
+          *reinterpret_cast<float2*>(stg + g * kEpiStride + jj * 8 + 2 * t) = make_float2(acc[i][4 * j], acc[i][4 * j + 1]);
+          *reinterpret_cast<float2*>(stg + (g + 8) * kEpiStride + jj * 8 + 2 * t) =
+              make_float2(acc[i][4 * j + 2], acc[i][4 * j + 3]);
+        }
+        __syncwarp();
+#pragma unroll
+        for (int it = 0; it < kEpiItems / 32; ++it) {
+          const int idx = it * 32 + lane;
+          const int r = idx / kEpiVecPerRow;
+          const int cv = idx % kEpiVecPerRow;
+          float v[V];
+          load_staged_row<V>(stg + r * kEpiStride + cv * V, lane, v);
+          const int row = row0 + i * 64 + r;
+          const int col = col0 + c * kEpiCols + cv * V;
+          if (row < P.m && col < P.n) {
+            const EpilogueCoord ec{batch, row, col, (P.n - col) < V ? (P.n - col) : V};
+            epilogue.template apply<V>(P.ep, state, ec, v);
+          }
+        }
+        __syncwarp();  // the next pass overwrites the buffer
+      }
+    }
   }
 
   // ------------------------------------------------------------------ host ----
@@ -355,9 +513,9 @@ struct GemmSm90 {
 
   // The byte stride between batches TMA is given: the caller's for batch > 1, else one that
   // keeps the 1-deep batch dimension describable.
-  static uint64_t batch_stride_bytes(int64_t ld, int64_t batch_stride, int rows, int batch) {
-    const uint64_t row_stride = (uint64_t)ld * 2;
-    if (batch > 1) return (uint64_t)batch_stride * 2;
+  static uint64_t batch_stride_bytes(int64_t ld, int64_t batch_stride, int rows, int batch, int elem_bytes) {
+    const uint64_t row_stride = (uint64_t)ld * elem_bytes;
+    if (batch > 1) return (uint64_t)batch_stride * elem_bytes;
     const uint64_t whole = row_stride * (uint64_t)(rows < 1 ? 1 : rows);
     return whole < (1ull << 40) ? whole : row_stride;
   }
@@ -365,18 +523,19 @@ struct GemmSm90 {
   // Why TMA cannot describe an operand (nullptr: it can): cuTensorMapEncodeTiled needs a
   // 16-byte aligned base and strides that are multiples of 16 bytes below 2^40.
   static const char* tma_refusal(const char* name, const void* ptr, int64_t ld, int64_t batch_stride, int rows,
-                                 int batch, char* msg, size_t cap) {
-    const uint64_t bstride = batch_stride_bytes(ld, batch_stride, rows, batch);
+                                 int batch, int elem_bytes, char* msg, size_t cap) {
+    const uint64_t bstride = batch_stride_bytes(ld, batch_stride, rows, batch, elem_bytes);
+    const int align = 16 / elem_bytes;  // elements per 16 bytes
     if (reinterpret_cast<uintptr_t>(ptr) % 16)
       snprintf(msg, cap, "kdl gemm sm90: %s must be 16-byte aligned for TMA", name);
-    else if (((uint64_t)ld * 2) % 16 || (uint64_t)ld * 2 >= (1ull << 40))
-      snprintf(msg, cap, "kdl gemm sm90: ld%s (%lld) must be a multiple of 8 elements (16 bytes) for TMA", name,
-               (long long)ld);
+    else if (((uint64_t)ld * elem_bytes) % 16 || (uint64_t)ld * elem_bytes >= (1ull << 40))
+      snprintf(msg, cap, "kdl gemm sm90: ld%s (%lld) must be a multiple of %d elements (16 bytes) for TMA", name,
+               (long long)ld, align);
     else if (batch > 1 && batch_stride == 0)
       snprintf(msg, cap, "kdl gemm sm90: batch_stride_%s is 0 (broadcast); TMA cannot describe a zero stride", name);
     else if (bstride % 16 || bstride >= (1ull << 40))
-      snprintf(msg, cap, "kdl gemm sm90: batch_stride_%s (%lld) must be a multiple of 8 elements (16 bytes) for TMA",
-               name, (long long)batch_stride);
+      snprintf(msg, cap, "kdl gemm sm90: batch_stride_%s (%lld) must be a multiple of %d elements (16 bytes) for TMA",
+               name, (long long)batch_stride, align);
     else
       return nullptr;
     return msg;
@@ -392,8 +551,13 @@ struct GemmSm90 {
     if (p.m > kMaxDim || p.n > kMaxDim || p.k > kMaxDim)
       return fail("kdl gemm sm90: problem too large (m=%lld, n=%lld, k=%lld)", p.m, p.n, p.k);
     if (p.batch < 1 || p.batch > 65535) return fail("kdl gemm sm90: batch (%lld) must be in [1, 65535]", p.batch);
-    if (p.split_k != 1) return fail("kdl gemm sm90: split_k (%lld) must be 1 (no split-K on the sm90a path yet)", p.split_k);
-    if (tiles_m_of(p) * tiles_n_of(p) * p.batch > 0x7fffffffLL) return fail("kdl gemm sm90: too many output tiles");
+    if (p.split_k < 1 || p.split_k > 65535) return fail("kdl gemm sm90: split_k (%lld) must be in [1, 65535]", p.split_k);
+    if (p.k == 0 && p.split_k > 1) return fail("kdl gemm sm90: split_k (%lld) > 1 requires k > 0", p.split_k);
+    if (p.k > 0 && p.split_k > ktiles_of(p))
+      return fail("kdl gemm sm90: split_k (%lld) exceeds the number of K tiles (%lld = ceil(k=%lld / TileK))", p.split_k,
+                  ktiles_of(p), p.k);
+    if (tiles_m_of(p) * tiles_n_of(p) * p.batch * p.split_k > 0x7fffffffLL)
+      return fail("kdl gemm sm90: too many output tiles x split_k slices");
     if (p.m == 0 || p.n == 0 || p.k == 0) return nullptr;
     if (p.A == nullptr) return fail("kdl gemm sm90: A is null");
     if (p.B == nullptr) return fail("kdl gemm sm90: B is null");
@@ -401,24 +565,35 @@ struct GemmSm90 {
     if (p.ldb < p.k) return fail("kdl gemm sm90: ldb (%lld) < k (%lld) for column-major B", p.ldb, p.k);
     if (p.batch > 1 && (p.batch_stride_a < 0 || p.batch_stride_b < 0))
       return fail("kdl gemm sm90: negative batch stride (a=%lld, b=%lld)", p.batch_stride_a, p.batch_stride_b);
-    if (const char* e = tma_refusal("A", p.A, p.lda, p.batch_stride_a, p.m, p.batch, msg, sizeof(msg))) return e;
-    if (const char* e = tma_refusal("B", p.B, p.ldb, p.batch_stride_b, p.n, p.batch, msg, sizeof(msg))) return e;
+    if (const char* e = tma_refusal("A", p.A, p.lda, p.batch_stride_a, p.m, p.batch, int(sizeof(ElementA)), msg, sizeof(msg)))
+      return e;
+    if (const char* e = tma_refusal("B", p.B, p.ldb, p.batch_stride_b, p.n, p.batch, int(sizeof(ElementB)), msg, sizeof(msg)))
+      return e;
     return nullptr;
   }
 
-  static size_t workspace_size(const GemmProblem&) { return 0; }
+  // Split-K: TileM x TileN f32 partial sums per output tile, then one int semaphore per tile.
+  static size_t tiles_total(const GemmProblem& p) { return (size_t)tiles_m_of(p) * (size_t)tiles_n_of(p) * (size_t)p.batch; }
+  static size_t sem_offset(const GemmProblem& p) { return (tiles_total(p) * TileM * TileN * sizeof(float) + 255) / 256 * 256; }
+  static size_t workspace_size(const GemmProblem& p) {
+    if (p.split_k <= 1) return 0;
+    return sem_offset(p) + tiles_total(p) * sizeof(int);
+  }
 
   // {K, rows, batch} with a TileK x rows_box box, 128-byte swizzle, out-of-range elements zero.
+  template <class Element>
   static cudaError_t encode(CUtensorMap* map, const void* ptr, int64_t ld, int64_t batch_stride, int k, int rows,
                             int batch, int rows_box) {
     const DriverApi& api = driver_api();
     if (api.cuTensorMapEncodeTiled == nullptr) return cudaErrorNotSupported;
+    constexpr int kBytes = int(sizeof(Element));
     cuuint64_t dims[3] = {(cuuint64_t)k, (cuuint64_t)rows, (cuuint64_t)batch};
-    cuuint64_t strides[2] = {(cuuint64_t)((uint64_t)ld * 2), (cuuint64_t)batch_stride_bytes(ld, batch_stride, rows, batch)};
+    cuuint64_t strides[2] = {(cuuint64_t)((uint64_t)ld * kBytes),
+                             (cuuint64_t)batch_stride_bytes(ld, batch_stride, rows, batch, kBytes)};
     cuuint32_t box[3] = {(cuuint32_t)TileK, (cuuint32_t)rows_box, 1};
     cuuint32_t estr[3] = {1, 1, 1};
-    const CUresult r = api.cuTensorMapEncodeTiled(map, detail::TmaDtype<ElementA>::value, 3, const_cast<void*>(ptr), dims,
-                                                  strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+    const CUresult r = api.cuTensorMapEncodeTiled(map, detail::Sm90TmaDtype<Element>::value, 3, const_cast<void*>(ptr),
+                                                  dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                                   CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
@@ -436,7 +611,6 @@ struct GemmSm90 {
   }
 
   static cudaError_t run(const GemmProblem& p, const typename Epilogue::Params& ep, void* workspace, cudaStream_t stream) {
-    (void)workspace;
     if (can_implement(p) != nullptr) return cudaErrorInvalidValue;
     if (p.m == 0 || p.n == 0) return cudaSuccess;
     const int dev = current_device();
@@ -447,8 +621,11 @@ struct GemmSm90 {
     KernelParams kp;
     memset(&kp, 0, sizeof(kp));
     if (p.k > 0) {
-      if (cudaError_t e = encode(&kp.tmA, p.A, p.lda, p.batch_stride_a, p.k, p.m, p.batch, TileM); e != cudaSuccess) return e;
-      if (cudaError_t e = encode(&kp.tmB, p.B, p.ldb, p.batch_stride_b, p.k, p.n, p.batch, kBRowsPerCta); e != cudaSuccess)
+      if (cudaError_t e = encode<ElementA>(&kp.tmA, p.A, p.lda, p.batch_stride_a, p.k, p.m, p.batch, kARowsPerCta);
+          e != cudaSuccess)
+        return e;
+      if (cudaError_t e = encode<ElementB>(&kp.tmB, p.B, p.ldb, p.batch_stride_b, p.k, p.n, p.batch, kBRowsPerCta);
+          e != cudaSuccess)
         return e;
     }
     kp.m = p.m;
@@ -457,28 +634,39 @@ struct GemmSm90 {
     kp.tiles_m = (int)tiles_m_of(p);
     kp.tiles_n = (int)tiles_n_of(p);
     kp.ktiles = ktiles_of(p);
+    kp.split = p.split_k;
+    kp.partials = nullptr;
+    kp.semaphores = nullptr;
+    if (p.split_k > 1) {
+      if (workspace == nullptr) return cudaErrorInvalidValue;
+      kp.partials = static_cast<float*>(workspace);
+      kp.semaphores = reinterpret_cast<int*>(static_cast<char*>(workspace) + sem_offset(p));
+      if (cudaError_t e = cudaMemsetAsync(kp.semaphores, 0, tiles_total(p) * sizeof(int), stream); e != cudaSuccess) return e;
+    }
     kp.ep = ep;
-    const long long units = (kp.tiles_m + ClusterM - 1) / ClusterM * (long long)kp.tiles_n * p.batch;
-    if constexpr (ClusterM == 1) {
+    const long long units = (long long)((kp.tiles_m + ClusterM - 1) / ClusterM) * ((kp.tiles_n + ClusterN - 1) / ClusterN) *
+                            p.batch * p.split_k;
+    if constexpr (kClusterSize == 1) {
       const unsigned grid = (unsigned)(units < sms ? units : sms);
       gemm_sm90_kernel<GemmSm90><<<grid, kThreads, kSmemBytes, stream>>>(kp);
       return cudaGetLastError();
     } else {
-      // One cluster per ClusterM SMs (clusters that do not fit at once run after the others).
+      // Clusters of ClusterM x ClusterN CTAs, one per ClusterM x ClusterN SMs (clusters that do not
+      // fit at once run after the others): grid (ClusterM x clusters, ClusterN).
       cudaLaunchConfig_t cfg = {};
       cudaLaunchAttribute attr[1];
       attr[0].id = cudaLaunchAttributeClusterDimension;
       attr[0].val.clusterDim.x = ClusterM;
-      attr[0].val.clusterDim.y = 1;
+      attr[0].val.clusterDim.y = ClusterN;
       attr[0].val.clusterDim.z = 1;
       cfg.blockDim = dim3(kThreads, 1, 1);
       cfg.dynamicSmemBytes = kSmemBytes;
       cfg.stream = stream;
       cfg.attrs = attr;
       cfg.numAttrs = 1;
-      const long long clusters = sms / ClusterM;
+      const long long clusters = sms / kClusterSize;
       const long long c = units < clusters ? units : clusters;
-      cfg.gridDim = dim3((unsigned)(c * ClusterM), 1, 1);
+      cfg.gridDim = dim3((unsigned)(c * ClusterM), (unsigned)ClusterN, 1);
       return cudaLaunchKernelEx(&cfg, gemm_sm90_kernel<GemmSm90>, kp);
     }
   }

@@ -16,7 +16,8 @@
 //     barrier.cluster.arrive / wait, %cluster_ctarank, getctarank.
 //   CUDA's own device builtin: mapa (__cluster_map_shared_rank; CCCL 3.0 has no mapa).
 //   Inline PTX: prefetch.tensormap (CCCL 3.0 has no wrapper for it); a remote mbarrier arrival
-//     with release at CTA scope (CCCL 3.0 has the cluster-scope one only).
+//     with release at CTA scope (CCCL 3.0 has the cluster-scope one only); named barriers
+//     (bar.sync / bar.arrive with a thread count).
 //
 // The header compiles for every architecture; below sm_90 the bodies are empty (CCCL's
 // wrappers would otherwise leave an unresolved "not supported before SM_90" call), so sm_80
@@ -169,6 +170,24 @@ template <int Pending>
 __device__ __forceinline__ void tma_store_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<Pending>{});
+#endif
+}
+
+// ------------------------------------------------------------ named barriers ----
+// A CTA barrier among `threads` threads (a multiple of 32) on hardware barrier `id` (1..15; 0 is
+// __syncthreads'): some threads arrive without waiting, the others wait (sync) until `threads`
+// arrivals, their own included, have been counted. Orders work between warpgroups, e.g. the
+// pingpong schedule's "the other consumer has issued its mainloop". Inline PTX: CCCL 3.0 has no
+// bar.sync / bar.arrive wrapper.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+#endif
+}
+
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 #endif
 }
 

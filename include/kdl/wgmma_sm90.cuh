@@ -3,18 +3,28 @@
 // The pieces a Hopper mainloop is written in, each small and named after what it is:
 //   sw128_byte_offset        where element (row, byte) of a 128B-swizzled operand tile lives
 //   SmemDesc / make_desc_*   the 64-bit shared-memory matrix descriptor wgmma reads A and B through
+//   WgmmaOperand<T>, kWgmmaK<T>, wgmma_accum_t<TA, TB>
+//                            the operand types wgmma takes, its k per instruction, the accumulator
 //   wgmma_fence, wgmma_commit_group, wgmma_wait_group<N>, warpgroup_fence_acc
-//   wgmma_ss<N, T>           D(64xN, f32) (+)= A(64x16) * B(16xN), both operands in shared memory
+//   wgmma_ss<N, TA, TB, MajorA, MajorB>
+//                            D(64xN) (+)= A(64 x k) * B(k x N), both operands in shared memory, for
+//                            every operand type (f16, bf16, tf32, e4m3, e5m2, s8, u8) and every N
+//                            the instruction allows
 //   setmaxnreg_inc/dec<R>    hand registers between producer and consumer warpgroups
 //   acc_coord(thread, r)     which (row, col) of the 64xN tile accumulator register r holds
+//   stmatrix_x4[_trans], stmatrix_acc_x4<T, Trans>
+//                            accumulators to a shared-memory staging tile (epilogue), 16 columns
+//                            of a warp per instruction, row- or column-major
 //
-// Operand tiles (16-bit types, 128-byte swizzle; exactly what TMA's CU_TENSOR_MAP_SWIZZLE_128B
-// writes for a box whose inner extent is 128 bytes = 64 elements):
+// Operand tiles (128-byte swizzle; exactly what TMA's CU_TENSOR_MAP_SWIZZLE_128B writes for a box
+// whose inner extent is 128 bytes: 64 16-bit elements, 128 8-bit ones, 32 floats):
 //   K-major  (A as 64 x K row-major, B as N x K "col-major"): the tile is cut along K into blocks
-//            of 64 elements; block kb holds rows x 128 B, row r at r*128, the 16-byte chunk c of
+//            of 128 bytes; block kb holds rows x 128 B, row r at r*128, the 16-byte chunk c of
 //            the row stored at chunk c ^ (r % 8). Eight rows (1024 B) are one swizzle atom.
-//   MN-major (A as K x 64 col-major, B as K x N row-major): the same picture with the roles
-//            swapped: cut along MN into blocks of 64 elements; block b holds K rows x 128 B.
+//            Every operand type can be read K-major.
+//   MN-major (A as K x 64 col-major, B as K x N row-major; 16-bit types only): the same picture
+//            with the roles swapped: cut along MN into blocks of 64 elements; block b holds K
+//            rows x 128 B.
 //   Every block starts on a 1024-byte boundary (the descriptor's base offset is then 0).
 //
 // The instructions exist only for sm_90a. Elsewhere the fences and setmaxnreg compile to nothing
@@ -24,6 +34,9 @@
 #include <stdint.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
+#include <string.h>
+#include <type_traits>
 
 // wgmma and setmaxnreg exist only in the arch-specific sm_90a target ("a" features).
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -53,6 +66,48 @@ __host__ __device__ constexpr uint32_t sw128_byte_offset(int row, int inner_byte
 }
 
 // ---------------------------------------------------------------------------------------------
+// Operand types (PTX ISA "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions",
+// wgmma.mma_async): one instruction multiplies 64 x k of A by k x N of B, where k is 32 bytes of
+// every type: k16 for f16/bf16, k8 for tf32 (float operands, read as tf32), k32 for e4m3/e5m2
+// and s8/u8. f16/bf16 A and B are one type; e4m3 and e5m2 mix freely, so do s8 and u8.
+// Accumulators are f32 (s32 for s8/u8).
+// ---------------------------------------------------------------------------------------------
+enum class Major : int { K = 0, MN = 1 };  // which dimension of an operand tile is contiguous
+
+template <class T>
+struct WgmmaOperand {
+  static_assert(sizeof(T) == 0, "wgmma operands are half, __nv_bfloat16, float (tf32), __nv_fp8_e4m3, "
+                                "__nv_fp8_e5m2, int8_t or uint8_t");
+};
+// kFamily: operands of one family can be combined in one instruction.
+enum class WgmmaFamily { F16, Bf16, Tf32, Fp8, Int8 };
+template <> struct WgmmaOperand<half>           { static constexpr WgmmaFamily kFamily = WgmmaFamily::F16; };
+template <> struct WgmmaOperand<__nv_bfloat16>  { static constexpr WgmmaFamily kFamily = WgmmaFamily::Bf16; };
+template <> struct WgmmaOperand<float>          { static constexpr WgmmaFamily kFamily = WgmmaFamily::Tf32; };
+template <> struct WgmmaOperand<__nv_fp8_e4m3>  { static constexpr WgmmaFamily kFamily = WgmmaFamily::Fp8; };
+template <> struct WgmmaOperand<__nv_fp8_e5m2>  { static constexpr WgmmaFamily kFamily = WgmmaFamily::Fp8; };
+template <> struct WgmmaOperand<int8_t>         { static constexpr WgmmaFamily kFamily = WgmmaFamily::Int8; };
+template <> struct WgmmaOperand<uint8_t>        { static constexpr WgmmaFamily kFamily = WgmmaFamily::Int8; };
+
+constexpr int kWgmmaKBytes = 32;  // bytes of K per instruction, for every operand type
+
+// Elements of K per instruction: 16 for 16-bit types, 32 for 8-bit ones, 8 for tf32.
+template <class T>
+inline constexpr int kWgmmaK = (void(WgmmaOperand<T>::kFamily), kWgmmaKBytes / int(sizeof(T)));
+
+// The accumulator element: s32 for s8/u8 operands, f32 otherwise.
+template <class TA, class TB>
+using wgmma_accum_t = std::conditional_t<WgmmaOperand<TA>::kFamily == WgmmaFamily::Int8, int32_t, float>;
+
+// Whether m64nNk* exists for these operands: N a multiple of 8 in [8, 256]; for s8/u8 above 32
+// only multiples of 16.
+template <class TA>
+__host__ __device__ constexpr bool wgmma_n_supported(int n) {
+  if (n < 8 || n > 256 || n % 8 != 0) return false;
+  return WgmmaOperand<TA>::kFamily != WgmmaFamily::Int8 || n <= 32 || n % 16 == 0;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Shared-memory matrix descriptor (PTX ISA "Matrix Descriptor Format" for wgmma)
 //   bits  0-13  start address >> 4        (shared-window address, 16-byte aligned)
 //   bits 16-29  leading-dimension byte offset >> 4   (LBO)
@@ -61,10 +116,10 @@ __host__ __device__ constexpr uint32_t sw128_byte_offset(int row, int inner_byte
 //   bits 62-63  swizzle mode: 0 none, 1 128B, 2 64B, 3 32B
 // With the 128-byte swizzle:
 //   K-major:  SBO = 1024 (from one 8-row group to the next); LBO unused (the ISA assumes 1).
-//             One k16 step of a 16-bit type is 32 bytes inside the 128-byte row: the k-th step
-//             (k16 = 0..3 within a 64-element block) adds 32*k16 bytes to the start address,
-//             and the hardware applies the XOR to the final address, so an unaligned start
-//             inside the atom is right. The next 64-element block is rows*128 bytes further.
+//             One k-step (one instruction's k) is 32 bytes of K for every type: the k-th step
+//             (0..3 within a 128-byte block) adds 32*k bytes to the start address, and the
+//             hardware applies the XOR to the final address, so an unaligned start inside the
+//             atom is right. The next 128-byte block is rows*128 bytes further.
 //   MN-major: LBO = offset between 64-element blocks along MN (K_tile * 128 bytes),
 //             SBO = 1024 (from one group of 8 k-rows to the next); a k16 step is 2 atoms = 2048
 //             bytes.
@@ -88,19 +143,20 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// Descriptor for the k16-th step (16 elements of K) of a K-major tile of `rows` rows, 16-bit T.
+// Descriptor for the k_step-th instruction step (kWgmmaK<T> elements = 32 bytes of K, whatever
+// T is) of a K-major tile of `rows` rows.
 template <class T>
-__host__ __device__ constexpr SmemDesc make_desc_kmajor_sw128(uint32_t tile_addr, int rows, int k16) {
-  static_assert(sizeof(T) == 2, "k16 steps of 16-bit operands");
-  return make_smem_desc(tile_addr + sw128_byte_offset(0, k16 * 16 * int(sizeof(T)), rows), 16, kSwizzleAtomBytes);
+__host__ __device__ constexpr SmemDesc make_desc_kmajor_sw128(uint32_t tile_addr, int rows, int k_step) {
+  static_assert(kWgmmaK<T> * sizeof(T) == kWgmmaKBytes, "a k-step is 32 bytes of K");
+  return make_smem_desc(tile_addr + sw128_byte_offset(0, k_step * kWgmmaKBytes, rows), 16, kSwizzleAtomBytes);
 }
 
-// Descriptor for the k16-th step of an MN-major tile of `k_rows` rows of K (16-bit T only:
-// wgmma reads other types K-major only).
+// Descriptor for the k_step-th step (16 rows of K) of an MN-major tile of `k_rows` rows of K
+// (16-bit T only: wgmma reads other types K-major only).
 template <class T>
-__host__ __device__ constexpr SmemDesc make_desc_mnmajor_sw128(uint32_t tile_addr, int k_rows, int k16) {
+__host__ __device__ constexpr SmemDesc make_desc_mnmajor_sw128(uint32_t tile_addr, int k_rows, int k_step) {
   static_assert(sizeof(T) == 2, "MN-major operands exist for 16-bit types only");
-  return make_smem_desc(tile_addr + uint32_t(k16) * 16 * kSwizzleBytes, uint32_t(k_rows) * kSwizzleBytes,
+  return make_smem_desc(tile_addr + uint32_t(k_step * kWgmmaK<T>) * kSwizzleBytes, uint32_t(k_rows) * kSwizzleBytes,
                         kSwizzleAtomBytes);
 }
 
@@ -133,9 +189,10 @@ __device__ __forceinline__ void wgmma_wait_group() {
 }
 
 __device__ __forceinline__ void warpgroup_fence_acc(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+__device__ __forceinline__ void warpgroup_fence_acc(int32_t& r) { asm volatile("" : "+r"(r)::"memory"); }
 
-template <int R>
-__device__ __forceinline__ void warpgroup_fence_acc(float (&d)[R]) {
+template <class Acc, int R>
+__device__ __forceinline__ void warpgroup_fence_acc(Acc (&d)[R]) {
 #pragma unroll
   for (int i = 0; i < R; ++i) warpgroup_fence_acc(d[i]);
 }
@@ -161,8 +218,9 @@ __device__ __forceinline__ void setmaxnreg_dec() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Accumulator fragment of wgmma.m64nNk16 with f32 D (PTX ISA, "WGMMA .m64nNk16 register fragment
-// layout for accumulator matrix D"): N/2 registers per thread of the 128-thread warpgroup.
+// Accumulator fragment of wgmma.m64nNk* (PTX ISA, "Register Fragments and Shared Memory Matrix
+// Layouts", accumulator matrix D; the same for f32 and s32 D and every k): N/2 registers per
+// thread of the 128-thread warpgroup.
 //   warp w = t / 32 owns rows 16w .. 16w+15; lane l = t % 32;
 //   register r:  row = 16w + l/4 + 8 * ((r/2) % 2)
 //                col = 8 * (r/4) + 2 * (l%4) + r%2
@@ -179,115 +237,274 @@ __host__ __device__ constexpr AccCoord acc_coord(int thread, int r) {
 
 template <int N>
 struct WgmmaAcc {
-  static_assert(N % 8 == 0 && N >= 8 && N <= 256, "wgmma m64nNk16: N is a multiple of 8 in [8, 256]");
-  static constexpr int kRegs = N / 2;  // f32 registers per thread
+  static_assert(N % 8 == 0 && N >= 8 && N <= 256, "wgmma m64nNk*: N is a multiple of 8 in [8, 256]");
+  static constexpr int kRegs = N / 2;  // f32 (s32) registers per thread
 };
 
 // ---------------------------------------------------------------------------------------------
-// wgmma.mma_async m64nNk16, f32 accumulation, A and B from shared memory (descriptors).
-// TransA / TransB: 0 = K-major, 1 = MN-major (16-bit types only).
+// stmatrix (PTX ISA "stmatrix", sm_90): a warp stores four 8x8 matrices of 16-bit elements to
+// shared memory. Register i of every lane holds two adjacent elements of matrix i, lane l at
+// (row l/4, cols 2*(l%4), +1), which is the accumulator fragment above, packed to 16 bits: the
+// accumulator registers 8j .. 8j+7 of a warp (columns 16j .. 16j+15 of its 16 rows) are exactly
+// one x4. Lane l gives the address of one 16-byte row: row l%8 of matrix l/8. With .trans each
+// matrix is stored transposed (the addresses are then of its columns), which stages a
+// column-major tile. Each 16-byte row must be 16-byte aligned; the rows may lie anywhere (a
+// swizzled staging tile included).
 // ---------------------------------------------------------------------------------------------
-// m64n64k16: 32 f32 accumulators per thread (%0..%31); %32 A descriptor, %33 B descriptor,
-// %34 scale-d (0: D = A*B, else D += A*B), %35/%36 transpose A/B (0 K-major, 1 MN-major).
-#define KDL_WGMMA_M64N64K16_SS(TYPE)                                                                \
-  asm volatile(                                                                                     \
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                  \
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE "\n"                              \
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,\n"                    \
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31},\n"          \
-      "%32, %33, p, 1, 1, %35, %36;\n}\n"                                                           \
-    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),\
-      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),\
-      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),\
-      "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])\
-    : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB))
+__device__ __forceinline__ void stmatrix_x4(uint32_t smem_row_addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_row_addr), "r"(r0),
+               "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+#elif defined(__CUDA_ARCH__)
+  (void)smem_row_addr; (void)r0; (void)r1; (void)r2; (void)r3;
+  __trap();
+#endif
+}
 
-// m64n128k16: 64 f32 accumulators per thread (%0..%63); %64 A descriptor, %65 B descriptor,
-// %66 scale-d (0: D = A*B, else D += A*B), %67/%68 transpose A/B (0 K-major, 1 MN-major).
-#define KDL_WGMMA_M64N128K16_SS(TYPE)                                                               \
-  asm volatile(                                                                                     \
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                  \
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE "\n"                             \
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,\n"                    \
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,\n"           \
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,\n"           \
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63},\n"          \
-      "%64, %65, p, 1, 1, %67, %68;\n}\n"                                                           \
-    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),\
-      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),\
-      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),\
-      "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),\
-      "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),\
-      "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),\
-      "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),\
-      "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])\
-    : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB))
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t smem_row_addr, uint32_t r0, uint32_t r1, uint32_t r2,
+                                                  uint32_t r3) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_row_addr),
+               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+#elif defined(__CUDA_ARCH__)
+  (void)smem_row_addr; (void)r0; (void)r1; (void)r2; (void)r3;
+  __trap();
+#endif
+}
 
-// m64n256k16: 128 f32 accumulators per thread (%0..%127); %128 A descriptor, %129 B descriptor,
-// %130 scale-d (0: D = A*B, else D += A*B), %131/%132 transpose A/B (0 K-major, 1 MN-major).
-#define KDL_WGMMA_M64N256K16_SS(TYPE)                                                               \
-  asm volatile(                                                                                     \
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                                 \
-      "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE "\n"                             \
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,\n"                    \
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,\n"           \
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,\n"           \
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,\n"           \
-      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,\n"           \
-      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,\n"           \
-      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,\n"\
-      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127},\n"\
-      "%128, %129, p, 1, 1, %131, %132;\n}\n"                                                       \
-    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),\
-      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),\
-      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),\
-      "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),\
-      "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),\
-      "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),\
-      "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),\
-      "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),\
-      "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),\
-      "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),\
-      "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),\
-      "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),\
-      "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),\
-      "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),\
-      "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),\
-      "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])\
-    : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB))
+// Where lane `lane` points for an x4 store of a warp's 16 x 16 block (rows 0..15 of the warp,
+// columns 16j .. 16j+15, coordinates relative to the block): the first of the 8 elements it
+// addresses. Matrix i = lane/8 is rows 8*(i%2) .., columns 8*(i/2) ...
+//   plain:  the 8 elements (row, col .. col+7), contiguous in a row-major staging tile
+//   trans:  the 8 elements (row .. row+7, col), contiguous in a column-major staging tile
+__host__ __device__ constexpr AccCoord stmatrix_x4_lane_coord(int lane, bool trans) {
+  return trans ? AccCoord{8 * ((lane / 8) % 2), 8 * (lane / 16) + lane % 8}
+               : AccCoord{8 * ((lane / 8) % 2) + lane % 8, 8 * (lane / 16)};
+}
 
-template <class T> struct WgmmaTypeIs;
-template <> struct WgmmaTypeIs<__nv_bfloat16> { static constexpr bool kBf16 = true; };
-template <> struct WgmmaTypeIs<half> { static constexpr bool kBf16 = false; };
-
-// d (+)= A * B for one k16 step. accumulate == false zero-initialises (D = A*B): pass false on
-// the first k-step of a tile instead of clearing the registers. Issue between wgmma_fence() and
-// wgmma_commit_group(); the result is readable after wgmma_wait_group<...>().
-template <int N, class T, int TransA = 0, int TransB = 0>
-__device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], SmemDesc a, SmemDesc b, bool accumulate) {
-  static_assert(N == 64 || N == 128 || N == 256, "wgmma_ss is instantiated for N in {64, 128, 256}");
-  constexpr bool kBf16 = WgmmaTypeIs<T>::kBf16;  // f16 or bf16 only
-#if KDL_WGMMA_SM90A
-  const uint64_t desc_a = a.bits, desc_b = b.bits;
-  const uint32_t scale_d = accumulate ? 1u : 0u;
-  if constexpr (N == 64) {
-    if constexpr (kBf16) KDL_WGMMA_M64N64K16_SS("bf16"); else KDL_WGMMA_M64N64K16_SS("f16");
-  } else if constexpr (N == 128) {
-    if constexpr (kBf16) KDL_WGMMA_M64N128K16_SS("bf16"); else KDL_WGMMA_M64N128K16_SS("f16");
+// Two floats as one register of two 16-bit T (lo at the lower address), round to nearest.
+template <class T>
+__device__ __forceinline__ uint32_t pack_b16x2(float lo, float hi) {
+  static_assert(std::is_same_v<T, half> || std::is_same_v<T, __nv_bfloat16>, "stmatrix stores f16 or bf16");
+  uint32_t r;
+  if constexpr (std::is_same_v<T, half>) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    memcpy(&r, &h, 4);
   } else {
-    if constexpr (kBf16) KDL_WGMMA_M64N256K16_SS("bf16"); else KDL_WGMMA_M64N256K16_SS("f16");
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    memcpy(&r, &h, 4);
+  }
+  return r;
+}
+
+// Stores accumulator registers d[8j .. 8j+7] (columns 16j .. 16j+15 of the warp's 16 rows) as T
+// with one stmatrix; lane_addr is where stmatrix_x4_lane_coord(lane, kTrans) lies in the
+// staging tile. j must be a compile-time constant after unrolling (registers are not indexable).
+template <class T, bool kTrans = false, int R>
+__device__ __forceinline__ void stmatrix_acc_x4(const float (&d)[R], int j, uint32_t lane_addr) {
+  static_assert(R % 8 == 0, "an x4 store takes 16 accumulator columns (8 registers)");
+  const uint32_t r0 = pack_b16x2<T>(d[8 * j + 0], d[8 * j + 1]);  // rows 0-7,  columns 0-7
+  const uint32_t r1 = pack_b16x2<T>(d[8 * j + 2], d[8 * j + 3]);  // rows 8-15, columns 0-7
+  const uint32_t r2 = pack_b16x2<T>(d[8 * j + 4], d[8 * j + 5]);  // rows 0-7,  columns 8-15
+  const uint32_t r3 = pack_b16x2<T>(d[8 * j + 6], d[8 * j + 7]);  // rows 8-15, columns 8-15
+  if constexpr (kTrans) stmatrix_x4_trans(lane_addr, r0, r1, r2, r3);
+  else stmatrix_x4(lane_addr, r0, r1, r2, r3);
+}
+
+// ---------------------------------------------------------------------------------------------
+// wgmma.mma_async, A and B from shared memory (PTX ISA "wgmma.mma_async"):
+//   wgmma.mma_async.sync.aligned.m64nNkK.f32.{f16,bf16}.{f16,bf16}  d, a-desc, b-desc, scale-d, 1, 1, trans-a, trans-b;
+//   wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32              d, a-desc, b-desc, scale-d, 1, 1;
+//   wgmma.mma_async.sync.aligned.m64nNk32.f32.{e4m3,e5m2}.{e4m3,e5m2} d, a-desc, b-desc, scale-d, 1, 1;
+//   wgmma.mma_async.sync.aligned.m64nNk32.s32.{s8,u8}.{s8,u8}      d, a-desc, b-desc, scale-d;
+// d is N/2 registers per thread. The instruction text must be a literal, so each (types, N) is
+// one asm statement; the macros below write them all from one template:
+//   operands: %0 A descriptor, %1 B descriptor, %2 scale-d (0: D = A*B, else D += A*B), all
+//   three "+" so that their numbers do not depend on N, then the accumulators d[0..R-1] as
+//   %3..%(R+2). KDL_WGMMA_D<R>(X) applies X to the numbers of d[1..R-1] (%4..%(R+2)).
+// ---------------------------------------------------------------------------------------------
+#define KDL_WGMMA_D4(X) X(4) X(5) X(6)
+#define KDL_WGMMA_D8(X) KDL_WGMMA_D4(X) X(7) X(8) X(9) X(10)
+#define KDL_WGMMA_D12(X) KDL_WGMMA_D8(X) X(11) X(12) X(13) X(14)
+#define KDL_WGMMA_D16(X) KDL_WGMMA_D12(X) X(15) X(16) X(17) X(18)
+#define KDL_WGMMA_D20(X) KDL_WGMMA_D16(X) X(19) X(20) X(21) X(22)
+#define KDL_WGMMA_D24(X) KDL_WGMMA_D20(X) X(23) X(24) X(25) X(26)
+#define KDL_WGMMA_D28(X) KDL_WGMMA_D24(X) X(27) X(28) X(29) X(30)
+#define KDL_WGMMA_D32(X) KDL_WGMMA_D28(X) X(31) X(32) X(33) X(34)
+#define KDL_WGMMA_D36(X) KDL_WGMMA_D32(X) X(35) X(36) X(37) X(38)
+#define KDL_WGMMA_D40(X) KDL_WGMMA_D36(X) X(39) X(40) X(41) X(42)
+#define KDL_WGMMA_D44(X) KDL_WGMMA_D40(X) X(43) X(44) X(45) X(46)
+#define KDL_WGMMA_D48(X) KDL_WGMMA_D44(X) X(47) X(48) X(49) X(50)
+#define KDL_WGMMA_D52(X) KDL_WGMMA_D48(X) X(51) X(52) X(53) X(54)
+#define KDL_WGMMA_D56(X) KDL_WGMMA_D52(X) X(55) X(56) X(57) X(58)
+#define KDL_WGMMA_D60(X) KDL_WGMMA_D56(X) X(59) X(60) X(61) X(62)
+#define KDL_WGMMA_D64(X) KDL_WGMMA_D60(X) X(63) X(64) X(65) X(66)
+#define KDL_WGMMA_D68(X) KDL_WGMMA_D64(X) X(67) X(68) X(69) X(70)
+#define KDL_WGMMA_D72(X) KDL_WGMMA_D68(X) X(71) X(72) X(73) X(74)
+#define KDL_WGMMA_D76(X) KDL_WGMMA_D72(X) X(75) X(76) X(77) X(78)
+#define KDL_WGMMA_D80(X) KDL_WGMMA_D76(X) X(79) X(80) X(81) X(82)
+#define KDL_WGMMA_D84(X) KDL_WGMMA_D80(X) X(83) X(84) X(85) X(86)
+#define KDL_WGMMA_D88(X) KDL_WGMMA_D84(X) X(87) X(88) X(89) X(90)
+#define KDL_WGMMA_D92(X) KDL_WGMMA_D88(X) X(91) X(92) X(93) X(94)
+#define KDL_WGMMA_D96(X) KDL_WGMMA_D92(X) X(95) X(96) X(97) X(98)
+#define KDL_WGMMA_D100(X) KDL_WGMMA_D96(X) X(99) X(100) X(101) X(102)
+#define KDL_WGMMA_D104(X) KDL_WGMMA_D100(X) X(103) X(104) X(105) X(106)
+#define KDL_WGMMA_D108(X) KDL_WGMMA_D104(X) X(107) X(108) X(109) X(110)
+#define KDL_WGMMA_D112(X) KDL_WGMMA_D108(X) X(111) X(112) X(113) X(114)
+#define KDL_WGMMA_D116(X) KDL_WGMMA_D112(X) X(115) X(116) X(117) X(118)
+#define KDL_WGMMA_D120(X) KDL_WGMMA_D116(X) X(119) X(120) X(121) X(122)
+#define KDL_WGMMA_D124(X) KDL_WGMMA_D120(X) X(123) X(124) X(125) X(126)
+#define KDL_WGMMA_D128(X) KDL_WGMMA_D124(X) X(127) X(128) X(129) X(130)
+
+#define KDL_WGMMA_OPERAND_NUMBER(i) ", %" #i
+#define KDL_WGMMA_ACC_F32(i) , "+f"(d[i - 3])
+#define KDL_WGMMA_ACC_S32(i) , "+r"(d[i - 3])
+
+// One instruction: m64n<N>, R = N/2 accumulator registers, TYPES = "k<k>.<dtype>.<atype>.<btype>",
+// TAIL = the operands after scale-d, ACC = F32 or S32.
+#define KDL_WGMMA_ASM(N, R, TYPES, TAIL, ACC)                                                   \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %2, 0;\n"                                       \
+               "wgmma.mma_async.sync.aligned.m64n" #N TYPES "\n"                                  \
+               "{%3" KDL_WGMMA_D##R(KDL_WGMMA_OPERAND_NUMBER) "},\n%0, %1, p" TAIL ";\n}\n"     \
+               : "+l"(desc_a), "+l"(desc_b), "+r"(scale_d) KDL_WGMMA_ACC_##ACC(3)                 \
+                     KDL_WGMMA_D##R(KDL_WGMMA_ACC_##ACC))
+
+#define KDL_WGMMA_IF_N(N, R, TYPES, TAIL, ACC) \
+  if constexpr (kN == N) { KDL_WGMMA_ASM(N, R, TYPES, TAIL, ACC); }
+
+// X(N, R, ...) for every N of the floating-point shapes (multiples of 8 up to 256) ...
+#define KDL_WGMMA_FOR_EACH_N(X, ...) \
+  X(8, 4, __VA_ARGS__) X(16, 8, __VA_ARGS__) X(24, 12, __VA_ARGS__) X(32, 16, __VA_ARGS__) X(40, 20, __VA_ARGS__) X(48, 24, __VA_ARGS__) X(56, 28, __VA_ARGS__) X(64, 32, __VA_ARGS__) \
+  X(72, 36, __VA_ARGS__) X(80, 40, __VA_ARGS__) X(88, 44, __VA_ARGS__) X(96, 48, __VA_ARGS__) X(104, 52, __VA_ARGS__) X(112, 56, __VA_ARGS__) X(120, 60, __VA_ARGS__) X(128, 64, __VA_ARGS__) \
+  X(136, 68, __VA_ARGS__) X(144, 72, __VA_ARGS__) X(152, 76, __VA_ARGS__) X(160, 80, __VA_ARGS__) X(168, 84, __VA_ARGS__) X(176, 88, __VA_ARGS__) X(184, 92, __VA_ARGS__) X(192, 96, __VA_ARGS__) \
+  X(200, 100, __VA_ARGS__) X(208, 104, __VA_ARGS__) X(216, 108, __VA_ARGS__) X(224, 112, __VA_ARGS__) X(232, 116, __VA_ARGS__) X(240, 120, __VA_ARGS__) X(248, 124, __VA_ARGS__) X(256, 128, __VA_ARGS__)
+// ... and of the integer ones (8, 16, 24, then multiples of 16 up to 256).
+#define KDL_WGMMA_FOR_EACH_N_INT(X, ...) \
+  X(8, 4, __VA_ARGS__) X(16, 8, __VA_ARGS__) X(24, 12, __VA_ARGS__) X(32, 16, __VA_ARGS__) X(48, 24, __VA_ARGS__) X(64, 32, __VA_ARGS__) \
+  X(80, 40, __VA_ARGS__) X(96, 48, __VA_ARGS__) X(112, 56, __VA_ARGS__) X(128, 64, __VA_ARGS__) X(144, 72, __VA_ARGS__) X(160, 80, __VA_ARGS__) \
+  X(176, 88, __VA_ARGS__) X(192, 96, __VA_ARGS__) X(208, 104, __VA_ARGS__) X(224, 112, __VA_ARGS__) X(240, 120, __VA_ARGS__) X(256, 128, __VA_ARGS__)
+
+// f16/bf16: the transpose immediates are part of the instruction text (0 K-major, 1 MN-major).
+#define KDL_WGMMA_16BIT(AB)                                                                                 \
+  if constexpr (kTransA == 0 && kTransB == 0) {                                                           \
+    KDL_WGMMA_FOR_EACH_N(KDL_WGMMA_IF_N, "k16.f32." AB "." AB, ", 1, 1, 0, 0", F32)                       \
+  } else if constexpr (kTransA == 0 && kTransB == 1) {                                                    \
+    KDL_WGMMA_FOR_EACH_N(KDL_WGMMA_IF_N, "k16.f32." AB "." AB, ", 1, 1, 0, 1", F32)                       \
+  } else if constexpr (kTransA == 1 && kTransB == 0) {                                                    \
+    KDL_WGMMA_FOR_EACH_N(KDL_WGMMA_IF_N, "k16.f32." AB "." AB, ", 1, 1, 1, 0", F32)                       \
+  } else {                                                                                                \
+    KDL_WGMMA_FOR_EACH_N(KDL_WGMMA_IF_N, "k16.f32." AB "." AB, ", 1, 1, 1, 1", F32)                       \
+  }
+
+namespace detail {
+template <class T, class U>
+inline constexpr bool kSame = std::is_same_v<T, U>;
+
+// The asm statement of one (N, TA, TB, transposes); only the one matching branch is compiled.
+template <int kN, class TA, class TB, int kTransA, int kTransB, class Acc>
+__device__ __forceinline__ void wgmma_ss_asm(Acc (&d)[kN / 2], uint64_t desc_a, uint64_t desc_b, uint32_t scale_d) {
+#if KDL_WGMMA_SM90A
+  using e4m3 = __nv_fp8_e4m3;
+  using e5m2 = __nv_fp8_e5m2;
+  if constexpr (kSame<TA, half>) {
+    KDL_WGMMA_16BIT("f16")
+  } else if constexpr (kSame<TA, __nv_bfloat16>) {
+    KDL_WGMMA_16BIT("bf16")
+  } else if constexpr (kSame<TA, float>) {
+    KDL_WGMMA_FOR_EACH_N(KDL_WGMMA_IF_N, "k8.f32.tf32.tf32", ", 1, 1", F32)
+  } else if constexpr (kSame<TA, e4m3> && kSame<TB, e4m3>) {
+    KDL_WGMMA_FOR_EACH_N(KDL_WGMMA_IF_N, "k32.f32.e4m3.e4m3", ", 1, 1", F32)
+  } else if constexpr (kSame<TA, e4m3> && kSame<TB, e5m2>) {
+    KDL_WGMMA_FOR_EACH_N(KDL_WGMMA_IF_N, "k32.f32.e4m3.e5m2", ", 1, 1", F32)
+  } else if constexpr (kSame<TA, e5m2> && kSame<TB, e4m3>) {
+    KDL_WGMMA_FOR_EACH_N(KDL_WGMMA_IF_N, "k32.f32.e5m2.e4m3", ", 1, 1", F32)
+  } else if constexpr (kSame<TA, e5m2> && kSame<TB, e5m2>) {
+    KDL_WGMMA_FOR_EACH_N(KDL_WGMMA_IF_N, "k32.f32.e5m2.e5m2", ", 1, 1", F32)
+  } else if constexpr (kSame<TA, int8_t> && kSame<TB, int8_t>) {
+    KDL_WGMMA_FOR_EACH_N_INT(KDL_WGMMA_IF_N, "k32.s32.s8.s8", "", S32)
+  } else if constexpr (kSame<TA, int8_t> && kSame<TB, uint8_t>) {
+    KDL_WGMMA_FOR_EACH_N_INT(KDL_WGMMA_IF_N, "k32.s32.s8.u8", "", S32)
+  } else if constexpr (kSame<TA, uint8_t> && kSame<TB, int8_t>) {
+    KDL_WGMMA_FOR_EACH_N_INT(KDL_WGMMA_IF_N, "k32.s32.u8.s8", "", S32)
+  } else {
+    static_assert(kSame<TA, uint8_t> && kSame<TB, uint8_t>);
+    KDL_WGMMA_FOR_EACH_N_INT(KDL_WGMMA_IF_N, "k32.s32.u8.u8", "", S32)
   }
 #else
-  (void)d; (void)a; (void)b; (void)accumulate; (void)kBf16;
+  (void)d; (void)desc_a; (void)desc_b; (void)scale_d;
 #if defined(__CUDA_ARCH__)
   __trap();  // built for a target without wgmma: fail loudly rather than return garbage
 #endif
 #endif
 }
+}  // namespace detail
 
-#undef KDL_WGMMA_M64N64K16_SS
-#undef KDL_WGMMA_M64N128K16_SS
-#undef KDL_WGMMA_M64N256K16_SS
+// d (+)= A * B for one k-step (kWgmmaK<TA> elements of K): A 64 x k, B k x N, read through the
+// descriptors, d the 64 x N accumulator fragment (acc_coord). accumulate == false
+// zero-initialises (D = A*B): pass false on the first k-step of a tile instead of clearing the
+// registers. Issue between wgmma_fence() and wgmma_commit_group(); the result is readable after
+// wgmma_wait_group<...>(). MajorA/MajorB other than K exist for 16-bit types only.
+template <int N, class TA, class TB, Major MajorA = Major::K, Major MajorB = Major::K>
+__device__ __forceinline__ void wgmma_ss(wgmma_accum_t<TA, TB> (&d)[N / 2], SmemDesc a, SmemDesc b, bool accumulate) {
+  constexpr WgmmaFamily kFamilyA = WgmmaOperand<TA>::kFamily, kFamilyB = WgmmaOperand<TB>::kFamily;
+  static_assert(kFamilyA == kFamilyB, "wgmma: A and B are both f16, both bf16, both tf32, both fp8 (e4m3/e5m2) "
+                                      "or both 8-bit integers (s8/u8)");
+  static_assert((MajorA == Major::K && MajorB == Major::K) || sizeof(TA) == 2,
+                "wgmma reads MN-major operands for f16 and bf16 only");
+  static_assert(wgmma_n_supported<TA>(N), "wgmma m64nNk*: N is a multiple of 8 in [8, 256] (for s8/u8 above 32, "
+                                          "a multiple of 16)");
+  detail::wgmma_ss_asm<N, TA, TB, int(MajorA), int(MajorB)>(d, a.bits, b.bits, accumulate ? 1u : 0u);
+}
+
+// The 16-bit shorthand: A and B of type T, TransA / TransB 0 = K-major, 1 = MN-major.
+template <int N, class T, int TransA = 0, int TransB = 0>
+__device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], SmemDesc a, SmemDesc b, bool accumulate) {
+  static_assert(sizeof(T) == 2, "wgmma_ss<N, T, TransA, TransB> is the f16/bf16 form; use wgmma_ss<N, TA, TB, ...>");
+  wgmma_ss<N, T, T, Major(TransA), Major(TransB)>(d, a, b, accumulate);
+}
+
+#undef KDL_WGMMA_16BIT
+#undef KDL_WGMMA_FOR_EACH_N_INT
+#undef KDL_WGMMA_FOR_EACH_N
+#undef KDL_WGMMA_IF_N
+#undef KDL_WGMMA_ASM
+#undef KDL_WGMMA_ACC_S32
+#undef KDL_WGMMA_ACC_F32
+#undef KDL_WGMMA_OPERAND_NUMBER
+#undef KDL_WGMMA_D4
+#undef KDL_WGMMA_D8
+#undef KDL_WGMMA_D12
+#undef KDL_WGMMA_D16
+#undef KDL_WGMMA_D20
+#undef KDL_WGMMA_D24
+#undef KDL_WGMMA_D28
+#undef KDL_WGMMA_D32
+#undef KDL_WGMMA_D36
+#undef KDL_WGMMA_D40
+#undef KDL_WGMMA_D44
+#undef KDL_WGMMA_D48
+#undef KDL_WGMMA_D52
+#undef KDL_WGMMA_D56
+#undef KDL_WGMMA_D60
+#undef KDL_WGMMA_D64
+#undef KDL_WGMMA_D68
+#undef KDL_WGMMA_D72
+#undef KDL_WGMMA_D76
+#undef KDL_WGMMA_D80
+#undef KDL_WGMMA_D84
+#undef KDL_WGMMA_D88
+#undef KDL_WGMMA_D92
+#undef KDL_WGMMA_D96
+#undef KDL_WGMMA_D100
+#undef KDL_WGMMA_D104
+#undef KDL_WGMMA_D108
+#undef KDL_WGMMA_D112
+#undef KDL_WGMMA_D116
+#undef KDL_WGMMA_D120
+#undef KDL_WGMMA_D124
+#undef KDL_WGMMA_D128
 
 }  // namespace sm90
 }  // namespace kdl

@@ -6,6 +6,15 @@
                                 $NVCC_PREPEND_FLAGS and $NVCC_APPEND_FLAGS to cc as nvcc would, so
                                 that `-include bad.h` really fails
   -shared ... -o Z.so OBJS      links with `cc -shared`
+With -Xptxas -v it prints a clean ptxas report in CUDA 13.0's words (one entry function per
+code=sm_NN target); FAKE_PTXAS (comma-separated) adds trouble, only to sources whose name contains
+$FAKE_PTXAS_ONLY when that is set:
+  spill       nonzero spill stores/loads in the entry function's properties
+  devspill    spills in a device function (not the entry)
+  setmaxnreg  ptxas info "(C7508) Potential Performance Loss: 'setmaxnreg' ignored ..."
+  wgmma       ptxas info "(C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized ..."
+  none        no report at all (as if a launcher had swallowed it)
+  warning     a ptxas warning that is not a performance loss (must not fail the build)
 Every call appends one JSON line (argv, pid, pgid, the NVCC_*_FLAGS, TMPDIR) to $FAKE_NVCC_LOG.
 FAKE_NVCC_SLEEP=S sleeps S seconds (in a child `sleep`, as nvcc runs cicc/ptxas) before compiling;
 FAKE_NVCC_TMPFILE=1 leaves a file in $TMPDIR while it works, as nvcc does."""
@@ -21,6 +30,41 @@ def log(argv):
              "tmpdir": os.environ.get("TMPDIR", "")}
     with open(path, "a") as f:
         f.write(json.dumps(entry) + "\n")
+
+
+def ptxas_report(argv, src):
+    """What `nvcc -Xptxas -v` prints for one entry function per SASS target."""
+    trouble = set(filter(None, os.environ.get("FAKE_PTXAS", "").split(",")))
+    only = os.environ.get("FAKE_PTXAS_ONLY")
+    if only and only not in os.path.basename(src):
+        trouble = set()
+    if "none" in trouble:
+        return ""
+    stem = re.sub(r"[^A-Za-z0-9_]", "_", os.path.basename(src)[:-3])
+    entry = f"_ZN11kdl_kernels{len(stem) + 7}{stem}_kernelEv"
+    out = []
+    targets = [m.group(1) for g in argv for m in re.finditer(r"code=\[?(?:[^,\]]*,)*(sm_\w+)", g)]
+    for target in targets:
+        if "setmaxnreg" in trouble:
+            out.append("ptxas info    : (C7508) Potential Performance Loss: 'setmaxnreg' ignored to maintain "
+                       "compatibility into 'extern' call.")
+        if "wgmma" in trouble:
+            out.append("ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized "
+                       "due to non wgmma instructions reading accumulator registers of  a wgmma between start and end "
+                       f"of the pipeline stage in the function '{entry}'")
+        if "warning" in trouble:
+            out.append(f"ptxas warning : Value of threads per SM for entry {entry} is out of range. .minnctapersm will be ignored")
+        out.append("ptxas info    : 0 bytes gmem")
+        if "devspill" in trouble:
+            out += ["ptxas info    : Function properties for _Z6helperPf",
+                    "    16 bytes stack frame, 12 bytes spill stores, 12 bytes spill loads"]
+        spill = 24 if "spill" in trouble else 0
+        out += [f"ptxas info    : Compiling entry function '{entry}' for '{target}'",
+                f"ptxas info    : Function properties for {entry}",
+                f"    {spill} bytes stack frame, {spill} bytes spill stores, {spill} bytes spill loads",
+                "ptxas info    : Used 168 registers, used 1 barriers, 1024 bytes smem, 400 bytes cmem[0]",
+                "ptxas info    : Compile time = 12.345 ms"]
+    return "".join(line + "\n" for line in out)
 
 
 def main():
@@ -47,9 +91,12 @@ def main():
     with open(c_file, "w") as f:
         f.write(f"int {symbol}(void) {{ return {len(text)}; }}\n")
     try:
-        return subprocess.call(["cc"] + env_flags + ["-fPIC", "-c", c_file, "-o", out])
+        rc = subprocess.call(["cc"] + env_flags + ["-fPIC", "-c", c_file, "-o", out])
     finally:
         os.unlink(c_file)
+    if rc == 0 and any(a == "-Xptxas" and argv[i + 1].split(",").count("-v") for i, a in enumerate(argv[:-1])):
+        sys.stderr.write(ptxas_report(argv, src))
+    return rc
 
 
 if __name__ == "__main__":

@@ -135,7 +135,7 @@ def case_cache_lru(tmp):
         new = set(cache_entries(env)) - before
         check(len(new) == 1, f"build {n} stored {len(new)} entries")
         entry[n] = new.pop()
-    size = {n: os.path.getsize(p) + os.path.getsize(p + ".sha256") for n, p in entry.items()}
+    size = {n: sum(os.path.getsize(p + side) for side in ("", ".sha256", ".log")) for n, p in entry.items()}
     info = kdlc(["cache", "--info", "--cache-max-size", "5M"], env)
     check(info.returncode == 0, "cache --info", info.stderr)
     check(f"entries: 3" in info.stdout and f"({sum(size.values())} bytes)" in info.stdout,
@@ -153,7 +153,7 @@ def case_cache_lru(tmp):
     cap = size["ka"] + size["kb"] + size["kc"]
     r = build(spec, out, dict(env, KDL_CACHE_MAX_SIZE=str(cap)), "--kernel", "kd")
     check(r.returncode == 0, "build kd", r.stderr)
-    check(not os.path.exists(entry["ka"]) and not os.path.exists(entry["ka"] + ".sha256"),
+    check(not any(os.path.exists(entry["ka"] + side) for side in ("", ".sha256", ".log")),
           "the least recently used entry (ka) was not evicted")
     check(os.path.exists(entry["kb"]) and os.path.exists(entry["kc"]), "a more recently used entry was evicted")
     check(len(cache_entries(env)) == 3, f"expected 3 entries, found {len(cache_entries(env))}")
@@ -496,14 +496,143 @@ def case_distcc(tmp):
         daemon.wait(timeout=10)
 
 
+# ---- the ptxas gate (issue 7, item 5) ----------------------------------------------------------------
+
+def ptxas_table(out, stem="k"):
+    """The rows of lib<stem>.ptxas.txt as dicts (kernel, target, regs, spill-st, spill-ld, ...)."""
+    with open(os.path.join(out, f"lib{stem}.ptxas.txt")) as f:
+        lines = [l for l in f.read().split("\n\n")[0].splitlines() if not l.startswith("#")]
+    head = lines[0].split()
+    return [dict(zip(head, l.split(None, len(head) - 1))) for l in lines[1:]]
+
+
+def case_ptxas_gate(tmp):
+    env = base_env(tmp)
+    spec = write(os.path.join(tmp, "k.kdl"), kernel("ka") + kernel("kb", tile=128))
+    out = os.path.join(tmp, "out")
+    # Clean: every compile runs with -Xptxas -v, the report is published and --verbose prints it.
+    r = build(spec, out, env, "--verbose")
+    check(r.returncode == 0, "clean build", r.stderr)
+    for e in compiles(env):
+        argv = e["argv"]
+        check(any(a == "-Xptxas" and argv[i + 1] == "-v" for i, a in enumerate(argv[:-1])),
+              "a compile without -Xptxas -v", " ".join(argv))
+    rows = ptxas_table(out)
+    # ka and kb, each for sm_80 and sm_90 (the sm80 path builds SASS for both)
+    check(sorted((x["kernel"], x["target"]) for x in rows) ==
+          [("ka", "sm_80"), ("ka", "sm_90"), ("kb", "sm_80"), ("kb", "sm_90")], "the report's rows", str(rows))
+    check(all(x["regs"] == "168" and x["spill-st"] == "0" and x["smem"] == "1024" for x in rows), "the report's values",
+          str(rows))
+    check("ptxas report (libk.ptxas.txt)" in r.stderr and "kdl_kernels::ka_kernel()" in r.stderr,
+          "--verbose does not print the report", r.stderr)
+    check("Compiling entry function" not in r.stderr, "ptxas's raw info lines are printed", r.stderr)
+    r = build(spec, out, env)
+    check(r.returncode == 0 and "ptxas report" not in r.stderr, "the report is printed without --verbose", r.stderr)
+
+    # Each kind of trouble fails the build, names the kernel and quotes ptxas; nothing is published.
+    expected = {
+        "spill": "sm_80 spills registers for kdl_kernels::kb_kernel(): 24 bytes spill stores, 24 bytes spill loads",
+        "devspill": "sm_80 spills registers for helper(float*): 12 bytes spill stores, 12 bytes spill loads",
+        "setmaxnreg": "ptxas info    : (C7508) Potential Performance Loss: 'setmaxnreg' ignored",
+        "wgmma": "ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized",
+        "none": "nvcc's output holds no ptxas report (-Xptxas -v)",
+    }
+    lib = os.path.join(out, "libk.so")
+    for trouble, message in expected.items():
+        before = os.path.getmtime(lib)
+        env2 = dict(env, FAKE_PTXAS=trouble, FAKE_PTXAS_ONLY="kb")
+        r = build(spec, out, env2, "--no-cache")
+        check(r.returncode == 1, f"{trouble}: exit {r.returncode}, expected 1", r.stderr)
+        check("kernel `kb` (kb.cu)" in r.stderr and "kernel `ka`" not in r.stderr, f"{trouble}: the kernel is not named",
+              r.stderr)
+        check(message in r.stderr, f"{trouble}: ptxas's message is not shown", r.stderr)
+        check("--allow-ptxas-warnings" in r.stderr, f"{trouble}: the escape hatch is not named", r.stderr)
+        check(os.path.getmtime(lib) == before and leftovers(out) == [], f"{trouble}: a library was published")
+        # The escape hatch builds anyway and says why.
+        r = build(spec, out, env2, "--no-cache", "--allow-ptxas-warnings")
+        check(r.returncode == 0, f"{trouble} with --allow-ptxas-warnings: exit {r.returncode}", r.stderr)
+        check("kdlc: warning: ptxas reports a performance loss" in r.stderr and message in r.stderr,
+              f"{trouble} with --allow-ptxas-warnings: no warning", r.stderr)
+    # A ptxas warning that is no performance loss is shown and does not fail the build.
+    r = build(spec, out, dict(env, FAKE_PTXAS="warning"), "--no-cache")
+    check(r.returncode == 0 and "ptxas warning : Value of threads per SM" in r.stderr, "a plain ptxas warning", r.stderr)
+
+    # A cache hit is gated like a compile: an entry stored by an --allow-ptxas-warnings build still
+    # fails a build without it, from the cache.
+    cache_env = dict(env, KDL_CACHE_DIR=os.path.join(tmp, "cache2"))
+    r = build(spec, out, dict(cache_env, FAKE_PTXAS="wgmma"), "--allow-ptxas-warnings")
+    check(r.returncode == 0 and "(cached)" not in r.stderr, "storing the wgmma entries", r.stderr)
+    r = build(spec, out, cache_env)  # FAKE_PTXAS unset: a compile now would be clean
+    check("(cached)" in r.stderr, "expected cache hits", r.stderr)
+    check(r.returncode == 1 and "wgmma.mma_async instructions are serialized" in r.stderr,
+          "a cache hit escaped the ptxas gate", r.stderr)
+    # An entry whose stored output is gone is a miss, never a hit without a report.
+    for log in glob.glob(os.path.join(cache_env["KDL_CACHE_DIR"], "??", "*.o.log")):
+        os.unlink(log)
+    r = build(spec, out, cache_env)
+    check(r.returncode == 0 and "(cached)" not in r.stderr, "an entry without its ptxas report was used", r.stderr)
+
+
+def case_nvcc_flags(tmp):
+    env = base_env(tmp)
+    spec = write(os.path.join(tmp, "k.kdl"), kernel("ka"))
+    out = os.path.join(tmp, "out")
+    r = build(spec, out, dict(env, KDL_NVCC_FLAGS="-lineinfo  -DKDL_A=1"), "--nvcc-flag=-DKDL_B=2", "--nvcc-flag",
+              "-DKDL_C=3")
+    check(r.returncode == 0, "build with extra flags", r.stderr)
+    argv = compiles(env)[-1]["argv"]
+    tail = argv[argv.index("-Xptxas"):]
+    check(tail[:6] == ["-Xptxas", "-v", "-lineinfo", "-DKDL_A=1", "-DKDL_B=2", "-DKDL_C=3"],
+          "extra flags are not after kdlc's, environment first", " ".join(argv))
+    r = build(spec, out, env)
+    check(r.returncode == 0 and "(cached)" not in r.stderr, "extra flags are not in the cache key", r.stderr)
+    r = build(spec, out, env, "--nvcc-flag")
+    check(r.returncode == 2 and "--nvcc-flag needs a flag" in r.stderr, "--nvcc-flag without a value", r.stderr)
+    r = build(spec, out, env, "--nvcc-flag=")
+    check(r.returncode == 2 and "--nvcc-flag needs a flag" in r.stderr, "--nvcc-flag= (empty)", r.stderr)
+    r = kdlc(["build", "--help"], env)
+    for opt in ("--allow-ptxas-warnings", "--nvcc-flag", "--verbose", "KDL_NVCC_FLAGS", "lib<stem>.ptxas.txt"):
+        check(opt in r.stdout, f"kdlc build --help does not describe {opt}", r.stdout)
+
+
+def find_real_nvcc():
+    for c in (os.environ.get("KDL_NVCC"), os.environ.get("CUDACXX"), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
+        if c and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def case_nvcc_spill(tmp):
+    """Real nvcc: a kernel `check` accepts but whose accumulators cannot fit in registers (f32 256x256
+    tile on 8 warps: 256 accumulators per thread) is refused for its spills; a clean one is built
+    and its report written."""
+    nvcc = find_real_nvcc()
+    if not nvcc:
+        print("SKIP: nvcc not found")
+        return
+    env = base_env(tmp)
+    spec = write(os.path.join(tmp, "big.kdl"), "kernel kbig {\n  op = gemm; arch = sm80;\n  A : f32 row; B : f32 col; "
+                 "D : f32 row;\n  tile = (256, 256, 32); stages = 2;\n}\n")
+    out = os.path.join(tmp, "out")
+    r = build(spec, out, env, nvcc=nvcc)
+    check(r.returncode == 1, f"the spilling kernel was built (exit {r.returncode})", r.stderr)
+    check("kernel `kbig` (kbig.cu)" in r.stderr and "sm_80 spills registers for void kdl::gemm_sm80_kernel<" in r.stderr
+          and "bytes spill stores" in r.stderr, "the spill is not reported", r.stderr)
+    check(not os.path.exists(os.path.join(out, "libbig.so")), "a library was written")
+    # From the cache, the same answer.
+    r = build(spec, out, env, nvcc=nvcc)
+    check(r.returncode == 1 and "(cached)" in r.stderr and "bytes spill stores" in r.stderr,
+          "the cached spilling kernel was not refused", r.stderr)
+    r = build(spec, out, env, "--allow-ptxas-warnings", nvcc=nvcc)
+    check(r.returncode == 0 and os.path.exists(os.path.join(out, "libbig.so")), "--allow-ptxas-warnings", r.stderr)
+    rows = ptxas_table(out, "big")
+    check(any(int(x["spill-st"]) > 0 for x in rows), "the report does not show the spill", str(rows))
+
+
 # ---- one real-nvcc check of item 2's repro --------------------------------------------------------
 
 def case_nvcc_smoke(tmp):
-    nvcc = None
-    for c in (os.environ.get("KDL_NVCC"), os.environ.get("CUDACXX"), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
-        if c and os.access(c, os.X_OK):
-            nvcc = c
-            break
+    nvcc = find_real_nvcc()
     if not nvcc:
         print("SKIP: nvcc not found")
         return
@@ -513,6 +642,12 @@ def case_nvcc_smoke(tmp):
     r = build(spec, out, env, nvcc=nvcc)
     check(r.returncode == 0, "real nvcc build", r.stderr)
     check(os.path.exists(os.path.join(out, "libk.so")), "no libk.so")
+    # ptxas's report of a clean kernel: both targets, registers, no spills (the gate passed).
+    rows = ptxas_table(out)
+    entries = [x for x in rows if "gemm_sm80_kernel<" in x["function"]]
+    check(sorted(x["target"] for x in entries) == ["sm_80", "sm_90"], "the report lacks a target", str(rows))
+    check(all(0 < int(x["regs"]) <= 255 and x["spill-st"] == "0" == x["spill-ld"] for x in entries),
+          "the report's registers/spills", str(rows))
     bad = write(os.path.join(tmp, "bad.h"), "#error this header must break the compile\n")
     r = build(spec, out, dict(env, NVCC_APPEND_FLAGS=f"-include {bad}"), nvcc=nvcc)
     check(r.returncode == 1 and "(cached)" not in r.stderr and "this header must break the compile" in r.stderr,
@@ -545,6 +680,7 @@ CASES = {
     "interrupt": case_interrupt, "no-kernels": case_no_kernels, "emit-dir": case_emit_dir,
     "emit-atomic": case_emit_atomic, "cache-dir": case_cache_dir, "no-torch": case_no_torch,
     "launcher": case_launcher, "distcc": case_distcc, "nvcc-smoke": case_nvcc_smoke,
+    "ptxas-gate": case_ptxas_gate, "nvcc-flags": case_nvcc_flags, "nvcc-spill": case_nvcc_spill,
 }
 
 

@@ -92,6 +92,18 @@ Operands mapOperands(Layout la, Layout lb, int64_t M, int64_t N, int64_t K) {
   else { o.opB = CUBLAS_OP_T; o.rowsB = M; o.colsB = K; }
   return o;
 }
+
+std::string algoDescription(const cublasLtMatmulAlgo_t& algo) {
+  int id = 0, tile = 0, stages = 0, splitk = 0;
+  size_t w = 0;
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof(id), &w);
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile), &w);
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof(stages), &w);
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof(splitk), &w);
+  std::ostringstream t;
+  t << "algo=" << id << " tile=" << tile << " stages=" << stages << " splitk=" << splitk;
+  return t.str();
+}
 }  // namespace
 
 struct CublasLt::Plan {
@@ -200,20 +212,74 @@ bool CublasLt::matmulOut(DType in, DType out, const void* A, Layout la, int64_t 
     plan->ok = s == CUBLAS_STATUS_SUCCESS && found > 0;
     if (plan->ok) {
       plan->algo = heur.algo;
-      int id = 0, tile = 0, stages = 0, splitk = 0;
-      size_t w = 0;
-      cublasLtMatmulAlgoConfigGetAttribute(&heur.algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof(id), &w);
-      cublasLtMatmulAlgoConfigGetAttribute(&heur.algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile), &w);
-      cublasLtMatmulAlgoConfigGetAttribute(&heur.algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof(stages), &w);
-      cublasLtMatmulAlgoConfigGetAttribute(&heur.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof(splitk), &w);
-      std::ostringstream t;
-      t << "algo=" << id << " tile=" << tile << " stages=" << stages << " splitk=" << splitk;
-      plan->text = t.str();
+      plan->text = algoDescription(heur.algo);
     }
   }
   if (algoText) *algoText = plan->text;
   if (!plan->ok) return false;
   const float alpha = 1.f, beta = 0.f;
+  KDL_CUBLAS_CHECK(cublasLtMatmul(handle_, plan->op, &alpha, B, plan->a, A, plan->b, &beta, D, plan->c, D, plan->c,
+                                  &plan->algo, workspace_, workspaceBytes_, stream));
+  return true;
+}
+
+bool CublasLt::matmulFp8(DType inA, DType inB, const void* A, int64_t lda, const void* B, int64_t ldb, void* D,
+                         int64_t M, int64_t N, int64_t K, const float* scaleA, const float* scaleB, bool fastAccum,
+                         bool blockScales, cudaStream_t stream, std::string* algoText) {
+  std::ostringstream key;
+  key << "fp8," << (int)inA << ',' << (int)inB << ',' << lda << ',' << ldb << ',' << M << ',' << N << ',' << K << ','
+      << fastAccum << ',' << blockScales << ',' << (const void*)scaleA << ',' << (const void*)scaleB;
+  Plan*& plan = plans_[key.str()];
+  if (!plan) {
+    plan = new Plan;
+    // cuBLAS's A' is our B (column-major K x N: op T), its B' our A (row-major M x K: op N); see mapOperands.
+    const Operands o = mapOperands(Layout::Row, Layout::Col, M, N, K);
+    KDL_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    KDL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &o.opA, sizeof(o.opA)));
+    KDL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &o.opB, sizeof(o.opB)));
+    const int8_t fast = fastAccum ? 1 : 0;
+    KDL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)));
+    bool ok = true;
+    if (blockScales) {
+      const int32_t modeA = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;  // cuBLAS A' = our B
+      const int32_t modeB = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;      // cuBLAS B' = our A
+      ok = cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &modeA, sizeof(modeA)) ==
+               CUBLAS_STATUS_SUCCESS &&
+           cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &modeB, sizeof(modeB)) ==
+               CUBLAS_STATUS_SUCCESS;
+    }
+    KDL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->a, cudaTypeOf(inB), o.rowsA, o.colsA, ldb));
+    KDL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->b, cudaTypeOf(inA), o.rowsB, o.colsB, lda));
+    KDL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->c, CUDA_R_16BF, N, M, N));
+    if (ok) {
+      // The scale pointers are part of the descriptor: set before the heuristic, kept per plan.
+      KDL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scaleB, sizeof(scaleB)));
+      KDL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scaleA, sizeof(scaleA)));
+      cublasLtMatmulPreference_t pref;
+      KDL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+      KDL_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                            &workspaceBytes_, sizeof(workspaceBytes_)));
+      cublasLtMatmulHeuristicResult_t heur{};
+      int found = 0;
+      const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle_, plan->op, plan->a, plan->b, plan->c, plan->c,
+                                                               pref, 1, &heur, &found);
+      cublasLtMatmulPreferenceDestroy(pref);
+      plan->ok = st == CUBLAS_STATUS_SUCCESS && found > 0;
+      if (plan->ok) {
+        plan->algo = heur.algo;
+        plan->text = algoDescription(heur.algo) + (fastAccum ? " fast-accum" : " no-fast-accum") +
+                     (blockScales ? " VEC128(A)/BLK128x128(B)" : "");
+      } else {
+        plan->text = "no algorithm (status " + std::to_string((int)st) + ")";
+      }
+    } else {
+      plan->text = "scale modes not accepted";
+    }
+  }
+  if (algoText) *algoText = plan->text;
+  if (!plan->ok) return false;
+  const float alpha = 1.f, beta = 0.f;
+  // The scale pointers are fixed in the plan's descriptor: callers keep them for the plan's life.
   KDL_CUBLAS_CHECK(cublasLtMatmul(handle_, plan->op, &alpha, B, plan->a, A, plan->b, &beta, D, plan->c, D, plan->c,
                                   &plan->algo, workspace_, workspaceBytes_, stream));
   return true;

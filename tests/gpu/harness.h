@@ -81,6 +81,15 @@ class CublasLt {
   // caller. Returns false when cuBLASLt has no algorithm for it. The plan is cached per shape.
   bool matmulOut(DType in, DType out, const void* A, Layout la, int64_t lda, const void* B, Layout lb, int64_t ldb,
                  void* D, int64_t M, int64_t N, int64_t K, cudaStream_t stream, std::string* algoText = nullptr);
+  // The fp8 anchor: bf16 D (row-major, ld N) = (scaleA * A) x (scaleB * B), A row-major M x K and B
+  // column-major K x N of e4m3/e5m2 (the layout cuBLASLt's fp8 path requires), f32 compute.
+  // `fastAccum`: CUBLASLT_MATMUL_DESC_FAST_ACCUM (the fp8 tensor-core accumulator for the whole K).
+  // `blockScales`: scaleA holds one f32 per 1 x 128 block of A (VEC128_32F), scaleB one per 128 x 128
+  // block of B (BLK128x128_32F), cuBLASLt's own scale layouts; else each points to one f32 (per tensor).
+  // Returns false when cuBLASLt has no algorithm for it. The plan is cached.
+  bool matmulFp8(DType inA, DType inB, const void* A, int64_t lda, const void* B, int64_t ldb, void* D, int64_t M,
+                 int64_t N, int64_t K, const float* scaleA, const float* scaleB, bool fastAccum, bool blockScales,
+                 cudaStream_t stream, std::string* algoText = nullptr);
 
  private:
   cublasLtHandle_t handle_ = nullptr;
@@ -89,6 +98,45 @@ class CublasLt {
   struct Plan;
   std::map<std::string, Plan*> plans_;
 };
+
+// Block scales of an fp8 operand (the language's `A : e4m3 row scale (BM, BK);`, `B : ... scale (BN,
+// BK);`): one f32 scale per `outer` x `k` block, `outer` along M (A) or N (B). Off: {0, 0}. The scale
+// tensor is k-block major: the scale of A's block (mb, kb) is scale_A[b * batch_stride + kb * ld + mb].
+struct BlockScale {
+  int outer = 0, k = 0;
+  bool on() const { return outer > 0 && k > 0; }
+};
+
+namespace detail {
+// Operand::scaleBlock arrives with the language's `scale (R, C)` suffix; until a front end has it,
+// no operand has block scales (the overload on `long` is the fallback).
+template <class O>
+auto scaleBlockOf(const O& o, int) -> decltype(o.scaleBlock.has_value(), BlockScale{}) {
+  if (!o.scaleBlock) return {};
+  return BlockScale{(*o.scaleBlock)[0], (*o.scaleBlock)[1]};
+}
+template <class O>
+BlockScale scaleBlockOf(const O&, long) {
+  return {};
+}
+}  // namespace detail
+
+inline BlockScale blockScaleOf(const Operand* o) { return o ? detail::scaleBlockOf(*o, 0) : BlockScale{}; }
+
+namespace detail {
+// KernelSpec::promoteEvery arrives with the language's `promotion = fast | N` (0 = fast).
+template <class S>
+auto promoteEveryOf(const S& s, int) -> decltype(s.promoteEvery.value, int{}) {
+  return s.promoteEvery.value;
+}
+template <class S>
+int promoteEveryOf(const S&, long) {
+  return 0;
+}
+}  // namespace detail
+
+// fp8: every how many k-tiles the wgmma accumulator is promoted into f32 (0: fast accumulation).
+inline int promoteEveryOf(const KernelSpec& s) { return detail::promoteEveryOf(s, 0); }
 
 std::string fmtDouble(double v, int prec = 3);
 DType parseDType(const std::string& s, bool* ok = nullptr);

@@ -42,7 +42,7 @@ mkdir -p "$CARRY/specs/matrix" "$CARRY/specs/samples" "$CARRY/specs/examples" "$
 cp tests/gpu/specs/*.kdl "$CARRY/specs/matrix/"
 if compgen -G "samples/kernels/*.kdl" >/dev/null; then cp -r samples/kernels/. "$CARRY/specs/samples/"; fi
 cp -r "$SHARED/spec/examples/." "$CARRY/specs/examples/"
-cp bench/specs/bench.kdl "$CARRY/specs/bench/"
+cp bench/specs/*.kdl "$CARRY/specs/bench/"
 
 status=0
 if [ -n "${KDL_KERNELS_ON_GPU_MACHINE:-}" ]; then

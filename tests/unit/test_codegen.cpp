@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include "codegen/build_ptxas.h"
 #include "codegen/codegen.h"
 #include "codegen/compile_cache.h"
 #include "codegen/epilogue_expr.h"
@@ -319,13 +320,76 @@ TEST_CASE("compile cache keys and verification", "[codegen][cache]") {
   CompileCache c(std::string(tmpl) + "/cache");
   REQUIRE(c.usable());
   CHECK(!c.lookup(k));
-  REQUIRE(c.store(k, "object bytes"));
+  REQUIRE(c.store(k, {"object bytes", "ptxas info    : Used 10 registers\n"}));
   REQUIRE(c.lookup(k));
-  CHECK(*c.lookup(k) == "object bytes");
-  // a tampered object is never used
+  CHECK(c.lookup(k)->object == "object bytes");
+  CHECK(c.lookup(k)->output == "ptxas info    : Used 10 registers\n");  // a hit carries ptxas's report
+  // a tampered object or output is never used
   std::string err;
-  REQUIRE(writeFileAtomic(c.dir() + "/" + k.substr(0, 2) + "/" + k + ".o", "planted", err));
+  std::string entry = c.dir() + "/" + k.substr(0, 2) + "/" + k + ".o";
+  REQUIRE(writeFileAtomic(entry + ".log", "ptxas info    : Used 10 registers (no spills, trust me)\n", err));
   CHECK(!c.lookup(k));
+  REQUIRE(c.store(k, {"object bytes", "ptxas info    : Used 10 registers\n"}));
+  REQUIRE(c.lookup(k));
+  REQUIRE(writeFileAtomic(entry, "planted", err));
+  CHECK(!c.lookup(k));
+}
+
+// What nvcc 13.0 printed for a small sm_90a kernel built with -G (setmaxnreg ignored, wgmma
+// serialized, spills) and its device function (barriers and smem added to the usage line): the gate
+// of `kdlc build` reads this.
+TEST_CASE("ptxas report: functions, spills and performance-loss notes", "[codegen][ptxas]") {
+  const std::string out =
+      "probe.cu(5): warning #177-D: variable \"a\" was declared but never referenced\n"
+      "ptxas info    : (C7505) Potential Performance Loss: 'setmaxnreg' ignored to allow debugging.\n"
+      "ptxas info    : (C7519) warpgroup.arrive is injected in around line 459 by compiler to allow use of registers "
+      "in GMMA in function '_Z5probePf'\n"
+      "ptxas info    : (C7520) Potential Performance Loss: wgmma.mma_async instructions are serialized due to program "
+      "dependence on compiler-inserted WG.AR in divergent path in the function '_Z5probePf'\n"
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Function properties for _Z8sidewaysPf\n"
+      "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Compile time = 13.665 ms\n"
+      "ptxas info    : Compiling entry function '_Z5probePf' for 'sm_90a'\n"
+      "ptxas info    : Function properties for _Z5probePf\n"
+      "    904 bytes stack frame, 630 bytes spill stores, 632 bytes spill loads\n"
+      "ptxas info    : Used 168 registers, used 1 barriers, 2048 bytes smem, 904 bytes cumulative stack size\n"
+      "ptxas info    : Compile time = 198.953 ms\n";
+  PtxasReport r = parsePtxasReport(out, true);
+  REQUIRE(r.functions.size() == 2);
+  CHECK(r.functions[0].name == "sideways(float*)");
+  CHECK(r.functions[0].arch == "sm_90a");  // named by the entry that follows in the same ptxas run
+  CHECK(!r.functions[0].entry);
+  const PtxasFunction& e = r.functions[1];
+  CHECK(e.name == "probe(float*)");
+  CHECK(e.entry);
+  CHECK(e.registers == 168);
+  CHECK(e.barriers == 1);
+  CHECK(e.smemBytes == 2048);
+  CHECK(e.stackBytes == 904);
+  CHECK(e.spillStoreBytes == 630);
+  CHECK(e.spillLoadBytes == 632);
+  CHECK(e.compileMs == Approx(198.953));
+  REQUIRE(r.problems.size() == 3);  // setmaxnreg, wgmma, the spill; not the C7519 note
+  CHECK(r.problems[0].find("'setmaxnreg' ignored") != std::string::npos);
+  CHECK(r.problems[1].find("serialized") != std::string::npos);
+  CHECK(r.problems[2].find("630 bytes spill stores") != std::string::npos);
+  CHECK(r.notes.size() == 3);
+  CHECK(r.otherOutput.find("warning #177-D") != std::string::npos);
+  CHECK(r.otherOutput.find("ptxas") == std::string::npos);
+  // A clean report passes; no report at all passes only when no SASS was built.
+  PtxasReport clean = parsePtxasReport(
+      "ptxas info    : 0 bytes gmem\nptxas info    : Compiling entry function '_Z1kv' for 'sm_80'\n"
+      "ptxas info    : Function properties for _Z1kv\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 40 registers, used 1 barriers, 400 bytes cmem[0]\n",
+      true);
+  CHECK(clean.problems.empty());
+  CHECK(clean.functions.size() == 1);
+  CHECK(parsePtxasReport("", false).problems.empty());
+  CHECK(parsePtxasReport("", true).problems.size() == 1);
+  CHECK(gencodeProducesSass({"-gencode=arch=compute_90a,code=sm_90a"}));
+  CHECK(gencodeProducesSass({"-gencode=arch=compute_80,code=[compute_80,sm_80]"}));
+  CHECK(!gencodeProducesSass({"-gencode=arch=compute_90,code=compute_90"}));
 }
 
 // ---- shared memory: one function (include/kdl/gemm_sm80_smem.h) for validation, lowering and the templates ----

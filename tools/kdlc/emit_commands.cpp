@@ -50,11 +50,19 @@ Options:
 static const char* kBuildHelp = R"(Usage: kdlc build [options] FILE -o DIR
 
 Emits like `kdlc emit`, then compiles every NAME.cu with nvcc (the kernel's own -gencode flags,
--std=c++17 -O3 -Xcompiler -fPIC) into DIR/lib<stem>.a and DIR/lib<stem>.so (stem: FILE's name without
-.kdl), beside the headers. Compiled objects are cached by the content of everything that reaches nvcc
-(sources, KDL headers, flags, nvcc's path and version, NVCC_PREPEND_FLAGS/NVCC_APPEND_FLAGS, and the
-host compiler nvcc uses). Builds into one DIR may run at once; SIGINT/SIGTERM stop the compilers and
-leave no temporary files (exit 128 + signal). See docs/building.md.
+-std=c++17 -O3 -Xcompiler -fPIC -Xptxas -v, then --nvcc-flag/$KDL_NVCC_FLAGS) into DIR/lib<stem>.a and
+DIR/lib<stem>.so (stem: FILE's name without .kdl), beside the headers. Compiled objects are cached by
+the content of everything that reaches nvcc (sources, KDL headers, flags, nvcc's path and version,
+NVCC_PREPEND_FLAGS/NVCC_APPEND_FLAGS, and the host compiler nvcc uses), with nvcc's output. Builds into
+one DIR may run at once; SIGINT/SIGTERM stop the compilers and leave no temporary files (exit 128 +
+signal). See docs/building.md.
+
+ptxas gate: the build fails, naming the kernel and quoting ptxas, when any kernel spills registers
+(nonzero "bytes spill stores/loads"), when ptxas ignores setmaxnreg ("'setmaxnreg' ignored", e.g.
+C7508) or serializes wgmma ("wgmma.mma_async instructions are serialized", e.g. C7515), or prints any
+other "Potential Performance Loss" (the code number depends on the reason; the words are matched). Cached objects carry their report, so a cache hit is gated too.
+The report (registers, spills, stack, static shared memory, barriers, ptxas time per function and
+target) is written to DIR/lib<stem>.ptxas.txt with the libraries.
 
 Options:
   -o DIR                    the output directory
@@ -65,6 +73,11 @@ Options:
   --cache-dir DIR           the compile cache (default: $KDL_CACHE_DIR, $XDG_CACHE_HOME/kdl, ~/.cache/kdl)
   --cache-max-size SIZE     cap on the cache, least recently used entries go first (default: $KDL_CACHE_MAX_SIZE, 2G)
   --no-cache                compile everything
+  --nvcc-flag FLAG          one more nvcc flag after kdlc's, e.g. --nvcc-flag=-lineinfo (repeatable; also the
+                            words of $KDL_NVCC_FLAGS, which come first); part of the cache key
+  --allow-ptxas-warnings    build kernels the ptxas gate refuses (a spill, an ignored setmaxnreg, serialized
+                            wgmma cost performance): their report is printed as a warning instead
+  -v, --verbose             print every kernel's ptxas report
   --depfile FILE            as for emit
   --diagnostics=text|json, --color, --max-errors, --max-kernels, --max-depth   see `kdlc --help`
 )";
@@ -136,7 +149,8 @@ struct EmitCommand {
   bool touchManifest = false;
   // build only
   std::string nvcc, launcher, cacheDir, cacheMaxSize;
-  bool noCache = false;
+  std::vector<std::string> nvccFlags;  // --nvcc-flag
+  bool noCache = false, allowPtxasWarnings = false, verbose = false;
   int jobs = int(std::max(1u, std::thread::hardware_concurrency()));
 };
 
@@ -171,6 +185,13 @@ std::optional<int> parseEmitCommand(Args& args, EmitCommand& c) {
         continue;
       }
       if (a == "--no-cache") { c.noCache = true; continue; }
+      if (a == "--allow-ptxas-warnings") { c.allowPtxasWarnings = true; continue; }
+      if (a == "-v" || a == "--verbose") { c.verbose = true; continue; }
+      if ((r = optionValue(args, a, "--nvcc-flag", v))) {
+        if (r < 0 || v.empty()) return usageError("--nvcc-flag needs a flag, e.g. --nvcc-flag=-lineinfo");
+        c.nvccFlags.push_back(v);
+        continue;
+      }
       if ((r = optionValue(args, a, "-j", v)) || (a.rfind("-j", 0) == 0 && a.size() > 2 && (v = a.substr(2), true))) {
         if (r < 0) return usageError("-j needs a number of jobs");
         if (!parseJobs(v, c.jobs)) return usageError("-j takes a number from 1 to 256, not `" + v + "`");
@@ -225,6 +246,10 @@ cg::BuildRequest buildRequest(const EmitCommand& c, const std::vector<cg::Kernel
   req.sourceIncludeDir = KDL_SOURCE_INCLUDE_DIR;
   const char* envLauncher = std::getenv(cg::kLauncherEnv);
   req.launcher = !c.launcher.empty() ? c.launcher : envLauncher ? envLauncher : "";
+  req.extraNvccFlags = cg::nvccFlagsFromEnvironment();
+  req.extraNvccFlags.insert(req.extraNvccFlags.end(), c.nvccFlags.begin(), c.nvccFlags.end());
+  req.allowPtxasWarnings = c.allowPtxasWarnings;
+  req.verbose = c.verbose;
   req.jobs = c.jobs;
   req.useCache = !c.noCache;
   req.cacheDir = c.cacheDir;

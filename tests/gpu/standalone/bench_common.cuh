@@ -97,7 +97,9 @@ struct Bufs { bf16 *A, *B, *D, *Dref; float* diff; void* ws; size_t ws_bytes; vo
 
 // cuBLASLt's bf16 GEMM for row-major A (M x K), column-major B (K x N) and row-major D, seen in its
 // column-major terms: D^T (N x M, ld N) = op(B) (N x K) * A^T (K x M); f32 compute, the heuristic's
-// best algorithm within `ws_bytes` of workspace. run() writes b.Dref from b.A and b.B.
+// best algorithm within `ws_bytes` of workspace. run() writes b.Dref from b.A and b.B -- or, given
+// `ab_type` and operands (e.g. CUDA_R_8F_E4M3 and fp8 copies), from those: the same TN GEMM with a
+// bf16 D (cuBLASLt's fp8 path, scales 1).
 struct LtBf16Tn {
   cublasLtHandle_t lt;
   const Bufs* b;
@@ -107,14 +109,18 @@ struct LtBf16Tn {
   cublasLtMatmulHeuristicResult_t heur;
   float alpha = 1.f, beta = 0.f;
 
-  LtBf16Tn(cublasLtHandle_t handle, const Bufs& bufs, size_t workspace_bytes, int M, int N, int K)
-      : lt(handle), b(&bufs), ws_bytes(workspace_bytes) {
+  const void* A;
+  const void* B;
+
+  LtBf16Tn(cublasLtHandle_t handle, const Bufs& bufs, size_t workspace_bytes, int M, int N, int K,
+           cudaDataType_t ab_type = CUDA_R_16BF, const void* a = nullptr, const void* bm = nullptr)
+      : lt(handle), b(&bufs), ws_bytes(workspace_bytes), A(a ? a : bufs.A), B(bm ? bm : bufs.B) {
     CKL(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
     CKL(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     CKL(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    CKL(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, K, N, K));
-    CKL(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, K, M, K));
+    CKL(cublasLtMatrixLayoutCreate(&la, ab_type, K, N, K));
+    CKL(cublasLtMatrixLayoutCreate(&lb, ab_type, K, M, K));
     CKL(cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, N, M, N));
     cublasLtMatmulPreference_t pref;
     CKL(cublasLtMatmulPreferenceCreate(&pref));
@@ -129,7 +135,7 @@ struct LtBf16Tn {
   }
   LtBf16Tn(const LtBf16Tn&) = delete;
   LtBf16Tn& operator=(const LtBf16Tn&) = delete;
-  void run() const {
-    cublasLtMatmul(lt, op, &alpha, b->B, la, b->A, lb, &beta, b->Dref, ld, b->Dref, ld, &heur.algo, b->lt_ws, ws_bytes, 0);
+  cublasStatus_t run() const {
+    return cublasLtMatmul(lt, op, &alpha, B, la, A, lb, &beta, b->Dref, ld, b->Dref, ld, &heur.algo, b->lt_ws, ws_bytes, 0);
   }
 };

@@ -1,8 +1,8 @@
-// Benchmark: kdl::GemmSm90 (TMA + wgmma, warp-specialized cooperative, persistent; kdl/gemm_sm90.cuh)
+// Benchmark: kdl::GemmSm90 (TMA + wgmma, warp-specialized cooperative and pingpong, persistent; kdl/gemm_sm90.cuh)
 // beside cuBLASLt, bf16, A row (MxK), B col (NxK), D row, alpha=1, beta=0, f32 accumulation. Same
 // process, same buffers; 7 batches of CUDA-event-timed launches alternating with cuBLASLt's (the
 // clock drifts under the power cap), medians and the median per-pair ratio. Helpers (NVML probe, timing, fill) are bench_common.cuh's.
-// Usage: bench_gemm_sm90 [rounds (default 2)]
+// Usage: bench_gemm_sm90 [rounds (default 1)]
 #include "common.cuh"
 #include "kdl/gemm_sm90.cuh"
 #include <cublasLt.h>
@@ -17,35 +17,50 @@
 
 #include "bench_common.cuh"
 
-template <int TM, int TN, int S, int C = 1>
-using Sm90 = kdl::GemmSm90<bf16, kdl::RowMajor, bf16, kdl::ColMajor, float, TM, TN, 64, S, kdl::Sm90Schedule::Cooperative, C, 1,
-                              false, 0, kdl::sm90::NoBlockScaling, StoreEpilogue<bf16>>;
+constexpr kdl::Sm90Schedule Coop = kdl::Sm90Schedule::Cooperative, Pp = kdl::Sm90Schedule::Pingpong;
+template <int TM, int TN, int S, int CM = 1, kdl::Sm90Schedule Sch = Coop, int CN = 1, bool RasterM = false>
+using Sm90 = kdl::GemmSm90<bf16, kdl::RowMajor, bf16, kdl::ColMajor, float, TM, TN, 64, S, Sch, CM, CN, RasterM, 0,
+                           kdl::sm90::NoBlockScaling, StoreEpilogue<bf16>>;
+
+template <int TM, int TN, int S, int CM = 1, kdl::Sm90Schedule Sch = Coop, int CN = 1>
+using Sm90E4m3 = kdl::GemmSm90<__nv_fp8_e4m3, kdl::RowMajor, __nv_fp8_e4m3, kdl::ColMajor, float, TM, TN, 128, S, Sch, CM, CN,
+                               false, 0, kdl::sm90::NoBlockScaling, StoreEpilogue<bf16>>;
 
 static std::function<void()> g_lt_run;
 
+__global__ void to_e4m3(const bf16* src, __nv_fp8_e4m3* dst, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    dst[i] = __nv_fp8_e4m3(__bfloat162float(src[i]));
+}
+
+// A and B default to the bf16 buffers; fp8 configurations pass their fp8 copies.
 template <class Gemm>
-static void bench_cfg(const char* name, int M, int N, int K, Bufs& b, int iters) {
-  kdl::GemmProblem p{M, N, K, 1, b.A, K, 0, b.B, K, 0, 1};
+static void bench_cfg(const char* name, int M, int N, int K, Bufs& b, int iters, const void* A = nullptr,
+                      const void* B = nullptr, int split = 1) {
+  kdl::GemmProblem p{M, N, K, 1, A ? A : b.A, K, 0, B ? B : b.B, K, 0, split};
+  void* ws = nullptr;
+  if (const size_t wsb = Gemm::workspace_size(p)) CK(cudaMalloc(&ws, wsb));
   StoreEpilogue<bf16>::Params ep{b.D, N, 0, 1.f};
   if (const char* w = Gemm::can_implement(p)) { printf("  %-30s skip: %s\n", name, w); return; }
   CK(cudaMemset(b.D, 0xff, (size_t)M * N * 2));
-  CK(Gemm::run(p, ep, nullptr, 0));
+  CK(Gemm::run(p, ep, ws, 0));
   CK(cudaDeviceSynchronize());
   CK(cudaMemset(b.diff, 0, 4));
   max_rel_diff<<<264, 256>>>(b.D, b.Dref, (size_t)M * N, b.diff);
   float diff; CK(cudaMemcpy(&diff, b.diff, 4, cudaMemcpyDeviceToHost));
   // The card's clock drifts under load (power cap): time ours and cuBLASLt in alternating
   // batches and report each one's median and the median of the per-pair ratios.
-  auto ours = [&] { Gemm::run(p, ep, nullptr, 0); };
-  if (Gemm::kClusterM > 1) {  // how many clusters the device can hold at once (the grid has SMs / ClusterM)
+  auto ours = [&] { Gemm::run(p, ep, ws, 0); };
+  if (Gemm::kClusterSize > 1) {  // how many clusters the device can hold at once (the grid has SMs / ClusterM)
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = Gemm::kClusterM;
-    attr[0].val.clusterDim.y = attr[0].val.clusterDim.z = 1;
+    attr[0].val.clusterDim.y = Gemm::kClusterN;
+    attr[0].val.clusterDim.z = 1;
     cfg.blockDim = dim3(Gemm::kThreads, 1, 1);
     cfg.dynamicSmemBytes = Gemm::kSmemBytes;
-    cfg.gridDim = dim3(132, 1, 1);
+    cfg.gridDim = dim3(132 / Gemm::kClusterN, Gemm::kClusterN, 1);
     cfg.attrs = attr;
     cfg.numAttrs = 1;
     int clusters = -1;
@@ -68,10 +83,11 @@ static void bench_cfg(const char* name, int M, int N, int K, Bufs& b, int iters)
          name, t, tf, 2.0 * M * N * K / (t_lt * 1e-3) / 1e12, rat, diff, diff > 2e-2 ? "  MISMATCH" : "");
   if (mhz > 0) printf("    clock %4.0f MHz  %6.1f TFLOP/s per GHz\n", mhz, tf / (mhz * 1e-3));
   printf("CSV,%d,%d,%d,%s,%.4f,%.1f,%.4f,%.0f\n", M, N, K, name, t, tf, t_lt, mhz);
+  if (ws) cudaFree(ws);
 }
 
 int main(int argc, char** argv) {
-  const int rounds = argc > 1 ? atoi(argv[1]) : 2;
+  const int rounds = argc > 1 ? atoi(argv[1]) : 1;
   struct Shape { int m, n, k; };
   std::vector<Shape> shapes = {{4096, 4096, 4096}, {8192, 8192, 8192}};
   size_t maxA = 0, maxB = 0, maxD = 0;
@@ -100,11 +116,53 @@ int main(int argc, char** argv) {
     for (int r = 0; r < rounds; ++r) {
       bench_cfg<Sm90<128, 256, 4>>("Sm90 128x256x64 s4", M, N, K, b, iters);
       bench_cfg<Sm90<128, 256, 4, 2>>("Sm90 128x256x64 s4 c2x1", M, N, K, b, iters);
-      bench_cfg<Sm90<128, 128, 4>>("Sm90 128x128x64 s4", M, N, K, b, iters);
-      bench_cfg<Sm90<128, 128, 5>>("Sm90 128x128x64 s5", M, N, K, b, iters);
-      bench_cfg<Sm90<128, 128, 5, 2>>("Sm90 128x128x64 s5 c2x1", M, N, K, b, iters);
-      bench_cfg<Sm90<256, 128, 4>>("Sm90 256x128x64 s4", M, N, K, b, iters);
-      bench_cfg<Sm90<256, 128, 4, 2>>("Sm90 256x128x64 s4 c2x1", M, N, K, b, iters);
+      bench_cfg<Sm90<128, 256, 4, 1, Coop, 2>>("Sm90 128x256x64 s4 c1x2", M, N, K, b, iters);
+      bench_cfg<Sm90<128, 256, 4, 1, Coop, 1, true>>("Sm90 128x256x64 s4 rasterM", M, N, K, b, iters);
+      bench_cfg<Sm90<128, 128, 5, 1, Pp>>("Sm90 pingpong 128x128x64 s5", M, N, K, b, iters);
+      bench_cfg<Sm90<128, 128, 5, 2, Pp>>("Sm90 pingpong 128x128x64 s5 c2x1", M, N, K, b, iters);
+      bench_cfg<Sm90<64, 256, 5, 1, Pp>>("Sm90 pingpong 64x256x64 s5", M, N, K, b, iters);
+    }
+  }
+  // Small M: 128 x 8192 x 8192 has 32-64 output tiles for 132 SMs; serial split-K fills them.
+  {
+    const int M = 128, N = 8192, K = 8192;
+    const LtBf16Tn cublas(lt, b, lt_ws_bytes, M, N, K);
+    g_lt_run = [&] { cublas.run(); };
+    const int iters = 50;
+    float t_lt = time_median_ms(g_lt_run, iters, 7);
+    printf("%dx%dx%d  cuBLASLt %8.3f ms %7.1f TFLOP/s\n", M, N, K, t_lt, 2.0 * M * N * K / (t_lt * 1e-3) / 1e12);
+    for (int r = 0; r < rounds; ++r) {
+      bench_cfg<Sm90<128, 256, 4>>("Sm90 128x256x64 s4", M, N, K, b, iters);
+      bench_cfg<Sm90<128, 256, 4>>("Sm90 128x256x64 s4 split 4", M, N, K, b, iters, nullptr, nullptr, 4);
+      bench_cfg<Sm90<128, 128, 5, 1, Pp>>("Sm90 pingpong 128x128x64 s5 split 2", M, N, K, b, iters, nullptr, nullptr, 2);
+      bench_cfg<Sm90<64, 256, 5, 1, Pp>>("Sm90 pingpong 64x256x64 s5 split 2", M, N, K, b, iters, nullptr, nullptr, 2);
+      bench_cfg<Sm90<64, 256, 5, 1, Pp>>("Sm90 pingpong 64x256x64 s5 split 4", M, N, K, b, iters, nullptr, nullptr, 4);
+    }
+  }
+
+  // e4m3 x e4m3 -> bf16 (per-tensor scales 1) beside cuBLASLt's fp8 GEMM.
+  __nv_fp8_e4m3 *A8, *B8;
+  CK(cudaMalloc(&A8, maxA)); CK(cudaMalloc(&B8, maxB));
+  to_e4m3<<<1024, 256>>>(b.A, A8, maxA); to_e4m3<<<1024, 256>>>(b.B, B8, maxB);
+  CK(cudaDeviceSynchronize());
+  for (auto s : shapes) {
+    const int M = s.m, N = s.n, K = s.k;
+    const LtBf16Tn cublas(lt, b, lt_ws_bytes, M, N, K, CUDA_R_8F_E4M3, A8, B8);
+    CK(cudaMemset(b.Dref, 0xff, (size_t)M * N * 2));
+    CKL(cublas.run());
+    CK(cudaDeviceSynchronize());
+    auto lt_run = [&] { cublas.run(); };
+    const double flops = 2.0 * M * N * K;
+    int iters = std::min(200, std::max(3, (int)(20e-3 / (flops / 1200e12))));
+    g_lt_run = lt_run;
+    float t_lt = time_median_ms(lt_run, iters, 7);
+    CK(cudaDeviceSynchronize());
+    printf("%dx%dx%d e4m3  cuBLASLt fp8 %8.3f ms %7.1f TFLOP/s\n", M, N, K, t_lt, flops / (t_lt * 1e-3) / 1e12);
+    for (int r = 0; r < rounds; ++r) {
+      bench_cfg<Sm90E4m3<128, 256, 4>>("Sm90 e4m3 128x256x128 s4", M, N, K, b, iters, A8, B8);
+      bench_cfg<Sm90E4m3<128, 256, 4, 2>>("Sm90 e4m3 128x256x128 s4 c2x1", M, N, K, b, iters, A8, B8);
+      bench_cfg<Sm90E4m3<128, 128, 6>>("Sm90 e4m3 128x128x128 s6", M, N, K, b, iters, A8, B8);
+      bench_cfg<Sm90E4m3<64, 256, 5, 1, Pp>>("Sm90 e4m3 pingpong 64x256x128 s5", M, N, K, b, iters, A8, B8);
     }
   }
   cublasLtDestroy(lt);

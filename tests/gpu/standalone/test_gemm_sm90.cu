@@ -1,11 +1,13 @@
-// Standalone test of kdl::GemmSm90 (kdl/gemm_sm90.cuh) on an sm_90a device: fresh random bf16 and
-// f16 inputs, outputs poisoned with NaN, D = alpha * acc through an epilogue shaped like a
-// generated one; checked against an fp64 CPU reference on small cases and cuBLASLt (f32
-// compute) on large ones. One PASS/FAIL line per case, then "N passed, M failed"; exit status
+// Standalone test of kdl::GemmSm90 (kdl/gemm_sm90.cuh) on an sm_90a device: fresh random bf16, f16
+// and fp8 inputs, outputs poisoned with NaN, D = alpha * acc through an epilogue shaped like a
+// generated one; both schedules, clusters 1x1 / 2x1 / 1x2 / 2x2, both rasters, odd M/N/K, batches
+// and padded leading dimensions (padding of D checked untouched); checked against an fp64 CPU
+// reference on small cases and cuBLASLt (f32 compute; fp64 on the GPU for fp8) on large ones. One PASS/FAIL line per case, then "N passed, M failed"; exit status
 // non-zero on any failure. A watchdog fails the run instead of hanging on a stuck pipeline.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <atomic>
 #include <chrono>
@@ -57,15 +59,20 @@ struct Epilogue {
 };
 }  // namespace kdl_test
 
-template <class T> float to_f(T x);
+template <class T> float to_f(T x) { return float(x); }  // fp8 (cuda_fp8.h's conversion)
 template <> float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
 template <> float to_f(half x) { return __half2float(x); }
-template <class T> T from_f(float x);
+template <class T> T from_f(float x) { return T(x); }  // fp8: round to nearest, saturating
 template <> __nv_bfloat16 from_f(float x) { return __float2bfloat16(x); }
 template <> half from_f(float x) { return __float2half(x); }
 template <class T> cudaDataType_t cuda_type();
 template <> cudaDataType_t cuda_type<__nv_bfloat16>() { return CUDA_R_16BF; }
 template <> cudaDataType_t cuda_type<half>() { return CUDA_R_16F; }
+template <class T> const char* type_name();
+template <> const char* type_name<__nv_bfloat16>() { return "bf16"; }
+template <> const char* type_name<half>() { return "f16"; }
+template <> const char* type_name<__nv_fp8_e4m3>() { return "e4m3"; }
+template <> const char* type_name<__nv_fp8_e5m2>() { return "e5m2"; }
 
 static cublasLtHandle_t g_lt;
 static void* g_lt_ws;
@@ -123,49 +130,84 @@ static void lt_reference(const T* A, const T* B, T* D, int M, int N, int K, floa
   cublasLtMatmulDescDestroy(op);
 }
 
-template <class Gemm, class T>
-static void run_case(const char* cfg, const char* tname, int M, int N, int K, int batch) {
-  char name[160];
-  snprintf(name, sizeof name, "%s %s m=%d n=%d k=%d batch=%d", cfg, tname, M, N, K, batch);
-  const float alpha = 0.5f;
-  const int64_t lda = K, ldb = K, ldd = N;
-  const int64_t bsA = (int64_t)M * lda, bsB = (int64_t)N * ldb, bsD = (int64_t)M * ldd;
-  std::vector<T> hA((size_t)bsA * batch), hB((size_t)bsB * batch), hD((size_t)bsD * batch);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  for (auto& x : hA) x = from_f<T>(dist(g_rng));
-  for (auto& x : hB) x = from_f<T>(dist(g_rng));
-  T *A, *B, *D, *Dref = nullptr;
-  CK(cudaMalloc(&A, hA.size() * sizeof(T)));
-  CK(cudaMalloc(&B, hB.size() * sizeof(T)));
-  CK(cudaMalloc(&D, hD.size() * sizeof(T)));
-  CK(cudaMemcpy(A, hA.data(), hA.size() * sizeof(T), cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(B, hB.data(), hB.size() * sizeof(T), cudaMemcpyHostToDevice));
-  CK(cudaMemset(D, 0xff, hD.size() * sizeof(T)));  // NaN in bf16 and f16
+// fp64 reference on the GPU (large fp8 cases, which cuBLASLt's bf16 path cannot check): one thread
+// per output, D = alpha * sum_k A[m][k] * B[n][k] over the dequantised inputs.
+template <class TA, class TB>
+__global__ void ref_gemm_f64(const TA* A, const TB* B, float* D, int M, int N, int K, int64_t lda, int64_t ldb, float alpha) {
+  const int n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y;
+  if (n >= N) return;
+  double s = 0;
+  for (int k = 0; k < K; ++k) s += (double)float(A[(int64_t)m * lda + k]) * (double)float(B[(int64_t)n * ldb + k]);
+  D[(int64_t)m * N + n] = (float)(alpha * s);
+}
 
-  kdl::GemmProblem p{M, N, K, batch, A, lda, bsA, B, ldb, bsB, 1};
+// One case: fresh random A (M x K row-major) and B (K x N column-major), lda/ldb/ldd padded when
+// `padded` (by 16 bytes of K and 3 columns of D), D poisoned with NaN; every element of D checked.
+template <class Gemm, class TA, class TB, class TOut>
+static void run_case(const char* cfg, int M, int N, int K, int batch, bool padded = false, int split = 1) {
+  char name[200];
+  snprintf(name, sizeof name, "%s %sx%s->%s m=%d n=%d k=%d batch=%d%s split_k=%d", cfg, type_name<TA>(), type_name<TB>(),
+           type_name<TOut>(), M, N, K, batch, padded ? " padded" : "", split);
+  const float alpha = 0.5f;
+  const int64_t lda = K + (padded ? 16 / sizeof(TA) : 0), ldb = K + (padded ? 16 / sizeof(TB) : 0), ldd = N + (padded ? 3 : 0);
+  const int64_t bsA = (int64_t)M * lda, bsB = (int64_t)N * ldb, bsD = (int64_t)M * ldd;
+  std::vector<TA> hA((size_t)bsA * batch);
+  std::vector<TB> hB((size_t)bsB * batch);
+  std::vector<TOut> hD((size_t)bsD * batch);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  for (auto& x : hA) x = from_f<TA>(dist(g_rng));
+  for (auto& x : hB) x = from_f<TB>(dist(g_rng));
+  TA* A;
+  TB* B;
+  TOut *D, *Dref = nullptr;
+  CK(cudaMalloc(&A, hA.size() * sizeof(TA)));
+  CK(cudaMalloc(&B, hB.size() * sizeof(TB)));
+  CK(cudaMalloc(&D, hD.size() * sizeof(TOut)));
+  CK(cudaMemcpy(A, hA.data(), hA.size() * sizeof(TA), cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(B, hB.data(), hB.size() * sizeof(TB), cudaMemcpyHostToDevice));
+  CK(cudaMemset(D, 0xff, hD.size() * sizeof(TOut)));  // NaN in bf16 and f16
+
+  kdl::GemmProblem p{M, N, K, batch, A, lda, bsA, B, ldb, bsB, split};
   if (const char* why = Gemm::can_implement(p)) {
     printf("FAIL %s: can_implement: %s\n", name, why);
     ++g_fail;
     return;
   }
+  // Split-K's workspace, poisoned: the kernel must not depend on what it holds.
+  void* ws = nullptr;
+  if (const size_t wsb = Gemm::workspace_size(p)) {
+    CK(cudaMalloc(&ws, wsb));
+    CK(cudaMemset(ws, 0x7f, wsb));
+  }
   typename Gemm::Params ep{D, ldd, bsD, alpha};
-  cudaError_t e = Gemm::run(p, ep, nullptr, 0);
+  cudaError_t e = Gemm::run(p, ep, ws, 0);
   if (e == cudaSuccess) e = sync_or_die(name, 20.0);
   if (e != cudaSuccess) {
     printf("FAIL %s: %s\n", name, cudaGetErrorString(e));
     ++g_fail;
     exit(1);  // a sticky error poisons every later case
   }
-  CK(cudaMemcpy(hD.data(), D, hD.size() * sizeof(T), cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(hD.data(), D, hD.size() * sizeof(TOut), cudaMemcpyDeviceToHost));
 
-  const bool use_lt = (double)M * N * K * batch > 6e7;
-  std::vector<float> ref((size_t)bsD * batch);
-  if (use_lt) {
-    CK(cudaMalloc(&Dref, hD.size() * sizeof(T)));
-    lt_reference<T>(A, B, Dref, M, N, K, alpha);
-    std::vector<T> hR(hD.size());
-    CK(cudaMemcpy(hR.data(), Dref, hR.size() * sizeof(T), cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < hR.size(); ++i) ref[i] = to_f(hR[i]);
+  // Large unbatched unpadded cases: cuBLASLt (16-bit inputs) or fp64 on the GPU (fp8); else fp64 on the CPU.
+  const bool device_ref = (double)M * N * K * batch > 6e7 && batch == 1 && !padded;
+  constexpr bool k16bit = sizeof(TA) == 2;
+  const char* ref_name = !device_ref ? "fp64 CPU" : k16bit ? "cuBLASLt" : "fp64 GPU";
+  std::vector<float> ref((size_t)bsD * batch, 0.f);
+  if (device_ref) {
+    if constexpr (k16bit) {
+      CK(cudaMalloc(&Dref, hD.size() * sizeof(TOut)));
+      lt_reference<TA>(A, B, Dref, M, N, K, alpha);
+      std::vector<TOut> hR(hD.size());
+      CK(cudaMemcpy(hR.data(), Dref, hR.size() * sizeof(TOut), cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < hR.size(); ++i) ref[i] = to_f(hR[i]);
+    } else {
+      float* R;
+      CK(cudaMalloc(&R, ref.size() * sizeof(float)));
+      ref_gemm_f64<TA, TB><<<dim3((N + 127) / 128, M), 128>>>(A, B, R, M, N, K, lda, ldb, alpha);
+      CK(cudaMemcpy(ref.data(), R, ref.size() * sizeof(float), cudaMemcpyDeviceToHost));
+      cudaFree(R);
+    }
   } else {
     std::vector<double> a(hA.size()), b(hB.size());
     for (size_t i = 0; i < a.size(); ++i) a[i] = to_f(hA[i]);
@@ -182,12 +224,21 @@ static void run_case(const char* cfg, const char* tname, int M, int N, int K, in
   }
   // 16-bit output: a few units in the last place of |ref|, plus slack for sums near zero.
   // (The cuBLASLt reference is rounded to 16 bits too, and may sum in a different order.)
-  const double rel = std::is_same<T, half>::value ? 2e-3 : 1.6e-2;
+  const double rel = std::is_same<TOut, half>::value ? 2e-3 : 1.6e-2;
   const double abs_tol = 2e-3 * std::sqrt((double)K);
   double worst = 0;
-  size_t bad = 0, first_bad = 0;
+  size_t bad = 0, first_bad = 0, checked = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
-    const double d = to_f(hD[i]), r = ref[i];
+    const size_t n = i % ldd;
+    const double d = to_f(hD[i]);
+    if (n >= (size_t)N) {  // the padding columns of D: never written
+      if (!std::isnan(d)) {
+        if (bad++ == 0) first_bad = i;
+      }
+      continue;
+    }
+    ++checked;
+    const double r = ref[i];
     const double err = std::fabs(d - r) / (abs_tol + rel * std::fabs(r));
     if (!(err <= 1.0)) {
       if (bad++ == 0) first_bad = i;
@@ -197,55 +248,104 @@ static void run_case(const char* cfg, const char* tname, int M, int N, int K, in
     }
   }
   if (bad == 0) {
-    printf("PASS %s (%s ref, worst error %.2f of tolerance)\n", name, use_lt ? "cuBLASLt" : "fp64 CPU", worst);
+    printf("PASS %s (%s ref, worst error %.2f of tolerance)\n", name, ref_name, worst);
     ++g_pass;
   } else {
     const size_t z = first_bad / bsD, m = (first_bad % bsD) / ldd, n = first_bad % ldd;
-    printf("FAIL %s (%s ref): %zu of %zu wrong, first at batch %zu row %zu col %zu: got %g want %g\n", name,
-           use_lt ? "cuBLASLt" : "fp64 CPU", bad, ref.size(), z, m, n, (double)to_f(hD[first_bad]),
-           (double)ref[first_bad]);
+    printf("FAIL %s (%s ref): %zu of %zu wrong, first at batch %zu row %zu col %zu: got %g want %g\n", name, ref_name,
+           bad, checked, z, m, n, (double)to_f(hD[first_bad]), (double)ref[first_bad]);
     ++g_fail;
   }
   cudaFree(A);
   cudaFree(B);
   cudaFree(D);
   if (Dref) cudaFree(Dref);
+  if (ws) cudaFree(ws);
 }
 
-template <class T, int TileM, int TileN, int Stages, int ClusterM = 1>
+// A GemmSm90 configuration of the test; D is bf16 for fp8 inputs, else the input type.
+template <class TA, class TB, int TileM, int TileN, int Stages, kdl::Sm90Schedule Schedule = kdl::Sm90Schedule::Cooperative,
+          int ClusterM = 1, int ClusterN = 1, bool RasterAlongM = false, bool SplitK = false>
 struct Config {
-  using Epi = kdl_test::Epilogue<T>;
-  using Gemm = kdl::GemmSm90<T, kdl::RowMajor, T, kdl::ColMajor, float, TileM, TileN, 64, Stages,
-                               kdl::Sm90Schedule::Cooperative, ClusterM, 1, false, 0, kdl::sm90::NoBlockScaling, Epi>;
+  using TOut = typename std::conditional<sizeof(TA) == 1, __nv_bfloat16, TA>::type;
+  static constexpr bool kSplitK = SplitK;
+  static constexpr int kTileK = 128 / sizeof(TA);
+  using Epi = kdl_test::Epilogue<TOut>;
+  using Gemm = kdl::GemmSm90<TA, kdl::RowMajor, TB, kdl::ColMajor, float, TileM, TileN, kTileK, Stages, Schedule, ClusterM,
+                               ClusterN, RasterAlongM, 0, kdl::sm90::NoBlockScaling, Epi>;
   struct G : Gemm {
     using Params = typename Epi::Params;
   };
+  static void name(char* buf, size_t cap) {
+    snprintf(buf, cap, "%dx%dx%d s%d %s c%dx%d%s", TileM, TileN, kTileK, Stages,
+             Schedule == kdl::Sm90Schedule::Pingpong ? "pingpong" : "coop", ClusterM, ClusterN, RasterAlongM ? " rasterM" : "");
+  }
 };
 
-template <class T, int TileM, int TileN, int Stages, int ClusterM = 1>
-static void run_config(const char* tname, bool full, bool quick) {
-  using G = typename Config<T, TileM, TileN, Stages, ClusterM>::G;
-  char cfg[64];
-  snprintf(cfg, sizeof cfg, "%dx%dx64 s%d c%dx1", TileM, TileN, Stages, ClusterM);
+// full: every small M x N x K; else a subset. quick: the small cases only (compute-sanitizer).
+template <class TA, class TB, class C>
+static void run_config_t(bool full, bool quick) {
+  using G = typename C::G;
+  using TOut = typename C::TOut;
+  char cfg[96];
+  C::name(cfg, sizeof cfg);
   const int small_mn[] = {1, 127, 1000};
-  const int ks[] = {64, 200, 4096};
+  // K rounded up to 16 bytes (TMA's stride rule): 200 -> 208 and 264 -> 272 for fp8, still not multiples of TileK.
+  constexpr int kAlign = 16 / sizeof(TA);
+  auto k_of = [](int k) { return (k + kAlign - 1) / kAlign * kAlign; };
+  const int ks[] = {64, k_of(200), 4096};
   for (int M : small_mn)
     for (int N : small_mn)
       for (int K : ks) {
-        if (!full && (M == 1000) != (N == 1000)) continue;  // f16: a subset
+        if (!full && (M == 1000) != (N == 1000)) continue;  // a subset
         if (quick && (K > 200 || (M == 1000 && N == 1000))) continue;
-        run_case<G, T>(cfg, tname, M, N, K, 1);
+        run_case<G, TA, TB, TOut>(cfg, M, N, K, 1);
       }
-  if (quick) {
-    if (full) run_case<G, T>(cfg, tname, 1000, 127, 200, 2);
-    return;
+  run_case<G, TA, TB, TOut>(cfg, 1000, 127, k_of(200), 3);
+  run_case<G, TA, TB, TOut>(cfg, 333, 517, k_of(264), 2, /*padded=*/true);
+  if (C::kSplitK) {  // serial split-K: odd sizes, batches, more slices than SMs need, padded
+    run_case<G, TA, TB, TOut>(cfg, 127, 1000, k_of(200) * 5, 1, false, 3);
+    run_case<G, TA, TB, TOut>(cfg, 333, 517, 4096, 2, true, 7);
   }
-  run_case<G, T>(cfg, tname, 4096, 4096, 4096, 1);
-  run_case<G, T>(cfg, tname, 4000, 4100, 200, 1);
-  if (full) {
-    run_case<G, T>(cfg, tname, 1000, 127, 200, 2);
-    run_case<G, T>(cfg, tname, 4100, 1000, 4096, 1);
+  if (quick) return;
+  if (C::kSplitK) {
+    run_case<G, TA, TB, TOut>(cfg, 128, 8192, 8192, 1, false, 4);
+    run_case<G, TA, TB, TOut>(cfg, 1000, 1000, 4096, 1, false, 5);
   }
+  run_case<G, TA, TB, TOut>(cfg, 4096, 4096, 4096, 1);
+  run_case<G, TA, TB, TOut>(cfg, 4000, 4100, k_of(200), 1);
+  if (full) run_case<G, TA, TB, TOut>(cfg, 4100, 1000, 4096, 1);
+}
+
+// can_implement refuses what TMA cannot describe, with a message.
+template <class G>
+static void refusals(int elem_bytes) {
+  const int k = 128 / elem_bytes * 4;
+  auto expect = [&](const char* what, const kdl::GemmProblem& p) {
+    const char* why = G::can_implement(p);
+    if (why) { printf("PASS refuse %s: %s\n", what, why); ++g_pass; } else { printf("FAIL refuse %s\n", what); ++g_fail; }
+  };
+  kdl::GemmProblem ok{64, 64, k, 1, (void*)0x1000, k, 0, (void*)0x1000, k, 0, 1};
+  if (G::can_implement(ok)) { printf("FAIL accept aligned: %s\n", G::can_implement(ok)); ++g_fail; }
+  kdl::GemmProblem p = ok;
+  p.lda = k + 8 / elem_bytes;  // 8 bytes of padding: not a multiple of 16 bytes
+  expect("lda + 8 bytes", p);
+  p = ok;
+  p.A = (void*)0x1008;
+  expect("A + 8 bytes", p);
+  p = ok;
+  p.batch = 2;
+  p.batch_stride_b = (int64_t)64 * k + 8 / elem_bytes;
+  p.batch_stride_a = (int64_t)64 * k;
+  expect("batch_stride_b + 8 bytes", p);
+  p = ok;
+  p.split_k = 5;  // 4 k-tiles
+  expect("split_k=5 > k-tiles", p);
+  p.split_k = 0;
+  expect("split_k=0", p);
+  p = ok;
+  p.split_k = 4;
+  if (G::can_implement(p)) { printf("FAIL accept split_k=4: %s\n", G::can_implement(p)); ++g_fail; }
 }
 
 // --quick: the small cases only (for compute-sanitizer).
@@ -264,29 +364,38 @@ int main(int argc, char** argv) {
   CKL(cublasLtCreate(&g_lt));
   CK(cudaMalloc(&g_lt_ws, kLtWs));
 
-  // can_implement refuses what TMA cannot describe, with a message.
-  {
-    using G = Config<__nv_bfloat16, 128, 128, 4>::G;
-    kdl::GemmProblem p{64, 64, 60, 1, (void*)0x1000, 60, 0, (void*)0x1000, 64, 0, 1};
-    const char* why = G::can_implement(p);
-    if (why) { printf("PASS refuse lda=60: %s\n", why); ++g_pass; } else { printf("FAIL refuse lda=60\n"); ++g_fail; }
-    p.lda = 64;
-    p.A = (void*)0x1008;
-    why = G::can_implement(p);
-    if (why) { printf("PASS refuse A+8: %s\n", why); ++g_pass; } else { printf("FAIL refuse A+8\n"); ++g_fail; }
-    p.A = (void*)0x1000;
-    p.split_k = 2;
-    why = G::can_implement(p);
-    if (why) { printf("PASS refuse split_k=2: %s\n", why); ++g_pass; } else { printf("FAIL refuse split_k=2\n"); ++g_fail; }
-  }
+  using bf16 = __nv_bfloat16;
+  using kdl::Sm90Schedule;
+  constexpr Sm90Schedule Coop = Sm90Schedule::Cooperative, Pp = Sm90Schedule::Pingpong;
+  refusals<Config<bf16, bf16, 128, 128, 4>::G>(2);
 
-  run_config<__nv_bfloat16, 128, 128, 5>("bf16", true, quick);
-  run_config<__nv_bfloat16, 128, 256, 4>("bf16", true, quick);
-  run_config<half, 128, 128, 5>("f16", false, quick);
-  run_config<half, 128, 256, 4>("f16", false, quick);
-  run_config<__nv_bfloat16, 128, 256, 4, 2>("bf16", true, quick);
-  run_config<__nv_bfloat16, 256, 128, 4, 2>("bf16", false, quick);
-  run_config<half, 128, 128, 5, 2>("f16", false, quick);
+  // cooperative
+  run_config_t<bf16, bf16, Config<bf16, bf16, 128, 128, 5>>(true, quick);
+  run_config_t<bf16, bf16, Config<bf16, bf16, 128, 256, 4, Coop, 1, 1, false, true>>(true, quick);
+  run_config_t<half, half, Config<half, half, 128, 128, 5>>(false, quick);
+  run_config_t<half, half, Config<half, half, 128, 256, 4>>(false, quick);
+  run_config_t<bf16, bf16, Config<bf16, bf16, 128, 256, 4, Coop, 2, 1>>(true, quick);
+  run_config_t<bf16, bf16, Config<bf16, bf16, 256, 128, 4, Coop, 2, 1>>(false, quick);
+  run_config_t<half, half, Config<half, half, 128, 128, 5, Coop, 2, 1>>(false, quick);
+  // pingpong
+  run_config_t<bf16, bf16, Config<bf16, bf16, 128, 128, 5, Pp, 1, 1, false, true>>(true, quick);
+  run_config_t<bf16, bf16, Config<bf16, bf16, 64, 256, 5, Pp>>(false, quick);
+  run_config_t<half, half, Config<half, half, 64, 128, 6, Pp>>(false, quick);
+  run_config_t<bf16, bf16, Config<bf16, bf16, 128, 128, 5, Pp, 2, 1>>(false, quick);
+  // clusters along N, 2 x 2, raster along M
+  run_config_t<bf16, bf16, Config<bf16, bf16, 128, 256, 4, Coop, 1, 2>>(true, quick);
+  run_config_t<bf16, bf16, Config<bf16, bf16, 128, 128, 5, Coop, 2, 2, false, true>>(false, quick);
+  run_config_t<bf16, bf16, Config<bf16, bf16, 128, 128, 5, Pp, 1, 2, true>>(false, quick);
+  run_config_t<bf16, bf16, Config<bf16, bf16, 128, 256, 4, Coop, 1, 1, true>>(false, quick);
+
+  // fp8 (TileK 128), bf16 D
+  using e4m3 = __nv_fp8_e4m3;
+  using e5m2 = __nv_fp8_e5m2;
+  refusals<Config<e4m3, e4m3, 128, 128, 4>::G>(1);
+  run_config_t<e4m3, e4m3, Config<e4m3, e4m3, 128, 256, 4, Coop, 1, 1, false, true>>(true, quick);
+  run_config_t<e4m3, e5m2, Config<e4m3, e5m2, 128, 128, 5>>(false, quick);
+  run_config_t<e5m2, e4m3, Config<e5m2, e4m3, 64, 256, 5, Pp>>(false, quick);
+  run_config_t<e5m2, e5m2, Config<e5m2, e5m2, 128, 128, 5, Coop, 2, 2>>(false, quick);
 
   printf("%d passed, %d failed\n", g_pass, g_fail);
   cudaFree(g_lt_ws);

@@ -1,0 +1,55 @@
+// ptxas's resource report of one compiled kernel, and the gate `kdlc build` applies to it.
+//
+// Every compile runs with `-Xptxas -v`, so nvcc's output holds, for every function ptxas compiled
+// and every SASS target: registers, barriers, static shared memory, stack frame, spill stores and
+// loads, and the "Potential Performance Loss" notes ptxas prints as info lines, e.g.
+//   ptxas info    : (C7508) Potential Performance Loss: 'setmaxnreg' ignored to maintain ...
+//   ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized ...
+// (the code number depends on the reason: CUDA 13.0 says "(C7505) ... 'setmaxnreg' ignored to allow
+// debugging" and "(C7520) ... serialized due to ... WG.AR in divergent path", so the gate matches
+// ptxas's words, not the numbers). ptxas prints them as info lines, not warnings. A kernel is refused
+// when any function spills, when setmaxnreg is ignored, when wgmma is serialized (any reason), or
+// on any other "Potential Performance Loss"; and when nvcc's output holds no report at all although
+// ptxas ran (a launcher or NVCC_APPEND_FLAGS swallowed it), since then nothing was checked.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kdl::codegen {
+
+// The flags that make nvcc print ptxas's report; every `kdlc build` compile gets them.
+inline const std::vector<std::string>& ptxasReportFlags() {
+  static const std::vector<std::string> flags = {"-Xptxas", "-v"};
+  return flags;
+}
+
+struct PtxasFunction {
+  std::string name;  // demangled when it is a C++ name
+  std::string arch;  // "sm_90a": the target of the entry function compiled last
+  bool entry = false;
+  int registers = -1;  // -1: ptxas did not say
+  int barriers = 0;
+  int64_t smemBytes = 0, stackBytes = 0, spillStoreBytes = 0, spillLoadBytes = 0;
+  double compileMs = 0;
+};
+
+struct PtxasReport {
+  std::vector<PtxasFunction> functions;
+  std::vector<std::string> notes;     // ptxas info lines with a (Cnnnn) code, and ptxas warnings
+  std::vector<std::string> problems;  // why the gate refuses the kernel, in ptxas's words
+  std::string otherOutput;            // what nvcc printed besides ptxas's info lines (warnings)
+};
+
+// Reads nvcc's combined output. `expectSass`: the compile produced SASS (some -gencode had
+// code=sm_*), so ptxas ran and an output without any entry function is itself a problem.
+PtxasReport parsePtxasReport(const std::string& nvccOutput, bool expectSass);
+
+// True when one of the -gencode flags asks for SASS (code=sm_NN...), so ptxas runs at build time.
+bool gencodeProducesSass(const std::vector<std::string>& gencode);
+
+// The report of a library, one line per function and target, then every kernel's notes:
+//   kernel  target  regs  spill-st  spill-ld  stack  smem  barriers  ptxas-ms  function
+std::string formatPtxasTable(const std::vector<std::pair<std::string, PtxasReport>>& kernels);
+
+}  // namespace kdl::codegen

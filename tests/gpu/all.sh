@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Everything the GPU machine does in ONE call (the `run` tool, carry [".carry"], after
+# `KDL_KERNELS_ON_GPU_MACHINE=1 tests/gpu/prepare.sh` here): build the kernel libraries there, the GPU
+# test suite, compute-sanitizer over the sm90a subset, the benchmark; within a wall-clock budget
+# (KDL_BUDGET_S, default 530 s: a 600 s call with room to copy $OUT back). Each step gets what is left
+# minus a reserve for the steps after it, under `timeout`; a step cut short says so in the summary.
+#   $OUT/summary.txt        what passed, failed, was not built, the sanitizer verdicts, the bench table
+#   $OUT/build-kernels.log, gpu_tests.log, sanitizer.log, bench.{log,md,csv,png}
+# Env: KDL_SUITE_ARGS (extra kdl_gpu_test arguments, e.g. --quick), KDL_SANITIZER_SET (default sm90a),
+# KDL_BENCH_SPECS (bench spec filter, default all), KDL_SKIP=suite,sanitizer,bench (steps to leave out).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export OUT=${OUT:-out/all}
+mkdir -p "$OUT"
+CARRY=.carry/gpu
+BUDGET=${KDL_BUDGET_S:-530}
+START=$(date +%s)
+SUMMARY="$OUT/summary.txt"
+: >"$SUMMARY"
+say() { echo "$*" | tee -a "$SUMMARY"; }
+left() { echo $((BUDGET - ($(date +%s) - START))); }
+skipped() { [[ ",${KDL_SKIP:-}," == *",$1,"* ]]; }
+# run_step NAME RESERVE_S CMD...: runs CMD with the time left minus RESERVE_S (at least 20 s).
+run_step() {
+  local name=$1 reserve=$2 t0 limit rc
+  shift 2
+  limit=$(( $(left) - reserve ))
+  [ "$limit" -lt 20 ] && limit=20
+  t0=$(date +%s)
+  timeout --signal=TERM --kill-after=10 "$limit" "$@"
+  rc=$?
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then say "$name: CUT SHORT after ${limit} s (budget); rc=$rc"
+  else say "$name: rc=$rc in $(( $(date +%s) - t0 )) s"; fi
+  return $rc
+}
+
+say "== tests/gpu/all.sh on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), budget ${BUDGET} s"
+status=0
+
+# 1. Kernel libraries (on this machine's cores when prepare.sh carried kdlc instead of them).
+if [ -f "$CARRY/build-kernels-there" ] && [ ! -s "$CARRY/tests.list" ]; then
+  LD_LIBRARY_PATH="$PWD/$CARRY/bin:${LD_LIBRARY_PATH:-}" \
+    run_step "build kernels" 330 tests/gpu/build-kernels.sh "$CARRY/bin/kdlc" /tmp/kdl-gpu-kernels "$(nproc)" \
+    >"$OUT/build-kernels.log" 2>&1 || status=1
+fi
+say "built: $(grep -c "^built " "$CARRY/prepare.log" 2>/dev/null) specs; $(wc -l <"$CARRY/not-built.list" 2>/dev/null || echo 0) kernels not built (unsupported); $(wc -l <"$CARRY/build-failed.list" 2>/dev/null || echo 0) build failures"
+grep "BUILD FAILED\|^not built: " "$CARRY/prepare.log" 2>/dev/null | tee -a "$SUMMARY"
+
+# 2. The GPU test suite (no sanitizer here).
+if ! skipped suite; then
+  # shellcheck disable=SC2086
+  KDL_NO_SANITIZER=1 run_step "suite" 170 tests/gpu/run.sh ${KDL_SUITE_ARGS:-} >/dev/null 2>&1 || status=1
+  tail -n 2 "$OUT/gpu_tests.log" | tee -a "$SUMMARY"
+  grep "^FAIL" "$OUT/gpu_tests.log" | head -40 | tee -a "$SUMMARY"
+  echo "sm90a kernels tested: $(grep -c "^PASS h90_.* info:" "$OUT/gpu_tests.log")" | tee -a "$SUMMARY"
+fi
+
+# 3. compute-sanitizer over the sm90a subset (memcheck + synccheck; racecheck reported).
+if ! skipped sanitizer; then
+  KDL_SANITIZER_ONLY=1 KDL_SANITIZER_SET=${KDL_SANITIZER_SET:-sm90a} OUT="$OUT" \
+    run_step "sanitizer" 110 tests/gpu/run.sh >"$OUT/sanitizer.summary" 2>&1 || status=1
+  grep -E "^== |SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|passed, " "$OUT/sanitizer.summary" | tee -a "$SUMMARY" >/dev/null
+  grep -E "SANITIZER" "$OUT/sanitizer.summary" | tee -a "$SUMMARY"
+fi
+
+# 4. The benchmark.
+if ! skipped bench; then
+  KDL_BENCH_SPECS=${KDL_BENCH_SPECS:-} run_step "bench" 5 bench/run.sh >/dev/null 2>&1 || status=1
+  [ -f "$OUT/bench.md" ] && cat "$OUT/bench.md" >>"$SUMMARY"
+fi
+say "all.sh: status $status after $(( $(date +%s) - START )) s"
+exit $status
