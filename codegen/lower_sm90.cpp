@@ -5,6 +5,7 @@
 // first, so these steps decide and explain; they refuse nothing the table admits.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -160,9 +161,14 @@ bool lowerSm90Pipeline(Lowering& l) {
   }
   l.decide("stages", std::to_string(p.stages), why);
 
-  p.serialSplitK = false;
-  p.maxSplitK = 1;
-  l.decide("split_k", "none", originWord(s.splitK.origin));
+  p.serialSplitK = s.splitK.value == SplitKMode::Serial;
+  p.maxSplitK = p.serialSplitK ? std::max(1, s.splitKSlices.value) : 1;
+  l.decide("split_k",
+           p.serialSplitK ? fmt::format("serial, 1..{} slices at run time (Arguments::split_k, default 1)", p.maxSplitK) : "none",
+           p.serialSplitK ? "each slice of a tile's K accumulates an f32 partial tile in the workspace, in order "
+                            "(per-tile semaphores, deterministic); the last runs the epilogue. For few output tiles "
+                            "(small M or N), where the persistent grid would leave SMs idle"
+                          : originWord(s.splitK.origin));
 
   // fp8: the accumulator's precision. The language's `promotion = fast | N` and `scale (BM, BK)`
   // (KernelSpec fields, once they exist) set PromoteEvery and BlockScaling here; until then fp8
