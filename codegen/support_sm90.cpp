@@ -225,13 +225,13 @@ void checkSm90Supported(const KernelSpec& s, const Operand& A, const Operand& B,
   bool splitOn = false;
   for (const Sm90SplitKEntry& e : kSm90SplitK)
     if (e.mode == s.splitK.value) splitOn = e.generated;
+  const char* splitKOn = findSplitK(SplitKMode::Serial) ? "split_k = 1 or serial(n)" : "split_k = 1";
   if (!splitOn)
-    unsupported(s.splitK.loc, fmt::format("split_k = {} {}; use split_k = 1{}",
+    unsupported(s.splitK.loc, fmt::format("split_k = {1} {2}; use {0}", splitKOn,
                                           s.splitK.value == SplitKMode::StreamK
                                               ? std::string("stream_k")
                                               : fmt::format("{}({})", name(s.splitK.value), s.splitKSlices.value),
-                                          notYet(s.splitK.value == SplitKMode::Serial),
-                                          findSplitK(SplitKMode::Serial) ? " or serial(n)" : ""));
+                                          notYet(s.splitK.value == SplitKMode::Serial)));
   // Promotion and block scales: once the language has `promotion = N` and `scale (BM, BK)`
   // (KernelSpec fields), refuse them here while kSm90Promotion / kSm90BlockScaling are off.
 }
