@@ -170,16 +170,38 @@ bool lowerSm90Pipeline(Lowering& l) {
                             "(small M or N), where the persistent grid would leave SMs idle"
                           : originWord(s.splitK.origin));
 
-  // fp8: the accumulator's precision. The language's `promotion = fast | N` and `scale (BM, BK)`
-  // (KernelSpec fields, once they exist) set PromoteEvery and BlockScaling here; until then fp8
-  // kernels accumulate fast (PromoteEvery = 0) and have no block scales.
-  p.promoteEvery = 0;
-  p.blockScaling = false;
+  // fp8: the accumulator's precision, from `promotion = fast | N` and the operands' `scale (BM, BK)`.
+  // (The sm90a table refuses either while the template lacks it: codegen/support_sm90.cpp.)
+  const Operand& A = *s.operand("A");
+  const Operand& B = *s.operand("B");
+  p.promoteEvery = s.promoteEvery.value;
+  p.blockScaling = A.scaleBlock && B.scaleBlock;
+  if (p.blockScaling) {
+    p.blockMA = (*A.scaleBlock)[0];
+    p.blockK = (*A.scaleBlock)[1];
+    p.blockNB = (*B.scaleBlock)[0];
+  }
   if (isFloat8(p.a.dtype)) {
-    l.decide("promotion", "fast (PromoteEvery = 0)",
-             "the default without block scales: the wgmma accumulator adds every k-tile itself (fastest; fp8 wgmma's "
-             "accumulator has limited precision, which `promotion = N` trades speed for)");
-    l.decide("block scaling", "none (kdl::sm90::NoBlockScaling)", "the operands declare no `scale (BM, BK)`");
+    if (p.blockScaling)
+      l.decide("block scaling",
+               fmt::format("kdl::sm90::BlockScaling<{}, {}, {}>", p.blockMA, p.blockNB, p.blockK),
+               fmt::format("A scale ({}, {}) and B scale ({}, {}) in the spec: one f32 scale per {} x {} block of A "
+                           "and per {} x {} block of B, applied when each k-block is promoted into the f32 accumulator",
+                           p.blockMA, p.blockK, p.blockNB, p.blockK, p.blockMA, p.blockK, p.blockNB, p.blockK));
+    else
+      l.decide("block scaling", "none (kdl::sm90::NoBlockScaling)", "the operands declare no `scale (BM, BK)`");
+    if (p.promoteEvery == 0)
+      l.decide("promotion", "fast (PromoteEvery = 0)",
+               fmt::format("{}: the wgmma accumulator adds every k-tile itself (fastest; fp8 wgmma's accumulator has "
+                           "limited precision, which `promotion = N` trades speed for)",
+                           s.promoteEvery.origin == Origin::Default ? "the default without block scales"
+                                                                    : originWord(s.promoteEvery.origin)));
+    else
+      l.decide("promotion", fmt::format("every {} k-tile{} (PromoteEvery = {})", p.promoteEvery,
+                                        p.promoteEvery == 1 ? "" : "s", p.promoteEvery),
+               fmt::format("{}: N k-tiles accumulate in a temporary wgmma accumulator, then add into an f32 one (more "
+                           "accurate over long K, slower){}",
+                           originWord(s.promoteEvery.origin), p.blockScaling ? "; block scales promote every k-block" : ""));
   }
   return true;
 }

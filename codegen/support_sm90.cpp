@@ -58,9 +58,10 @@ constexpr Sm90RasterEntry kSm90Rasters[] = {{Raster::AlongN, kOn}, {Raster::Alon
 // Split-K: none, or serial slices adding into a workspace.
 constexpr Sm90SplitKEntry kSm90SplitK[] = {{SplitKMode::None, kOn}, {SplitKMode::Serial, kOn}};
 
-// fp8 promotion (PromoteEvery N >= 1; `fast`, PromoteEvery 0, comes with the fp8 mainloops) and
-// block scales (kdl::sm90::BlockScaling<1, 128, 128>): both need the language's fields
-// (`promotion`, `scale (BM, BK)`) and the template's support.
+// fp8 promotion (`promotion = N`, PromoteEvery N >= 1; `fast`, PromoteEvery 0, comes with the fp8
+// mainloops) and block scales (`scale (1, 128)` / `scale (128, 128)`: kdl::sm90::BlockScaling<1, 128,
+// 128>). Lowering instantiates both (codegen/lower_sm90.cpp); block scales also need their arguments
+// (scale_A, scale_B: the hook in codegen/lower_arguments.cpp and an argument kind of kdl::GemmHost).
 constexpr bool kSm90Promotion = kNotYet;
 constexpr bool kSm90BlockScaling = kNotYet;
 
