@@ -553,6 +553,16 @@ def case_ptxas_gate(tmp):
         check(r.returncode == 0, f"{trouble} with --allow-ptxas-warnings: exit {r.returncode}", r.stderr)
         check("kdlc: warning: ptxas reports a performance loss" in r.stderr and message in r.stderr,
               f"{trouble} with --allow-ptxas-warnings: no warning", r.stderr)
+    # --allow-ptxas-warnings=ka lets ka through with a warning and still refuses kb.
+    r = build(spec, out, dict(env, FAKE_PTXAS="spill"), "--no-cache", "--allow-ptxas-warnings=ka")
+    check(r.returncode == 1, f"--allow-ptxas-warnings=ka: exit {r.returncode}, expected 1", r.stderr)
+    warning, _, error = r.stderr.partition("kdlc: error:")
+    check("kernel `ka`" in warning and "kernel `kb`" not in warning and "kernel `kb`" in error
+          and "kernel `ka`" not in error, "--allow-ptxas-warnings=ka: ka is a warning, kb an error", r.stderr)
+    r = build(spec, out, dict(env, FAKE_PTXAS="spill"), "--no-cache", "--allow-ptxas-warnings=kb,ka")
+    check(r.returncode == 0, "--allow-ptxas-warnings=kb,ka", r.stderr)
+    r = build(spec, out, env, "--allow-ptxas-warnings=")
+    check(r.returncode == 2 and "needs kernel names" in r.stderr, "--allow-ptxas-warnings= (empty)", r.stderr)
     # A ptxas warning that is no performance loss is shown and does not fail the build.
     r = build(spec, out, dict(env, FAKE_PTXAS="warning"), "--no-cache")
     check(r.returncode == 0 and "ptxas warning : Value of threads per SM" in r.stderr, "a plain ptxas warning", r.stderr)
