@@ -269,7 +269,9 @@ StepResult gateOnPtxas(const BuildRequest& req, const std::vector<CompileJob>& j
   for (const CompileJob& j : jobs) reports.emplace_back(j.kernel->name, j.ptxas);
   std::string table = formatPtxasTable(reports);
   std::string file = "lib" + req.libStem + ".ptxas.txt", err;
-  std::string text = fmt::format("# ptxas resource report of lib{} (kdlc build, nvcc -Xptxas -v); bytes\n", req.libStem);
+  std::string text = fmt::format("# ptxas's report for lib{} (kdlc build, nvcc -Xptxas -v). Sizes in bytes; smem is static\n"
+                                 "# shared memory (the dynamic part is the launch's: kdlc list --plan).\n",
+                                 req.libStem);
   if (!writeFileAtomic(runDir + "/" + file, text + table, err)) return failure(err);
   if (req.verbose) progress(fmt::format("ptxas report ({}):\n{}", file, table));
 
