@@ -69,7 +69,8 @@ for spec in "$CARRY"/specs/*/*.kdl; do
     for k in "${kernels[@]}"; do
       if build "$spec" "$out.one/$k" "$k"; then good+=("$k")
       else
-        why=$(grep -m1 -E "error|warning|kdlc:" "$out.one/$k.log" | tr '\t' ' ' | head -c 300)
+        # kdlc's error line and the two after it (for the ptxas gate: the kernel and what ptxas said)
+        why=$(grep -m1 -A2 -E "error" "$out.one/$k.log" | sed 's/  */ /g' | tr '\t\n' '  ' | head -c 600)
         printf '%s\t%s\t%s\n' "$rel_spec" "$k" "kdlc build failed: ${why:-see $out.one/$k.log}" >>"$CARRY/build-failed.list"
         echo "BUILD FAILED: $spec kernel $k: $why" | tee -a "$CARRY/prepare.log"
         case "$group" in matrix|bench) status=1 ;; esac
