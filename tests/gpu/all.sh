@@ -61,8 +61,7 @@ fi
 if ! skipped sanitizer; then
   KDL_SANITIZER_ONLY=1 KDL_SANITIZER_SET=${KDL_SANITIZER_SET:-sm90a} OUT="$OUT" \
     run_step "sanitizer" 110 tests/gpu/run.sh >"$OUT/sanitizer.summary" 2>&1 || status=1
-  grep -E "^== |SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|passed, " "$OUT/sanitizer.summary" | tee -a "$SUMMARY" >/dev/null
-  grep -E "SANITIZER" "$OUT/sanitizer.summary" | tee -a "$SUMMARY"
+  grep -E "^== |SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|passed, |not found" "$OUT/sanitizer.summary" | tee -a "$SUMMARY"
 fi
 
 # 4. The benchmark.

@@ -50,6 +50,9 @@ if [ -z "${KDL_SANITIZER_ONLY:-}" ]; then
     done
     for p in "${pids[@]}"; do wait "$p" || rc=1; done
     cat "$OUT"/gpu_tests.[0-9]*.log >"$OUT/gpu_tests.log"
+    for f in "$OUT"/gpu_tests.[0-9]*.log; do
+      grep -Eq "^[0-9]+ passed, [0-9]+ failed$" "$f" || { echo "FAIL $f ended without its count (crashed): $(tail -n 1 "$f")" | tee -a "$OUT/gpu_tests.log"; rc=1; }
+    done
     awk '/^[0-9]+ passed, [0-9]+ failed$/ {p += $1; f += $3} END {printf "all %d processes: %d passed, %d failed\n", '"$jobs"', p, f; printf "%d passed, %d failed\n", p, f}' \
       "$OUT"/gpu_tests.[0-9]*.log | tee -a "$OUT/gpu_tests.log"
     grep "^FAIL" "$OUT/gpu_tests.log" | head -60
