@@ -163,7 +163,6 @@ Tolerance toleranceFor(DType in, DType out, const EpiNode* tree, const Epilogue&
 
 enum class Role { A, B, C, D, Param, Input, OutTensor, OutAmax, ScaleA, ScaleB };
 
-
 struct ArgRole {
   Role role;
   int index = -1;  // Param/Input: index in Epilogue::params/inputs; Out*: index in Epilogue::outputs
