@@ -3,8 +3,9 @@
 // kdl::GemmSm90<ElementA, LayoutA, ElementB, LayoutB, ElementAccum, TileM, TileN, TileK, Stages, Schedule,
 //               ClusterM, ClusterN, RasterAlongM, PromoteEvery, BlockScaling, Epilogue> computes, per batch b,
 //   D[b] = Epilogue(A[b] * B[b])      A: M x K row-major, B: K x N column-major (both K-major),
-// f16 or bf16 operands (TileK 64), or fp8 e4m3 / e5m2, mixed allowed (TileK 128); f32 accumulation. Its host side has GemmSm80's static interface
-// (kThreads, kSmemBytes, can_implement, workspace_size, run).
+// f16 or bf16 operands (TileK 64), or fp8 e4m3 / e5m2, mixed allowed (TileK 128); f32 accumulation.
+// Its host side has GemmSm80's static interface (kThreads, kSmemBytes, can_implement, workspace_size,
+// run; split-K needs a workspace of workspace_size bytes).
 //
 // The algorithm:
 //   * 3 warpgroups, 384 threads. Warpgroup 0 is the producer: it gives registers away
