@@ -9,7 +9,8 @@
 //   float, read as tf32 (TileK 32), fp8 e4m3 / e5m2 mixed allowed (TileK 128), s8 / u8 mixed
 //     allowed (TileK 128): A row-major, B column-major (K-major);
 // f32 accumulation (s32 for s8 / u8, handed to the epilogue as float). Its host side has GemmSm80's
-// static interface (kThreads, kSmemBytes, can_implement, workspace_size, run).
+// static interface (kThreads, kSmemBytes, can_implement, workspace_size, run; split-K needs a
+// workspace of workspace_size bytes).
 //
 // The algorithm:
 //   * 3 warpgroups, 384 threads. Warpgroup 0 is the producer: it gives registers away
