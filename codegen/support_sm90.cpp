@@ -2,8 +2,9 @@
 // that lists the template's features, and the check that refuses everything else at the field
 // responsible. Each line is one feature; `generated` says whether the template instantiates it
 // today. When the template gains a feature, flip its line (and nothing else): `kdlc check` then
-// admits it, lowering instantiates it, and tests/nvcc/sm90_table.py compiles one kernel per line that
-// is on (from `kdlc support --specs`), so a line the template cannot instantiate fails CI.
+// admits it, lowering instantiates it, and the nvcc test "every generated line of the sm90a table
+// compiles" (tests/nvcc/tests.cmake) builds one kernel per line that is on (`kdlc support --specs`), so
+// a line the template cannot instantiate fails CI.
 #include <fmt/format.h>
 
 #include <algorithm>
