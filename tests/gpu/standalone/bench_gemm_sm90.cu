@@ -36,10 +36,10 @@ __global__ void to_e4m3(const bf16* src, __nv_fp8_e4m3* dst, size_t n) {
 // A and B default to the bf16 buffers; fp8 configurations pass their fp8 copies.
 template <class Gemm>
 static void bench_cfg(const char* name, int M, int N, int K, Bufs& b, int iters, const void* A = nullptr,
-                      const void* B = nullptr, int split = 1) {
+                      const void* B = nullptr, int split = 1, bool stream_k = true, bool memset_probe = false) {
   kdl::GemmProblem p{M, N, K, 1, A ? A : b.A, K, 0, B ? B : b.B, K, 0, split};
-  void* ws = nullptr;
-  if (const size_t wsb = Gemm::workspace_size(p)) CK(cudaMalloc(&ws, wsb));
+  void* ws = nullptr;  // without a workspace run() walks the last wave whole (no stream-K tail)
+  if (const size_t wsb = Gemm::workspace_size(p); wsb && (split > 1 || stream_k)) CK(cudaMalloc(&ws, wsb));
   StoreEpilogue<bf16>::Params ep{b.D, N, 0, 1.f};
   if (const char* w = Gemm::can_implement(p)) { printf("  %-30s skip: %s\n", name, w); return; }
   CK(cudaMemset(b.D, 0xff, (size_t)M * N * 2));
@@ -50,7 +50,12 @@ static void bench_cfg(const char* name, int M, int N, int K, Bufs& b, int iters,
   float diff; CK(cudaMemcpy(&diff, b.diff, 4, cudaMemcpyDeviceToHost));
   // The card's clock drifts under load (power cap): time ours and cuBLASLt in alternating
   // batches and report each one's median and the median of the per-pair ratios.
-  auto ours = [&] { Gemm::run(p, ep, ws, 0); };
+  static int* probe = nullptr;  // memset_probe: a 528-byte memset before each launch (what the stream-K tail's semaphores cost)
+  if (memset_probe && !probe) CK(cudaMalloc(&probe, 4096));
+  auto ours = [&] {
+    if (memset_probe) cudaMemsetAsync(probe, 0, 528, 0);
+    Gemm::run(p, ep, ws, 0);
+  };
   if (Gemm::kClusterSize > 1) {  // how many clusters the device can hold at once (the grid has SMs / ClusterM)
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr[1];
@@ -89,7 +94,7 @@ static void bench_cfg(const char* name, int M, int N, int K, Bufs& b, int iters,
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? atoi(argv[1]) : 1;
   struct Shape { int m, n, k; };
-  std::vector<Shape> shapes = {{4096, 4096, 4096}, {8192, 8192, 8192}};
+  std::vector<Shape> shapes = {{4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 1024, 8192}};
   size_t maxA = 0, maxB = 0, maxD = 0;
   for (auto s : shapes) { maxA = std::max(maxA, (size_t)s.m * s.k); maxB = std::max(maxB, (size_t)s.n * s.k); maxD = std::max(maxD, (size_t)s.m * s.n); }
   Bufs b;
@@ -114,13 +119,10 @@ int main(int argc, char** argv) {
     CK(cudaDeviceSynchronize());
     printf("%dx%dx%d  cuBLASLt %8.3f ms %7.1f TFLOP/s\n", M, N, K, t_lt, flops / (t_lt * 1e-3) / 1e12);
     for (int r = 0; r < rounds; ++r) {
+      bench_cfg<Sm90<128, 256, 4>>("Sm90 128x256x64 s4 no-sk", M, N, K, b, iters, nullptr, nullptr, 1, false);
+      bench_cfg<Sm90<128, 256, 4>>("Sm90 128x256x64 s4 no-sk+memset", M, N, K, b, iters, nullptr, nullptr, 1, false, true);
       bench_cfg<Sm90<128, 256, 4>>("Sm90 128x256x64 s4", M, N, K, b, iters);
-      bench_cfg<Sm90<128, 256, 4, 2>>("Sm90 128x256x64 s4 c2x1", M, N, K, b, iters);
-      bench_cfg<Sm90<128, 256, 4, 1, Coop, 2>>("Sm90 128x256x64 s4 c1x2", M, N, K, b, iters);
-      bench_cfg<Sm90<128, 256, 4, 1, Coop, 1, true>>("Sm90 128x256x64 s4 rasterM", M, N, K, b, iters);
-      bench_cfg<Sm90<128, 128, 5, 1, Pp>>("Sm90 pingpong 128x128x64 s5", M, N, K, b, iters);
-      bench_cfg<Sm90<128, 128, 5, 2, Pp>>("Sm90 pingpong 128x128x64 s5 c2x1", M, N, K, b, iters);
-      bench_cfg<Sm90<64, 256, 5, 1, Pp>>("Sm90 pingpong 64x256x64 s5", M, N, K, b, iters);
+      bench_cfg<Sm90<128, 256, 4, 2>>("Sm90 128x256x64 s4 c2x1 no-sk", M, N, K, b, iters, nullptr, nullptr, 1, false);
     }
   }
   // Small M: 128 x 8192 x 8192 has 32-64 output tiles for 132 SMs; serial split-K fills them.
@@ -132,11 +134,11 @@ int main(int argc, char** argv) {
     float t_lt = time_median_ms(g_lt_run, iters, 7);
     printf("%dx%dx%d  cuBLASLt %8.3f ms %7.1f TFLOP/s\n", M, N, K, t_lt, 2.0 * M * N * K / (t_lt * 1e-3) / 1e12);
     for (int r = 0; r < rounds; ++r) {
-      bench_cfg<Sm90<128, 256, 4>>("Sm90 128x256x64 s4", M, N, K, b, iters);
-      bench_cfg<Sm90<128, 256, 4>>("Sm90 128x256x64 s4 split 4", M, N, K, b, iters, nullptr, nullptr, 4);
       bench_cfg<Sm90<128, 128, 5, 1, Pp>>("Sm90 pingpong 128x128x64 s5 split 2", M, N, K, b, iters, nullptr, nullptr, 2);
-      bench_cfg<Sm90<64, 256, 5, 1, Pp>>("Sm90 pingpong 64x256x64 s5 split 2", M, N, K, b, iters, nullptr, nullptr, 2);
-      bench_cfg<Sm90<64, 256, 5, 1, Pp>>("Sm90 pingpong 64x256x64 s5 split 4", M, N, K, b, iters, nullptr, nullptr, 4);
+      bench_cfg<Sm90<128, 128, 5, 1, Pp, 2>>("Sm90 pingpong 128x128x64 s5 split 2 c1x2", M, N, K, b, iters, nullptr, nullptr, 2);
+      bench_cfg<Sm90<128, 128, 5>>("Sm90 128x128x64 s5 split 2", M, N, K, b, iters, nullptr, nullptr, 2);
+      bench_cfg<Sm90<128, 128, 5, 1, Coop, 2>>("Sm90 128x128x64 s5 split 2 c1x2", M, N, K, b, iters, nullptr, nullptr, 2);
+      bench_cfg<Sm90<64, 256, 5, 2, Pp>>("Sm90 pingpong 64x256x64 s5 split 2 c2x1", M, N, K, b, iters, nullptr, nullptr, 2);
     }
   }
 
@@ -159,10 +161,9 @@ int main(int argc, char** argv) {
     CK(cudaDeviceSynchronize());
     printf("%dx%dx%d e4m3  cuBLASLt fp8 %8.3f ms %7.1f TFLOP/s\n", M, N, K, t_lt, flops / (t_lt * 1e-3) / 1e12);
     for (int r = 0; r < rounds; ++r) {
+      bench_cfg<Sm90E4m3<128, 256, 4>>("Sm90 e4m3 128x256x128 s4 no-sk", M, N, K, b, iters, A8, B8, 1, false);
       bench_cfg<Sm90E4m3<128, 256, 4>>("Sm90 e4m3 128x256x128 s4", M, N, K, b, iters, A8, B8);
-      bench_cfg<Sm90E4m3<128, 256, 4, 2>>("Sm90 e4m3 128x256x128 s4 c2x1", M, N, K, b, iters, A8, B8);
-      bench_cfg<Sm90E4m3<128, 128, 6>>("Sm90 e4m3 128x128x128 s6", M, N, K, b, iters, A8, B8);
-      bench_cfg<Sm90E4m3<64, 256, 5, 1, Pp>>("Sm90 e4m3 pingpong 64x256x128 s5", M, N, K, b, iters, A8, B8);
+      bench_cfg<Sm90E4m3<128, 256, 4, 2>>("Sm90 e4m3 128x256x128 s4 c2x1 no-sk", M, N, K, b, iters, A8, B8, 1, false);
     }
   }
   cublasLtDestroy(lt);
