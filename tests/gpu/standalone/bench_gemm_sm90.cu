@@ -2,7 +2,7 @@
 // beside cuBLASLt, bf16, A row (MxK), B col (NxK), D row, alpha=1, beta=0, f32 accumulation. Same
 // process, same buffers; 7 batches of CUDA-event-timed launches alternating with cuBLASLt's (the
 // clock drifts under the power cap), medians and the median per-pair ratio. Helpers (NVML probe, timing, fill) are bench_common.cuh's.
-// Usage: bench_gemm_sm90 [rounds (default 1)]
+// Usage: bench_gemm_sm90 [rounds (default 1) [filter: only configurations whose "MxNxK [bf16 ]name" contains it]]
 #include "common.cuh"
 #include "kdl/gemm_sm90.cuh"
 #include <cublasLt.h>
@@ -27,6 +27,7 @@ using Sm90E4m3 = kdl::GemmSm90<__nv_fp8_e4m3, kdl::RowMajor, __nv_fp8_e4m3, kdl:
                                false, 0, kdl::sm90::NoBlockScaling, StoreEpilogue<bf16>>;
 
 static std::function<void()> g_lt_run;
+static const char* g_only = nullptr;  // argv[2]: run only the configurations whose "MxNxK name" contains it (profiling)
 
 __global__ void to_e4m3(const bf16* src, __nv_fp8_e4m3* dst, size_t n) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
@@ -37,6 +38,9 @@ __global__ void to_e4m3(const bf16* src, __nv_fp8_e4m3* dst, size_t n) {
 template <class Gemm>
 static void bench_cfg(const char* name, int M, int N, int K, Bufs& b, int iters, const void* A = nullptr,
                       const void* B = nullptr, int split = 1, bool stream_k = true, bool memset_probe = false) {
+  char full[160];
+  snprintf(full, sizeof full, "%dx%dx%d %s%s", M, N, K, A ? "" : "bf16 ", name);
+  if (g_only && !strstr(full, g_only)) return;
   kdl::GemmProblem p{M, N, K, 1, A ? A : b.A, K, 0, B ? B : b.B, K, 0, split};
   void* ws = nullptr;  // without a workspace run() walks the last wave whole (no stream-K tail)
   if (const size_t wsb = Gemm::workspace_size(p); wsb && (split > 1 || stream_k)) CK(cudaMalloc(&ws, wsb));
@@ -93,6 +97,7 @@ static void bench_cfg(const char* name, int M, int N, int K, Bufs& b, int iters,
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? atoi(argv[1]) : 1;
+  g_only = argc > 2 ? argv[2] : nullptr;
   struct Shape { int m, n, k; };
   std::vector<Shape> shapes = {{4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 1024, 8192}};
   size_t maxA = 0, maxB = 0, maxD = 0;
@@ -139,6 +144,10 @@ int main(int argc, char** argv) {
       bench_cfg<Sm90<128, 128, 5>>("Sm90 128x128x64 s5 split 2", M, N, K, b, iters, nullptr, nullptr, 2);
       bench_cfg<Sm90<128, 128, 5, 1, Coop, 2>>("Sm90 128x128x64 s5 split 2 c1x2", M, N, K, b, iters, nullptr, nullptr, 2);
       bench_cfg<Sm90<64, 256, 5, 2, Pp>>("Sm90 pingpong 64x256x64 s5 split 2 c2x1", M, N, K, b, iters, nullptr, nullptr, 2);
+      bench_cfg<Sm90<128, 128, 6>>("Sm90 128x128x64 s6 split 2", M, N, K, b, iters, nullptr, nullptr, 2);
+      bench_cfg<Sm90<128, 64, 8>>("Sm90 128x64x64 s8", M, N, K, b, iters);
+      bench_cfg<Sm90<128, 64, 8, 1, Coop, 2>>("Sm90 128x64x64 s8 c1x2", M, N, K, b, iters);
+      bench_cfg<Sm90<128, 256, 4, 1, Coop, 2>>("Sm90 128x256x64 s4 split 4 c1x2", M, N, K, b, iters, nullptr, nullptr, 4);
     }
   }
 
