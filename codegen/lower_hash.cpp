@@ -47,12 +47,17 @@ std::string canonicalText(const KernelPlan& p) {
   const KernelSpec& s = p.spec;
   std::string out = fmt::format("kdlc {}\nkernel {}\nop {}\narch {}\n", kdlcVersion(), s.name, name(s.op.value),
                                 name(s.arch.value));
-  for (const Operand& o : s.operands)
-    out += fmt::format("operand {} {} {} {}\n", o.name, name(o.dtype), name(o.layout), o.align);
+  for (const Operand& o : s.operands) {
+    out += fmt::format("operand {} {} {} {}", o.name, name(o.dtype), name(o.layout), o.align);
+    if (o.scaleBlock) out += fmt::format(" scale {} {}", (*o.scaleBlock)[0], (*o.scaleBlock)[1]);
+    out += '\n';
+  }
   out += fmt::format("accum {}\ntile {} {} {}\ncluster {} {} {}\nstages {}\nschedule {}\nraster {}\nsplit_k {} {}\n",
                      name(s.accum.value), s.tile.value[0], s.tile.value[1], s.tile.value[2], s.cluster.value[0],
                      s.cluster.value[1], s.cluster.value[2], s.stages.value, name(s.schedule.value), name(s.raster.value),
                      name(s.splitK.value), s.splitKSlices.value);
+  // Written when not 0 (`fast`, and the value of every non-fp8 kernel), so other kernels keep their hash.
+  if (s.promoteEvery.value != 0) out += fmt::format("promotion {}\n", s.promoteEvery.value);
   out += fmt::format("filter {} {}\nstride {} {}\n", s.filter.value[0], s.filter.value[1], s.stride.value[0],
                      s.stride.value[1]);
   writeEpilogue(out, s.epilogue);

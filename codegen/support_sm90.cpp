@@ -224,8 +224,12 @@ void checkSm90Supported(const KernelSpec& s, const Operand& A, const Operand& B,
                                               ? std::string("stream_k")
                                               : fmt::format("{}({})", name(s.splitK.value), s.splitKSlices.value),
                                           notYet(s.splitK.value == SplitKMode::Serial)));
-  // Promotion and block scales: once the language has `promotion = N` and `scale (BM, BK)`
-  // (KernelSpec fields), refuse them here while kSm90Promotion / kSm90BlockScaling are off.
+  // Promotion and block scales (the validator admits them on fp8 inputs only): refused while
+  // kSm90Promotion / kSm90BlockScaling are off.
+  if (A.scaleBlock && !kSm90BlockScaling)
+    unsupported(A.scaleLoc, fmt::format("`scale (...)` on A and B (fp8 block scaling) {}", notYet(true)));
+  else if (s.promoteEvery.value != 0 && !kSm90Promotion)
+    unsupported(s.promoteEvery.loc, fmt::format("promotion = {} {}; use `fast`", s.promoteEvery.value, notYet(true)));
 }
 
 }  // namespace kdl::codegen

@@ -197,6 +197,7 @@ void Dumper::body(int depth, const KernelBody& b) {
         expr(depth + 2, "dtype", item.operand.dtype.get());
         expr(depth + 2, "layout", item.operand.layout.get());
         if (item.operand.align) expr(depth + 2, "align", item.operand.align.get());
+        if (item.operand.scale) expr(depth + 2, "scale", item.operand.scale.get());
         break;
       case BodyItemKind::Epilogue:
         line(depth + 1, "", fmt::format("epilogue @{}", at(item.epilogue.loc)));

@@ -78,13 +78,15 @@ struct FieldAssign {
   SourceLoc loc;  // the whole statement
 };
 
-// `NAME : dtype layout [align N];` — dtype and layout are postfix expressions (names, indexing, calls).
+// `NAME : dtype layout [align N] [scale (BM, BK)];` — dtype and layout are postfix expressions (names,
+// indexing, calls); the suffixes come in either order.
 struct OperandDecl {
   std::string name;
   SourceLoc nameLoc;
   ExprPtr dtype;
   ExprPtr layout;
   ExprPtr align;  // may be null
+  ExprPtr scale;  // may be null: the block of one f32 scale, e.g. (1, 128)
   SourceLoc loc;
 };
 

@@ -52,6 +52,10 @@ struct Operand {
   SourceLoc loc;
   Origin alignOrigin = Origin::Default;
   SourceLoc alignLoc;
+  // fp8 block scales (`scale (BM, BK)`, gemm A and B only): one f32 scale per block of BM rows (A) or
+  // BN columns (B) by BK of K; absent without the suffix. scaleLoc: the suffix's value.
+  std::optional<std::array<int, 2>> scaleBlock;
+  SourceLoc scaleLoc;
 };
 
 // ---- the typed epilogue ---------------------------------------------------------------------------
@@ -136,6 +140,10 @@ struct KernelSpec {
   Field<Raster> raster;
   Field<SplitKMode> splitK;
   Field<int> splitKSlices;  // for serial/parallel; 1 otherwise
+  // fp8 on sm90a: promote the wgmma accumulator into the f32 one every N k-tiles; 0 = `fast` (never:
+  // the wgmma accumulator sums the whole K). Default: 0, or 1 with block scales (every k-block).
+  // Meaningless (0) for other input types.
+  Field<int> promoteEvery;
   // conv only: compile-time fixed filter (R, S) and stride, 0 = runtime
   Field<std::array<int, 2>> filter;
   Field<std::array<int, 2>> stride;

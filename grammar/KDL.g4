@@ -101,8 +101,10 @@ bodyItem
   ;
 
 fieldItem : IDENT '=' expr ';' ;
-// `align` is not a keyword (it stays usable as a name); the builder checks the word.
-operandItem : IDENT ':' postfixExpr postfixExpr ( IDENT expr )? ';' ;
+// `align N` and `scale (BM, BK)`, in either order: the words are not keywords (they stay usable as
+// names); the builder checks them.
+operandItem : IDENT ':' postfixExpr postfixExpr operandSuffix* ';' ;
+operandSuffix : IDENT expr ;
 
 epilogueBlock : EPILOGUE '{' epilogueItem* '}' ;
 

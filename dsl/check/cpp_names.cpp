@@ -37,13 +37,16 @@ bool isGeneratedDeclaration(std::string_view s) {
 }
 
 // Members of Arguments and Epilogue::Params that the generated code declares for every kernel or for
-// each tensor and vector: sizes, leading dimensions (`lda`, `ldz`), batch strides.
+// each tensor and vector: sizes, leading dimensions (`lda`, `ldz`), batch strides, block scales.
 std::string memberProblem(std::string_view s) {
   static constexpr std::string_view kSizes[] = {"m", "n", "k", "batch", "split_k"};
   if (std::find(std::begin(kSizes), std::end(kSizes), s) != std::end(kSizes))
     return "names a size of the generated C++ API (m, n, k, batch, split_k)";
   if (s.size() == 3 && s.substr(0, 2) == "ld") return "is reserved for a leading dimension in the generated C++ API";
   if (s.substr(0, 13) == "batch_stride_") return "is reserved for a batch stride in the generated C++ API";
+  static constexpr std::string_view kBlockScales[] = {"scale_A", "scale_B", "ld_scale_A", "ld_scale_B"};
+  if (std::find(std::begin(kBlockScales), std::end(kBlockScales), s) != std::end(kBlockScales))
+    return "is reserved for the block scales of A and B (`scale (BM, BK)`) in the generated C++ API";
   return "";
 }
 

@@ -23,7 +23,7 @@ inline constexpr size_t kMaxCppNameLength = 200;
 // with the name ("is a C++ keyword"), or "" when it can: not an identifier, longer than
 // kMaxCppNameLength, a C/C++ keyword or alternative token (`and`), reserved (`__x`, `_X`), a macro of
 // the headers the generated code includes (dsl/check/cpp_header_macros.txt), or a name the generated
-// code declares next to user names (`Arguments`, `run`, `m`, `lda`, `batch_stride_X`, ...).
+// code declares next to user names (`Arguments`, `run`, `m`, `lda`, `batch_stride_X`, `scale_A`, ...).
 std::string cppNameProblem(std::string_view name, CppNameUse use);
 
 // C and C++ keywords and the alternative operator spellings (`and`, `xor_eq`).

@@ -10,8 +10,9 @@ namespace kdl::validation {
 namespace {
 
 const std::vector<std::string>& knownFields() {
-  static const std::vector<std::string> fields = {"op",       "arch",   "accum",   "tile",   "cluster", "stages",
-                                                  "schedule", "raster", "split_k", "filter", "stride"};
+  static const std::vector<std::string> fields = {"op",      "arch",   "accum",  "tile",     "cluster",
+                                                  "stages",  "schedule", "raster", "split_k", "promotion",
+                                                  "filter",  "stride"};
   return fields;
 }
 
@@ -202,6 +203,8 @@ void readField(KernelCheck& c, const RawField& f) {
     readRaster(c, f);
   } else if (n == "split_k") {
     readSplitK(c, f);
+  } else if (n == "promotion") {
+    readPromotion(c, f);
   } else if (n == "filter") {
     readPair(c, f, c.filter);
   } else if (n == "stride") {

@@ -147,8 +147,9 @@ std::optional<Operand> readOperand(KernelCheck& c, const RawOperand& o, std::opt
   std::optional<Layout> l = readLayout(c, o);
   if (l && op) ok &= checkLayoutForOp(c, o, *l, *op);
   std::optional<int> align = t ? readAlign(c, o, *t) : std::nullopt;
-  if (!ok || !l || !align) return std::nullopt;
   Operand out;
+  ok &= readScaleBlock(c, o, out);
+  if (!ok || !l || !align) return std::nullopt;
   out.name = o.name;
   out.dtype = *t;
   out.layout = *l;

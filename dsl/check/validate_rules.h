@@ -67,6 +67,8 @@ struct KernelCheck {
   std::optional<Field<Raster>> raster;
   std::optional<Field<SplitKMode>> splitK;
   int splitKSlices = 1;
+  // promotion: set when given and valid, or (when not given) by checkScaling's default.
+  std::optional<Field<int>> promotion;
   std::optional<Field<std::array<int, 2>>> filter;
   std::optional<Field<std::array<int, 2>>> stride;
 
@@ -108,5 +110,16 @@ void checkOperands(KernelCheck& c);
 void checkArchRules(KernelCheck& c);
 // validate_epilogue.cpp: the typed epilogue (or the implicit one).
 void checkEpilogue(KernelCheck& c);
+// validate_scaling.cpp: fp8 block scales on operands and the `promotion` field.
+// readScaleBlock: an operand's `scale (BM, BK)` suffix, its type and range, into out.scaleBlock (false
+// when it is malformed, reported). readPromotion: the field's type and range.
+bool readScaleBlock(KernelCheck& c, const RawOperand& o, Operand& out);
+void readPromotion(KernelCheck& c, const RawField& f);
+// Before checkArchRules: a block-scaled sm90a kernel's default tile is (128, 128, 128), one scale
+// block of K per k-tile.
+void defaultBlockScaledTile(KernelCheck& c);
+// After checkArchRules: where block scales may go (fp8 gemm A and B, both, supported blocks, sm90a
+// wgmma, tile K = the blocks' K), and `promotion`'s rules and default.
+void checkScaling(KernelCheck& c);
 
 }  // namespace kdl::validation

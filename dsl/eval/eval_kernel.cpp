@@ -214,6 +214,7 @@ void Evaluator::evalOperand(const ast::OperandDecl& d, const Env& env, BodyResul
   evalPart(d.dtype, o.dtype, o.dtypeLoc);
   evalPart(d.layout, o.layout, o.layoutLoc);
   evalPart(d.align, o.align, o.alignLoc);
+  evalPart(d.scale, o.scale, o.scaleLoc);
   if (RawOperand* first = findNamed(out.operands, d.name)) {
     diags_.error(DiagKind::DuplicateField, d.nameLoc,
                  fmt::format("operand `{}` is declared twice in this kernel body", d.name))

@@ -64,6 +64,8 @@ struct RawOperand {
   SourceLoc layoutLoc;
   Value align;  // None when not given
   SourceLoc alignLoc;
+  Value scale;  // None when not given
+  SourceLoc scaleLoc;
   SourceLoc loc;
 };
 

@@ -223,19 +223,28 @@ std::optional<BodyItem> Builder::bodyItem(P::BodyItemContext* ctx) {
 
 OperandDecl Builder::operand(P::OperandItemContext* ctx) {
   OperandDecl op;
-  op.name = text(ctx->IDENT(0));
-  op.nameLoc = loc(ctx->IDENT(0));
+  op.name = text(ctx->IDENT());
+  op.nameLoc = loc(ctx->IDENT());
   op.dtype = postfix(ctx->postfixExpr(0));
   op.layout = postfix(ctx->postfixExpr(1));
   op.loc = loc(ctx);
-  if (auto* word = ctx->IDENT(1)) {
-    // `align` is contextual: the grammar takes any name there, so the word is checked here.
-    if (word->getText() == "align")
-      op.align = expr(ctx->expr());
-    else
-      diags_.error(DiagKind::Syntax, loc(word),
-                   fmt::format("expected `align` or `;` after the layout of operand `{}`, found `{}`", op.name,
-                               word->getText()));
+  // `align` and `scale` are contextual: the grammar takes any name there, so the words are checked here.
+  for (P::OperandSuffixContext* suffix : ctx->operandSuffix()) {
+    std::string word = text(suffix->IDENT());
+    ExprPtr* slot = word == "align" ? &op.align : word == "scale" ? &op.scale : nullptr;
+    if (!slot) {
+      diags_.error(DiagKind::Syntax, loc(suffix->IDENT()),
+                   fmt::format("expected `align`, `scale` or `;` after the layout of operand `{}`, found `{}`",
+                               op.name, word));
+      continue;
+    }
+    if (*slot) {
+      diags_.error(DiagKind::Syntax, loc(suffix->IDENT()),
+                   fmt::format("operand `{}` has a second `{}`", op.name, word))
+          .notes.push_back({(*slot)->loc, "the first is here"});
+      continue;
+    }
+    *slot = expr(suffix->expr());
   }
   return op;
 }

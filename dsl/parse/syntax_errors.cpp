@@ -79,10 +79,12 @@ std::string semicolonContext(size_t rule) {
 }
 
 // A hint for items whose shape is easy to get wrong, from the innermost such rule around the error.
-std::string ruleHint(antlr4::RuleContext* ctx) {
+const char* ruleHint(antlr4::RuleContext* ctx) {
   for (; ctx; ctx = dynamic_cast<antlr4::RuleContext*>(ctx->parent)) {
     switch (ctx->getRuleIndex()) {
-      case P::RuleOperandItem: return " (an operand is declared as `NAME : dtype layout [align N];`)";
+      case P::RuleOperandItem:
+      case P::RuleOperandSuffix:
+        return " (an operand is declared as `NAME : dtype layout [align N] [scale (BM, BK)];`)";
       case P::RuleEpilogueItem:
         return " (epilogue items are `param`, `input`, `output`, `let` and `NAME = expr;`)";
       case P::RuleStmt:

@@ -304,11 +304,32 @@ kernel k2 {
   CHECK(!body.items[3].stmt->message);
 }
 
+TEST_CASE("parser: operand suffixes align and scale, in either order", "[parser]") {
+  auto p = parse("kernel k { A : e4m3 row scale (1, 128) align 8; B : e4m3 col align 16 scale blk; D : f32 row; }");
+  INFO(messages(*p));
+  REQUIRE(p->diags.errorCount() == 0);
+  const auto& items = p->file->stmts[0]->kernelBody->items;
+  REQUIRE(items.size() == 3);
+  CHECK(sexpr(items[0].operand.scale.get()) == "(tuple 1 128)");
+  CHECK(items[0].operand.scale->loc == loc(1, 31, 8));
+  CHECK(sexpr(items[0].operand.align.get()) == "8");
+  CHECK(sexpr(items[1].operand.scale.get()) == "blk");
+  CHECK(sexpr(items[1].operand.align.get()) == "16");
+  CHECK(!items[2].operand.scale);
+
+  p = parse("kernel k { A : e4m3 row scale (1, 128) scale (1, 64); }");
+  REQUIRE(p->diags.errorCount() == 1);
+  CHECK(p->diags.all()[0].loc == loc(1, 40, 5));
+  CHECK(p->diags.all()[0].message == "operand `A` has a second `scale`");
+  REQUIRE(p->diags.all()[0].notes.size() == 1);
+  CHECK(p->diags.all()[0].notes[0].loc == loc(1, 31, 8));
+}
+
 TEST_CASE("parser: body item mistakes get their own messages", "[parser]") {
   auto p = parse("kernel k { A : bf16 row algin 8; }");
   REQUIRE(p->diags.errorCount() == 1);
   CHECK(p->diags.all()[0].loc == loc(1, 25, 5));
-  CHECK_THAT(p->diags.all()[0].message, Catch::Contains("expected `align` or `;`"));
+  CHECK_THAT(p->diags.all()[0].message, Catch::Contains("expected `align`, `scale` or `;`"));
 
   p = parse("kernel k { epilogue { input b : f32; } }");
   REQUIRE(p->diags.errorCount() == 1);

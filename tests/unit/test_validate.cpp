@@ -1140,6 +1140,143 @@ TEST_CASE("a kernel with an evaluation error still reports independent errors", 
   CHECK(ids == std::vector<std::string>{"undefined-name", "unknown-field", "epilogue-broadcast", "epilogue-arity"});
 }
 
+// ---- fp8 scaling: block scales and promotion (dsl/check/validate_scaling.cpp) ---------------------
+
+namespace {
+// An sm90a e4m3 GEMM; `a`/`b` are the operand suffixes, `extra` more fields.
+std::string fp8Kernel(const std::string& a, const std::string& b, const std::string& extra = "",
+                      const std::string& types = "e4m3") {
+  return "kernel k {\n  op = gemm; arch = sm90a;\n  A : " + types + " row" + a + "; B : " + types + " col" + b +
+         "; D : bf16 row;\n  " + extra + "\n}\n";
+}
+std::vector<std::string> diagIds(const Frontend& f) {
+  std::vector<std::string> ids;
+  for (const Diagnostic& d : f.diags.sorted()) ids.push_back(diagId(d.kind));
+  return ids;
+}
+}  // namespace
+
+TEST_CASE("block scales resolve with promotion every k-tile and a tile K of 128", "[validate][scaling]") {
+  Frontend f(fp8Kernel(" scale (1, 128)", " scale (128, 128)"));
+  INFO(f.text());
+  REQUIRE(f.diags.errorCount() == 0);
+  const KernelSpec& s = f.specs.at(0);
+  REQUIRE(s.operands[0].scaleBlock);
+  CHECK(*s.operands[0].scaleBlock == std::array<int, 2>{1, 128});
+  CHECK(s.operands[0].scaleLoc == SourceLoc{1, 3, 22, 8});
+  REQUIRE(s.operands[1].scaleBlock);
+  CHECK(*s.operands[1].scaleBlock == std::array<int, 2>{128, 128});
+  CHECK_FALSE(s.operands[2].scaleBlock);
+  CHECK(s.promoteEvery.value == 1);
+  CHECK(s.promoteEvery.origin == Origin::Default);
+  CHECK(s.tile.value == std::array<int, 3>{128, 128, 128});
+  CHECK(s.tile.origin == Origin::Default);
+  CHECK(s.schedule.value == Schedule::Cooperative);
+  std::string list = renderSpecsText(f.sm, f.specs);
+  INFO(list);
+  CHECK(contains(list, "  A        : e4m3 row align 16 scale (1, 128) # test.kdl:3:3, align default\n"));
+  CHECK(contains(list, "  promotion = 1                  # default, test.kdl:1:8\n"));
+  std::string json = renderSpecsJson(f.sm, f.specs);
+  CHECK(contains(json, "\"align_origin\":\"default\",\"scale\":[1,128],"));
+  CHECK(contains(json, "\"promotion\":{\"value\":\"1\",\"origin\":\"default\""));
+}
+
+TEST_CASE("block scales and promotion are expressions, from templates too", "[validate][scaling]") {
+  Frontend f(
+      "let bk = 128;\n"
+      "template scaled(blockB, every = 1) {\n"
+      "  op = gemm; arch = sm90a; tile = (128, 128, bk);\n"
+      "  A : e4m3 row scale (1, bk); B : e5m2 col scale blockB; D : f32 row;\n"
+      "  promotion = every;\n"
+      "}\n"
+      "kernel t1 = scaled((bk, bk));\n"
+      "kernel plain { op = gemm; arch = sm90a; A : e4m3 row; B : e4m3 col; D : bf16 row; promotion = 2 * 2; }\n"
+      "kernel fast_acc { op = gemm; arch = sm90a; A : e4m3 row; B : e4m3 col; D : bf16 row; promotion = fast; }\n"
+      "kernel dflt { op = gemm; arch = sm90a; A : e4m3 row; B : e4m3 col; D : bf16 row; }\n"
+      "kernel bf { op = gemm; arch = sm90a; A : bf16 row; B : bf16 col; D : bf16 row; }\n");
+  INFO(f.text());
+  REQUIRE(f.diags.errorCount() == 0);
+  const KernelSpec* t1 = f.spec("t1");
+  REQUIRE(t1);
+  CHECK(*t1->operands[1].scaleBlock == std::array<int, 2>{128, 128});
+  CHECK(t1->promoteEvery.value == 1);
+  CHECK(t1->promoteEvery.origin == Origin::Template);
+  CHECK(f.spec("plain")->promoteEvery.value == 4);
+  CHECK(f.spec("plain")->promoteEvery.origin == Origin::Explicit);
+  CHECK(f.spec("fast_acc")->promoteEvery.value == 0);
+  CHECK(f.spec("fast_acc")->promoteEvery.origin == Origin::Explicit);
+  CHECK(f.spec("dflt")->promoteEvery.value == 0);
+  CHECK(f.spec("dflt")->promoteEvery.origin == Origin::Default);
+  CHECK(f.spec("bf")->promoteEvery.value == 0);
+  std::string list = renderSpecsText(f.sm, f.specs);
+  CHECK(contains(list, "  promotion = 4                  # explicit, test.kdl:8:95\n"));
+  CHECK(contains(list, "  promotion = fast               # explicit, test.kdl:9:98\n"));
+  // Only fp8 kernels on the wgmma path show the field.
+  CHECK(!contains(list.substr(list.find("kernel bf")), "promotion"));
+}
+
+TEST_CASE("[scaling] where block scales and promotion may go", "[validate][scaling]") {
+  struct Case {
+    std::string text;
+    std::vector<std::string> ids;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {fp8Kernel(" scale (1, 128)", ""), {"scaling"}, "`A` has block scales but `B` does not; block scaling needs both"},
+      {fp8Kernel("", " scale (128, 128)"), {"scaling"}, "`B` has block scales but `A` does not"},
+      {fp8Kernel(" scale (1, 128)", " scale (128, 128)", "", "bf16"), {"scaling", "scaling"},
+       "block scales are for fp8 inputs (e4m3, e5m2), and `A` is bf16"},
+      {fp8Kernel(" scale (128, 128)", " scale (128, 128)"), {"scaling"},
+       "block scales (128, 128) on `A` are not supported; the sm90a path supports A `scale (1, 128)`"},
+      {fp8Kernel(" scale (1, 128)", " scale (1, 128)"), {"scaling"}, "block scales (1, 128) on `B` are not supported"},
+      {fp8Kernel(" scale (1, 64)", " scale (128, 64)"), {"scaling", "scaling"}, "(1, 64) on `A` are not supported"},
+      {"kernel k { op = gemm; arch = sm90a; A : e4m3 row scale (1, 128); B : e4m3 col scale (128, 128);\n"
+       "  D : bf16 row scale (1, 128); }\n",
+       {"scaling"}, "only the gemm inputs A and B take block scales, not `D`"},
+      {"kernel k { op = conv2d_fprop; arch = sm90a; X : e4m3 nhwc scale (1, 128); W : e4m3 krsc; Y : bf16 nhwc; }\n",
+       {"scaling"}, "block scales are for the gemm inputs A and B; conv2d_fprop operands do not take them"},
+      {"kernel k { op = gemm; arch = sm89; A : e4m3 row scale (1, 128); B : e4m3 col scale (128, 128); D : bf16 row; }\n",
+       {"arch-feature"}, "block scales are applied in the sm90a wgmma mainloop, which sm89 does not have"},
+      {fp8Kernel(" scale (1, 128)", " scale (128, 128)", "schedule = multistage;"), {"scaling"},
+       "which schedule `multistage` does not use"},
+      {fp8Kernel(" scale (1, 128)", " scale (128, 128)", "tile = (128, 128, 64);"), {"scaling"},
+       "tile K = 64, but with block scales tile K must be the blocks' K, 128"},
+      {fp8Kernel(" scale (1, 128)", " scale (128, 128)", "promotion = 2;"), {"scaling"},
+       "so `promotion` must be 1 or left out, not 2"},
+      {fp8Kernel(" scale (1, 128)", " scale (128, 128)", "promotion = fast;"), {"scaling"}, "left out, not `fast`"},
+      {fp8Kernel("", "", "promotion = 2;", "bf16"), {"scaling"},
+       "`promotion` is for fp8 inputs (e4m3, e5m2), whose wgmma accumulation keeps fewer bits; this kernel's inputs "
+       "are bf16"},
+      {"kernel k { op = gemm; arch = sm89; A : e4m3 row; B : e4m3 col; D : bf16 row; promotion = 2; }\n",
+       {"arch-feature"}, "`promotion` sets how the sm90a wgmma path accumulates fp8, and sm89 does not have that path"},
+      {fp8Kernel("", "", "promotion = 2; schedule = multistage;"), {"scaling"}, "which schedule `multistage` does not use"},
+      {fp8Kernel("", "", "promotion = 0;"), {"field-range"}, "promotion = 0 is out of range"},
+      {fp8Kernel("", "", "promotion = \"fast\";"), {"field-type"}, "write `fast` without quotes"},
+      {fp8Kernel("", "", "promotion = 1.5;"), {"field-type"}, "`promotion` must be `fast` or an int N >= 1"},
+      {fp8Kernel(" scale 128", " scale (128, 128)"), {"field-type"},
+       "the scale block of `A` must be a tuple of two ints (BM, BK), e.g. `scale (1, 128)`, not the int `128`"},
+      {fp8Kernel(" scale (1, 128)", " scale (128, 1.0)"), {"field-type"}, "its element 1 is the float `1.0`"},
+      {fp8Kernel(" scale (0, 128)", " scale (128, 128)"), {"field-range"},
+       "scale block BM = 0 of `A` is out of range; block sizes are positive"},
+  };
+  for (const Case& c : cases) {
+    Frontend f(c.text);
+    INFO(c.text << "\n" << f.text());
+    CHECK(f.specs.empty());
+    CHECK(diagIds(f) == c.ids);
+    CHECK(contains(f.text(), c.message));
+  }
+}
+
+TEST_CASE("[scaling] the diagnostics point at the suffix, the field or the tile", "[validate][scaling]") {
+  Frontend f(fp8Kernel(" scale (1, 128)", " scale (128, 128)", "tile = (128, 128, 64); promotion = 3;"));
+  INFO(f.text());
+  std::string text = f.text();
+  CHECK(contains(text, "test.kdl:4:10: error: tile K = 64, but with block scales"));
+  CHECK(contains(text, "test.kdl:3:22: note: block scales declared here"));
+  CHECK(contains(text, "test.kdl:4:38: error: with block scales the mainloop promotes every k-tile"));
+}
+
 // ---- names in the generated C++ (dsl/check/cpp_names.h) -------------------------------------------------
 
 TEST_CASE("cppNameProblem refuses what qualification cannot fix, and only that", "[validate][names]") {
@@ -1152,7 +1289,8 @@ TEST_CASE("cppNameProblem refuses what qualification cannot fix, and only that",
     CHECK(cppNameProblem(std::string(kMaxCppNameLength, 'k'), use) == "");
     CHECK_THAT(cppNameProblem(std::string(kMaxCppNameLength + 1, 'k'), use), Catch::Contains("201 characters"));
   }
-  for (const char* member : {"m", "n", "k", "batch", "split_k", "lda", "ldz", "batch_stride_bias"}) {
+  for (const char* member :
+       {"m", "n", "k", "batch", "split_k", "lda", "ldz", "batch_stride_bias", "scale_A", "ld_scale_B"}) {
     CHECK(cppNameProblem(member, CppNameUse::Kernel) == "");
     CHECK(cppNameProblem(member, CppNameUse::Epilogue) != "");
   }

@@ -31,6 +31,14 @@ std::string splitKText(const KernelSpec& s) {
   return "1";
 }
 
+std::string promotionText(const Field<int>& p) { return p.value == 0 ? "fast" : std::to_string(p.value); }
+
+// `promotion` means something for fp8 inputs on the sm90a wgmma path only; other kernels do not show it.
+bool showsPromotion(const KernelSpec& s) {
+  const Operand* a = s.operand("A");
+  return s.op.value == Op::Gemm && s.schedule.value != Schedule::Multistage && a && isFloat8(a->dtype);
+}
+
 std::string locText(const SourceManager& sm, SourceLoc loc) {
   if (!loc.valid()) return "";
   return fmt::format("{}:{}:{}", sm.path(loc.file), loc.line, loc.col);
@@ -113,12 +121,15 @@ template <class T>
 void fieldLine(std::string& out, const SourceManager& sm, const char* label, const std::string& value,
                const Field<T>& f, bool chosenAutomatically = false) {
   std::string where = locText(sm, f.loc);
-  out += fmt::format("  {:<8} = {:<19} # {}{}\n", label, value, originText(f.origin, chosenAutomatically),
+  // The comments line up: a label longer than 8 (`promotion`) takes from the value's column.
+  int valueWidth = 27 - std::max(8, static_cast<int>(std::string_view(label).size()));
+  out += fmt::format("  {:<8} = {:<{}} # {}{}\n", label, value, valueWidth, originText(f.origin, chosenAutomatically),
                      where.empty() ? "" : ", " + where);
 }
 
 void operandLine(std::string& out, const SourceManager& sm, const Operand& o) {
   std::string value = fmt::format("{} {} align {}", name(o.dtype), name(o.layout), o.align);
+  if (o.scaleBlock) value += fmt::format(" scale ({}, {})", (*o.scaleBlock)[0], (*o.scaleBlock)[1]);
   std::string where = locText(sm, o.loc);
   out += fmt::format("  {:<8} : {:<19} # {}align {}\n", o.name, value, where.empty() ? "" : where + ", ",
                      name(o.alignOrigin));
@@ -163,6 +174,7 @@ void kernelText(std::string& out, const SourceManager& sm, const KernelSpec& s) 
   fieldLine(out, sm, "schedule", name(s.schedule.value), s.schedule, true);
   fieldLine(out, sm, "raster", name(s.raster.value), s.raster);
   fieldLine(out, sm, "split_k", splitKText(s), s.splitK);
+  if (showsPromotion(s)) fieldLine(out, sm, "promotion", promotionText(s.promoteEvery), s.promoteEvery);
   if (s.op.value != Op::Gemm) {
     fieldLine(out, sm, "filter", pairOrRuntime(s.filter.value), s.filter);
     fieldLine(out, sm, "stride", pairOrRuntime(s.stride.value), s.stride);
@@ -193,8 +205,9 @@ std::string jsonInts(const int* v, size_t n) {
 }
 
 std::string jsonOperand(const SourceManager& sm, const Operand& o) {
-  return fmt::format("{{\"name\":{},\"dtype\":\"{}\",\"layout\":\"{}\",\"align\":{},\"align_origin\":\"{}\",{}}}",
-                     jsonString(o.name), name(o.dtype), name(o.layout), o.align, name(o.alignOrigin),
+  std::string scale = o.scaleBlock ? ",\"scale\":" + jsonInts(o.scaleBlock->data(), 2) : "";
+  return fmt::format("{{\"name\":{},\"dtype\":\"{}\",\"layout\":\"{}\",\"align\":{},\"align_origin\":\"{}\"{},{}}}",
+                     jsonString(o.name), name(o.dtype), name(o.layout), o.align, name(o.alignOrigin), scale,
                      jsonLoc(sm, o.loc));
 }
 
@@ -253,6 +266,7 @@ std::string kernelJson(const SourceManager& sm, const KernelSpec& s) {
   out += ",\"split_k\":" +
          fmt::format("{{\"value\":\"{}\",\"slices\":{},\"origin\":\"{}\",{}}}", name(s.splitK.value),
                      s.splitKSlices.value, name(s.splitK.origin), jsonLoc(sm, s.splitK.loc));
+  if (showsPromotion(s)) out += ",\"promotion\":" + jsonField(sm, jsonString(promotionText(s.promoteEvery)), s.promoteEvery);
   if (s.op.value != Op::Gemm) {
     auto pair = [](const std::array<int, 2>& v) { return v[0] == 0 ? std::string("null") : jsonInts(v.data(), 2); };
     out += ",\"filter\":" + jsonField(sm, pair(s.filter.value), s.filter);
