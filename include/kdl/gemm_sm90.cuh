@@ -44,6 +44,9 @@
 //     different SMs at the same time); slice s waits on the tile's semaphore in the workspace until
 //     s slices have been added into the tile's f32 partial sums, adds them, and stores the sum back
 //     (s < S - 1) or runs the epilogue (the last slice): deterministic, see reduce_slices.
+//   * Stream-K tail (split_k = 1, a workspace given, the last wave of tile groups 1/4 to 2/3 full: see
+//     stream_k_groups): the full waves run whole tiles; the last wave's k-tiles are spread evenly over
+//     all walkers and added in the same workspace protocol as split-K (unit_at).
 //   * Residues: TMA zero-fills what lies outside M, N, K (3-D tensor maps: K, rows, batch);
 //     the epilogue stores in range only.
 //   * Epilogue: each consumer warp stages its 16 rows of the accumulator through a dedicated
