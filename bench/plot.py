@@ -30,7 +30,8 @@ def main(argv):
         elif r["valid"] == "1" and t > best.get(g, 0.0):
             best[g] = t
             split = int(r["split"])
-            best_name[g] = r["kernel"] + (f" sk{split}" if split > 1 else "")
+            name = r["kernel"].replace("h90_", "").replace("bench_", "")
+            best_name[g] = name.replace("_", " ", 2).replace(" ", "\n", 1) + (f" sk{split}" if split > 1 else "")
 
     anchor_names = []
     for g in groups:

@@ -1,4 +1,4 @@
-# kdl_add_kernels(TARGET <target> SPECS <a.kdl>... [OUTPUT_DIR <dir>])
+# kdl_add_kernels(TARGET <target> SPECS <a.kdl>... [OUTPUT_DIR <dir>] [ALLOW_PTXAS_WARNINGS])
 #
 # Generates CUDA kernels from KDL specs with kdlc and compiles them into <target>:
 #   * at configure time `kdlc emit` runs once per spec to learn its kernels (manifest.json), and the
@@ -8,7 +8,12 @@
 #     forgotten;
 #   * at build time it runs again whenever the spec, a file it imports, a KDL header or kdlc itself
 #     changes; the emitted .cu files are compiled with each kernel's own -gencode flags (never the
-#     target's CUDA_ARCHITECTURES: sm80-path kernels need sm_80 and newer);
+#     target's CUDA_ARCHITECTURES: sm80-path kernels need sm_80 and newer; sm90a kernels get
+#     -gencode=arch=compute_90a,code=sm_90a);
+#   * every such compile runs through `kdlc ptxas-gate` with --ptxas-options=-v, as in `kdlc build`: a
+#     kernel that spills, whose setmaxnreg ptxas ignored or whose wgmma it serialized fails the
+#     build with the kernel's name and ptxas's words (ALLOW_PTXAS_WARNINGS: a warning instead), and
+#     ptxas's report is written next to each object (<object>.ptxas.txt);
 #   * <target> gets the emitted headers' directories and the KDL include directory, and links
 #     CUDA::cudart (never libcuda).
 # Where the files go: OUTPUT_DIR (default ${CMAKE_CURRENT_BINARY_DIR}/kdl_kernels/<target>; a relative
@@ -20,7 +25,8 @@
 # would share a folder (`a/k.kdl` and `a_k.kdl`), a spec given twice, and a kernel name that two specs
 # of one target produce are configure errors that name both specs.
 # Compiler launchers: the kernels' object libraries use CMAKE_CUDA_COMPILER_LAUNCHER (sccache, distcc)
-# like any CUDA target, or <target>'s own CUDA_COMPILER_LAUNCHER when it has one.
+# like any CUDA target, or <target>'s own CUDA_COMPILER_LAUNCHER when it has one (run by the gate:
+# kdlc ptxas-gate -- <launcher> nvcc ...).
 # Include the emitted API as #include "<kernel>.h"; call kdl_kernels::<kernel>::run(args).
 # Needs the CUDA language enabled in the calling project (project(... LANGUAGES CXX CUDA)).
 include_guard(GLOBAL)
@@ -92,9 +98,10 @@ function(_kdl_claim_kernel target kernel spec)
 endfunction()
 
 function(kdl_add_kernels)
-  cmake_parse_arguments(KDL "" "TARGET;OUTPUT_DIR" "SPECS" ${ARGN})
-  if(NOT KDL_TARGET OR NOT KDL_SPECS)
-    message(FATAL_ERROR "kdl_add_kernels: usage: kdl_add_kernels(TARGET <target> SPECS <file.kdl>... [OUTPUT_DIR <dir>])")
+  cmake_parse_arguments(KDL "ALLOW_PTXAS_WARNINGS" "TARGET;OUTPUT_DIR" "SPECS" ${ARGN})
+  if(NOT KDL_TARGET OR NOT KDL_SPECS OR KDL_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "kdl_add_kernels: usage: kdl_add_kernels(TARGET <target> SPECS <file.kdl>... [OUTPUT_DIR <dir>] "
+                        "[ALLOW_PTXAS_WARNINGS])")
   endif()
   if(NOT TARGET ${KDL_TARGET})
     message(FATAL_ERROR "kdl_add_kernels: `${KDL_TARGET}` is not a target; create it (add_executable/add_library) first")
@@ -115,6 +122,15 @@ function(kdl_add_kernels)
   get_filename_component(KDL_OUTPUT_DIR "${KDL_OUTPUT_DIR}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_BINARY_DIR}")
   file(GLOB _kdl_headers CONFIGURE_DEPENDS "${KDL_INCLUDE_DIR}/kdl/*")
   get_target_property(_launcher ${KDL_TARGET} CUDA_COMPILER_LAUNCHER)
+  if(NOT _launcher)
+    set(_launcher "${CMAKE_CUDA_COMPILER_LAUNCHER}")
+  endif()
+  # Every kernel compile goes through the ptxas gate, which then runs the user's launcher, if any.
+  set(_gate "${KDL_KDLC_EXECUTABLE}" ptxas-gate)
+  if(KDL_ALLOW_PTXAS_WARNINGS)
+    list(APPEND _gate --allow-ptxas-warnings)
+  endif()
+  list(APPEND _gate -- ${_launcher})
 
   foreach(_spec IN LISTS KDL_SPECS)
     get_filename_component(_abs "${_spec}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
@@ -160,6 +176,7 @@ function(kdl_add_kernels)
           string(JSON _flag GET "${_manifest}" kernels ${_i} gencode ${_g})
           list(APPEND _flags "${_flag}")
         endforeach()
+        list(APPEND _flags "--ptxas-options=-v")  # the report the gate reads
         set_source_files_properties("${_out}/${_src}" PROPERTIES COMPILE_OPTIONS "${_flags}" GENERATED TRUE)
         list(APPEND _sources "${_out}/${_src}")
         list(APPEND _byproducts "${_out}/${_src}" "${_out}/${_hdr}")
@@ -180,9 +197,7 @@ function(kdl_add_kernels)
     add_dependencies(${_lib} ${_lib}_emit)
     set_target_properties(${_lib} PROPERTIES CUDA_ARCHITECTURES OFF POSITION_INDEPENDENT_CODE ON
                                              CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
-    if(_launcher)
-      set_target_properties(${_lib} PROPERTIES CUDA_COMPILER_LAUNCHER "${_launcher}")
-    endif()
+    set_target_properties(${_lib} PROPERTIES CUDA_COMPILER_LAUNCHER "${_gate}")
     target_include_directories(${_lib} PUBLIC "${_out}" "${KDL_INCLUDE_DIR}")
     target_link_libraries(${_lib} PUBLIC CUDA::cudart)
     target_sources(${KDL_TARGET} PRIVATE $<TARGET_OBJECTS:${_lib}>)

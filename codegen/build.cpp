@@ -248,6 +248,18 @@ bool compileAll(const CompileContext& cx, std::vector<CompileJob>& jobs, const P
 
 // ---- build: gate on ptxas's report -----------------------------------------------------------------
 
+// "ptxas reports a performance loss ... in 2 kernels:" and, per kernel, its problems.
+std::string describePtxasProblems(const std::vector<std::pair<std::string, const PtxasReport*>>& refused) {
+  std::string text = fmt::format("ptxas reports a performance loss (spills, ignored setmaxnreg or serialized wgmma) in "
+                                 "{} kernel{}:",
+                                 refused.size(), refused.size() == 1 ? "" : "s");
+  for (const auto& [name, report] : refused) {
+    text += fmt::format("\n  kernel `{}` ({}.cu):", name, name);
+    for (const std::string& p : report->problems) text += "\n    " + p;
+  }
+  return text;
+}
+
 // Writes every kernel's report to <runDir>/lib<stem>.ptxas.txt (published with the libraries),
 // prints it when asked, and fails when a kernel spills, lost setmaxnreg or serialized wgmma (unless
 // the request allows ptxas warnings; then it says so and goes on).
@@ -257,27 +269,25 @@ StepResult gateOnPtxas(const BuildRequest& req, const std::vector<CompileJob>& j
   for (const CompileJob& j : jobs) reports.emplace_back(j.kernel->name, j.ptxas);
   std::string table = formatPtxasTable(reports);
   std::string file = "lib" + req.libStem + ".ptxas.txt", err;
-  std::string text = fmt::format("# ptxas resource report of lib{} (kdlc build, nvcc -Xptxas -v); bytes\n", req.libStem);
+  std::string text = fmt::format("# ptxas's report for lib{} (kdlc build, nvcc -Xptxas -v). Sizes in bytes; smem is static\n"
+                                 "# shared memory (the dynamic part is the launch's: kdlc list --plan).\n",
+                                 req.libStem);
   if (!writeFileAtomic(runDir + "/" + file, text + table, err)) return failure(err);
   if (req.verbose) progress(fmt::format("ptxas report ({}):\n{}", file, table));
 
-  std::string problems;
-  size_t bad = 0;
+  std::vector<std::pair<std::string, const PtxasReport*>> refused, allowed;
   for (const CompileJob& j : jobs) {
     if (j.ptxas.problems.empty()) continue;
-    ++bad;
-    problems += fmt::format("\n  kernel `{}` ({}.cu):", j.kernel->name, j.kernel->name);
-    for (const std::string& p : j.ptxas.problems) problems += "\n    " + p;
+    const std::vector<std::string>& names = req.allowPtxasWarningsFor;
+    bool allow = req.allowPtxasWarnings || std::find(names.begin(), names.end(), j.kernel->name) != names.end();
+    (allow ? allowed : refused).emplace_back(j.kernel->name, &j.ptxas);
   }
-  if (bad == 0) return {};
-  std::string what = fmt::format("ptxas reports a performance loss (spills, ignored setmaxnreg or serialized wgmma) in "
-                                 "{} kernel{}:{}",
-                                 bad, bad == 1 ? "" : "s", problems);
-  if (req.allowPtxasWarnings) {
-    progress(fmt::format("kdlc: warning: {}\nkdlc: note: building anyway (--allow-ptxas-warnings)", what));
-    return {};
-  }
-  return failure(fmt::format("{}\nlib{}.a and lib{}.so were not written", what, req.libStem, req.libStem),
+  if (!allowed.empty())
+    progress(fmt::format("kdlc: warning: {}\nkdlc: note: building anyway (--allow-ptxas-warnings)",
+                         describePtxasProblems(allowed)));
+  if (refused.empty()) return {};
+  return failure(fmt::format("{}\nlib{}.a and lib{}.so were not written", describePtxasProblems(refused), req.libStem,
+                             req.libStem),
                  "the full report is printed by --verbose; --allow-ptxas-warnings builds such kernels anyway");
 }
 
@@ -343,6 +353,64 @@ std::optional<CompileCache> openCache(const BuildRequest& req, const Progress& p
 }
 
 }  // namespace
+
+int runGatedCompile(const GatedCompile& c, const Progress& progress) {
+  if (c.argv.empty()) return 2;
+  std::vector<std::string> argv = c.argv;
+  argv[0] = resolveProgram(argv[0]);
+  if (argv[0].empty()) {
+    progress(fmt::format("kdlc: error: cannot find the compiler `{}`", c.argv[0]));
+    return 127;
+  }
+  // The kernel is the .cu file; the report goes next to the object (the -o argument). ptxas runs
+  // when the command compiles (-c, not only preprocessing) SASS for some target.
+  std::string source, object;
+  bool compiles = false, preprocesses = false;
+  std::vector<std::string> gencode;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a.ends_with(".cu")) source = a;
+    if (a == "-o" && i + 1 < argv.size()) object = argv[i + 1];
+    if (a == "-c" || a == "--compile") compiles = true;
+    if (a == "-E" || a == "-M" || a == "-MM" || a == "--preprocess" || a == "--generate-dependencies") preprocesses = true;
+    if (a.rfind("-gencode", 0) == 0 || a.rfind("--generate-code", 0) == 0) gencode.push_back(a);
+  }
+  if (!compiles || preprocesses || object.empty()) {
+    // Nothing to gate (a dependency scan, a link): run it as it is, its output untouched.
+    std::vector<char*> args;
+    for (std::string& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    progress(fmt::format("kdlc: error: cannot run {}: {}", argv[0], std::strerror(errno)));
+    return 127;
+  }
+  std::string output;
+  int status = runProcess(argv, compilerEnvironment(""), output);
+  if (interrupted()) return 128 + InterruptGuard::signal();
+  PtxasReport report = parsePtxasReport(output, status == 0 && gencodeProducesSass(gencode));
+  std::string shown = status == 0 ? report.otherOutput : output;
+  while (!shown.empty() && shown.back() == '\n') shown.pop_back();
+  if (!shown.empty()) progress(shown);
+  if (status != 0) return status;
+  std::string name = baseName(source.empty() ? object : source);
+  if (name.ends_with(".cu")) name.resize(name.size() - 3);
+  std::string err;
+  if (!writeFileAtomic(object + ".ptxas.txt", formatPtxasTable({{name, report}}), err)) {
+    progress("kdlc: error: " + err);
+    return 1;
+  }
+  if (report.problems.empty()) return 0;
+  std::string what = describePtxasProblems({{name, &report}});
+  if (c.allowPtxasWarnings) {
+    progress(fmt::format("kdlc: warning: {}\nkdlc: note: compiled anyway (ptxas warnings allowed)", what));
+    return 0;
+  }
+  ::unlink(object.c_str());  // the build system must not take it for done
+  progress(fmt::format("kdlc: error: {}\nkdlc: note: the report is {}.ptxas.txt; kdl_add_kernels(... "
+                       "ALLOW_PTXAS_WARNINGS) builds such kernels anyway",
+                       what, object));
+  return 1;
+}
 
 StepResult buildKernels(const BuildRequest& req, const Progress& progress) {
   if (req.kernels.empty()) return failure("nothing to build");

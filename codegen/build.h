@@ -80,6 +80,7 @@ struct BuildRequest {
   std::string launcher;               // e.g. "sccache" or "distcc": run as LAUNCHER nvcc ARGS...
   std::vector<std::string> extraNvccFlags;  // after kdlc's own flags (--nvcc-flag, $KDL_NVCC_FLAGS)
   bool allowPtxasWarnings = false;    // report spills / ignored setmaxnreg / serialized wgmma, build anyway
+  std::vector<std::string> allowPtxasWarningsFor;  // the same for these kernels only
   bool verbose = false;               // print every kernel's ptxas report
   int jobs = 1;
   bool useCache = true;
@@ -88,6 +89,19 @@ struct BuildRequest {
 };
 
 StepResult buildKernels(const BuildRequest& request, const Progress& progress);
+
+// `kdlc ptxas-gate`: one compile started by a build system (kdl_add_kernels' compiler launcher),
+// gated like buildKernels' compiles. Runs `argv` (a compile with -Xptxas -v; argv[0] a program on
+// PATH or a path), passes its output on (without ptxas's info lines when it succeeded), writes the
+// report to <object>.ptxas.txt (object: the -o argument) and, on a spill, an ignored setmaxnreg or
+// serialized wgmma, removes the object and fails (unless allowPtxasWarnings). A command that does
+// not compile an object (-E, -M, no -c or -o) is exec'd as it is. Returns the exit status: the
+// compiler's when it failed, 1 when the gate refused, else 0.
+struct GatedCompile {
+  std::vector<std::string> argv;
+  bool allowPtxasWarnings = false;
+};
+int runGatedCompile(const GatedCompile& c, const Progress& progress);
 
 // The words of $KDL_NVCC_FLAGS (split at blanks, like NVCC_APPEND_FLAGS).
 std::vector<std::string> nvccFlagsFromEnvironment();

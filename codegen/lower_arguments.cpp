@@ -28,6 +28,9 @@ ArgPlan& addArg(KernelPlan& p, std::string name, ArgPlan::Kind kind, ArgPlan::Ro
   return p.args.back();
 }
 
+// Block scales (sm90a fp8, KernelPlan::blockScaling), once lowering generates them, come right after
+// their operand: `scale_A` (with `ld_scale_A`, `batch_stride_scale_A`) after A, `scale_B` after B
+// (the C ABI of the team brief; GemmProblem's scale_a/scale_b, "k-block major").
 void addOperandArgs(const KernelSpec& s, KernelPlan& p) {
   addArg(p, "A", ArgPlan::Kind::Tensor, ArgPlan::Role::OperandIn, p.a.dtype, 0);
   addArg(p, "B", ArgPlan::Kind::Tensor, ArgPlan::Role::OperandIn, p.b.dtype, 1);

@@ -85,7 +85,7 @@ bool lowerPipeline(Lowering& l) {
   p.serialSplitK = s.splitK.value == SplitKMode::Serial;
   p.maxSplitK = p.serialSplitK ? std::max(1, s.splitKSlices.value) : 1;
   l.decide("split_k",
-           p.serialSplitK ? fmt::format("serial, 1..{} slices at run time (default {})", p.maxSplitK, p.maxSplitK) : "none",
+           p.serialSplitK ? fmt::format("serial, 1..{} slices at run time (Arguments::split_k, default 1)", p.maxSplitK) : "none",
            p.serialSplitK ? "slices of a tile add into a workspace in order (per-tile semaphores); the last runs the "
                             "epilogue"
                           : originWord(s.splitK.origin));

@@ -5,6 +5,10 @@
 // first, so these steps decide and explain; they refuse nothing the table admits.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "codegen/lower_steps.h"
 #include "codegen/support.h"
 #include "include/kdl/gemm_sm90_smem.h"
@@ -95,16 +99,21 @@ bool lowerSm90Tiling(Lowering& l) {
 
   p.clusterM = s.cluster.value[0];
   p.clusterN = s.cluster.value[1];
-  if (p.clusterM * p.clusterN == 1)
+  if (p.clusterM * p.clusterN == 1) {
     l.decide("cluster", "(1, 1, 1)", fmt::format("{}; every CTA loads its own A and B tiles", originWord(s.cluster.origin)));
-  else
+  } else {
+    std::vector<std::string> shared;
+    if (p.clusterM > 1)
+      shared.push_back(fmt::format("the {} CTAs along M share one B tile, each loading 1/{} of its rows", p.clusterM,
+                                   p.clusterM));
+    if (p.clusterN > 1)
+      shared.push_back(fmt::format("the {} CTAs along N share one A tile, each loading 1/{} of its rows", p.clusterN,
+                                   p.clusterN));
     l.decide("cluster", fmt::format("({}, {}, 1)", p.clusterM, p.clusterN),
-             fmt::format("{}; {} CTAs along {} share one {} tile: each loads {} of its rows and TMA multicasts them to "
-                         "every CTA of the cluster (fewer L2 reads); a stage is refilled once every CTA's consumers "
-                         "released it",
-                         originWord(s.cluster.origin), p.clusterM * p.clusterN, p.clusterM > 1 ? "M" : "N",
-                         p.clusterM > 1 ? "B" : "A", p.clusterM > 1 ? fmt::format("1/{}", p.clusterM)
-                                                                     : fmt::format("1/{}", p.clusterN)));
+             fmt::format("{}; {}, which TMA multicasts to every CTA that shares it (fewer L2 reads); a stage is "
+                         "refilled once the consumers of every CTA it feeds released it",
+                         originWord(s.cluster.origin), fmt::join(shared, "; ")));
+  }
 
   p.rasterAlongM = s.raster.value == Raster::AlongM;
   l.decide("raster", p.rasterAlongM ? "along_m (RasterAlongM = true)" : "along_n (RasterAlongM = false)",
@@ -152,20 +161,47 @@ bool lowerSm90Pipeline(Lowering& l) {
   }
   l.decide("stages", std::to_string(p.stages), why);
 
-  p.serialSplitK = false;
-  p.maxSplitK = 1;
-  l.decide("split_k", "none", originWord(s.splitK.origin));
+  p.serialSplitK = s.splitK.value == SplitKMode::Serial;
+  p.maxSplitK = p.serialSplitK ? std::max(1, s.splitKSlices.value) : 1;
+  l.decide("split_k",
+           p.serialSplitK ? fmt::format("serial, 1..{} slices at run time (Arguments::split_k, default 1)", p.maxSplitK) : "none",
+           p.serialSplitK ? "each slice of a tile's K accumulates an f32 partial tile in the workspace, in order "
+                            "(per-tile semaphores, deterministic); the last runs the epilogue. For few output tiles "
+                            "(small M or N), where the persistent grid would leave SMs idle"
+                          : originWord(s.splitK.origin));
 
-  // fp8: the accumulator's precision. The language's `promotion = fast | N` and `scale (BM, BK)`
-  // (KernelSpec fields, once they exist) set PromoteEvery and BlockScaling here; until then fp8
-  // kernels accumulate fast (PromoteEvery = 0) and have no block scales.
-  p.promoteEvery = 0;
-  p.blockScaling = false;
+  // fp8: the accumulator's precision, from `promotion = fast | N` and the operands' `scale (BM, BK)`.
+  // (The sm90a table refuses either while the template lacks it: codegen/support_sm90.cpp.)
+  const Operand& A = *s.operand("A");
+  const Operand& B = *s.operand("B");
+  p.promoteEvery = s.promoteEvery.value;
+  p.blockScaling = A.scaleBlock && B.scaleBlock;
+  if (p.blockScaling) {
+    p.blockMA = (*A.scaleBlock)[0];
+    p.blockK = (*A.scaleBlock)[1];
+    p.blockNB = (*B.scaleBlock)[0];
+  }
   if (isFloat8(p.a.dtype)) {
-    l.decide("promotion", "fast (PromoteEvery = 0)",
-             "the default without block scales: the wgmma accumulator adds every k-tile itself (fastest; fp8 wgmma's "
-             "accumulator has limited precision, which `promotion = N` trades speed for)");
-    l.decide("block scaling", "none (kdl::sm90::NoBlockScaling)", "the operands declare no `scale (BM, BK)`");
+    if (p.blockScaling)
+      l.decide("block scaling",
+               fmt::format("kdl::sm90::BlockScaling<{}, {}, {}>", p.blockMA, p.blockNB, p.blockK),
+               fmt::format("A scale ({}, {}) and B scale ({}, {}) in the spec: one f32 scale per {} x {} block of A "
+                           "and per {} x {} block of B, applied when each k-block is promoted into the f32 accumulator",
+                           p.blockMA, p.blockK, p.blockNB, p.blockK, p.blockMA, p.blockK, p.blockNB, p.blockK));
+    else
+      l.decide("block scaling", "none (kdl::sm90::NoBlockScaling)", "the operands declare no `scale (BM, BK)`");
+    if (p.promoteEvery == 0)
+      l.decide("promotion", "fast (PromoteEvery = 0)",
+               fmt::format("{}: the wgmma accumulator adds every k-tile itself (fastest; fp8 wgmma's accumulator has "
+                           "limited precision, which `promotion = N` trades speed for)",
+                           s.promoteEvery.origin == Origin::Default ? "the default without block scales"
+                                                                    : originWord(s.promoteEvery.origin)));
+    else
+      l.decide("promotion", fmt::format("every {} k-tile{} (PromoteEvery = {})", p.promoteEvery,
+                                        p.promoteEvery == 1 ? "" : "s", p.promoteEvery),
+               fmt::format("{}: N k-tiles accumulate in a temporary wgmma accumulator, then add into an f32 one (more "
+                           "accurate over long K, slower){}",
+                           originWord(s.promoteEvery.origin), p.blockScaling ? "; block scales promote every k-block" : ""));
   }
   return true;
 }

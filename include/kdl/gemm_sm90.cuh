@@ -39,6 +39,13 @@
 //     (its row and its column: remote arrivals, released at CTA scope: see
 //     mbarrier_arrive_cluster_cta_scope), and no CTA exits before its peers are done with it (a
 //     cluster barrier at the end).
+//   * fp8 promotion (PromoteEvery = N >= 1): fp8 wgmma accumulates with reduced precision, so N
+//     k-tiles at a time accumulate in a temporary wgmma accumulator started from zero; after they
+//     complete (wgmma.wait_group 0) it is added into the f32 accumulator. Block scaling
+//     (BlockScaling<BlockMA, BlockNB, BlockK>, DeepGEMM-style; BlockK = TileK) promotes every k-tile
+//     with its scales: acc += tmp * scale_a[row block] * scale_b[column block], the scales of the
+//     k-block read from global memory (GemmProblem::scale_a/_b, k-block major) while the wgmmas run.
+//     Both need the second accumulator: at most 64 f32 registers each.
 //   * Serial split-K (GemmProblem::split_k = S > 1, for few output tiles, e.g. 128 x 8192 x 8192):
 //     a unit is one k-slice of a tile (the slices of a tile are consecutive units, so they run on
 //     different SMs at the same time); slice s waits on the tile's semaphore in the workspace until
@@ -101,6 +108,7 @@ namespace sm90 {
 // and per BlockNB x BlockK block of B, applied when each k-block is promoted into the f32 accumulator.
 struct NoBlockScaling {
   static constexpr bool kEnabled = false;
+  static constexpr int kBlockMA = 1, kBlockNB = 1, kBlockK = 1;  // unused
 };
 template <int BlockMA, int BlockNB, int BlockK>
 struct BlockScaling {
@@ -119,7 +127,6 @@ struct GemmSm90 {
   static_assert(detail::is_same_t<LayoutA, RowMajor>::value && detail::is_same_t<LayoutB, ColMajor>::value,
                 "GemmSm90: A must be RowMajor and B ColMajor (K-major) on this version");
   static_assert(detail::is_same_t<ElementAccum, float>::value, "GemmSm90: ElementAccum must be float");
-  static_assert(PromoteEvery == 0 && !BlockScaling::kEnabled, "GemmSm90: no promotion or block scaling on this version");
   static_assert(kFp8 || detail::is_same_t<ElementA, half>::value || detail::is_same_t<ElementA, __nv_bfloat16>::value,
                 "GemmSm90: ElementA must be half, __nv_bfloat16, __nv_fp8_e4m3 or __nv_fp8_e5m2 (other types are not on "
                 "the sm90a path yet)");
@@ -138,6 +145,7 @@ struct GemmSm90 {
   static constexpr int kClusterM = ClusterM;
   static constexpr int kClusterN = ClusterN;
   static constexpr int kClusterSize = ClusterM * ClusterN;
+  using BlockScalingT = BlockScaling;
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kProducerRegs = 40;
   static constexpr int kConsumerRegs = 232;
@@ -148,6 +156,21 @@ struct GemmSm90 {
   static constexpr int kAccRegs = TileN / 2;            // f32 registers of one m64 x TileN accumulator
   static_assert(kMmaM * kAccRegs <= 128, "GemmSm90: the accumulator exceeds 128 registers per consumer thread "
                                          "(pingpong: TileM x TileN <= 128 x 128 or 64 x 256)");
+  // fp8 promotion: PromoteEvery k-tiles accumulate in a temporary wgmma accumulator (from zero), which
+  // is then added (block scaling: times the k-block's scales) into the f32 accumulator.
+  static constexpr bool kBlockScaled = BlockScaling::kEnabled;
+  static constexpr int kPromoteEvery = kBlockScaled ? 1 : PromoteEvery;
+  static constexpr bool kPromote = kPromoteEvery > 0;
+  static_assert(PromoteEvery >= 0, "GemmSm90: PromoteEvery must be 0 (fast accumulation) or >= 1");
+  static_assert(!kPromote || kFp8, "GemmSm90: promotion and block scaling are for fp8 operands");
+  static_assert(!kBlockScaled || PromoteEvery <= 1, "GemmSm90: block scaling promotes every k-block: PromoteEvery must be 0 or 1");
+  static_assert(!kBlockScaled || (BlockScaling::kBlockK == TileK && BlockScaling::kBlockMA >= 1 &&
+                                  BlockScaling::kBlockNB % TileN == 0),
+                "GemmSm90: block scaling needs BlockK == TileK (one k-tile per k-block) and BlockNB a multiple of TileN "
+                "(one B scale per tile and k-block)");
+  static_assert(!kPromote || kMmaM * kAccRegs <= 64,
+                "GemmSm90: promotion keeps a second accumulator: at most 64 f32 registers each (e.g. cooperative "
+                "128 x 128, pingpong 64 x 128)");
   static constexpr int kKSteps = TileK * int(sizeof(ElementA)) / 32;  // wgmma k-steps (32 bytes of K) per k-tile
   static constexpr int kReaderWarps = (kPingpong ? 1 : kConsumers) * 4;  // consumer warps that read each stage
   static constexpr int kRasterGroup = 8;                 // tiles per raster band
@@ -189,6 +212,11 @@ struct GemmSm90 {
     int sk_groups;        // stream-K tail: the last tile groups, whose k-tiles are spread over all walkers (0: none)
     float* partials;      // split > 1 or sk_groups > 0: TileM x TileN f32 partial sums per slot (workspace)
     int* semaphores;      // per slot, the number of slices already added into its partials
+    // Block scaling: scale of A's block (row / BlockMA, k-block kb) at scale_a[b * bs_sa + kb * ld_sa + row / BlockMA],
+    // of B's block (col / BlockNB, kb) at scale_b[b * bs_sb + kb * ld_sb + col / BlockNB].
+    const float* scale_a;
+    const float* scale_b;
+    int64_t ld_sa, bs_sa, ld_sb, bs_sb;
     typename Epilogue::Params ep;
   };
 
@@ -385,6 +413,7 @@ struct GemmSm90 {
       const bool warp_leader = (wg_thread % 32) == 0;
       const int warp_in_wg = wg_thread / 32;
       float acc[kMmaM][kAccRegs];
+      float tmp[kPromote ? kMmaM : 1][kPromote ? kAccRegs : 1];  // fp8 promotion's wgmma accumulator
       Ring ring;
       // Releases a stage in every CTA that wrote a slice of it (its own, its cluster row and column).
       auto release = [&](int s) {
@@ -421,22 +450,59 @@ struct GemmSm90 {
           sm90::mbarrier_wait(full_bar(ring.stage), ring.phase);
           const uint32_t a_tile = stage_a(ring.stage) + uint32_t(row_off * 128);
           const uint32_t b_tile = stage_b(ring.stage);
+          if constexpr (!kPromote) {
 #pragma unroll
-          for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(acc[i]);
-          sm90::wgmma_fence();
+            for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(acc[i]);
+            sm90::wgmma_fence();
 #pragma unroll
-          for (int ks = 0; ks < kKSteps; ++ks) {
-            const sm90::SmemDesc db = kmajor_desc(b_tile, TileN, ks);
+            for (int ks = 0; ks < kKSteps; ++ks) {
+              const sm90::SmemDesc db = kmajor_desc(b_tile, TileN, ks);
 #pragma unroll
-            for (int i = 0; i < kMmaM; ++i) mma_kstep(acc[i], kmajor_desc(a_tile + uint32_t(i * 64 * 128), 64, ks), db, true);
+              for (int i = 0; i < kMmaM; ++i) mma_kstep(acc[i], kmajor_desc(a_tile + uint32_t(i * 64 * 128), 64, ks), db, true);
+            }
+            sm90::wgmma_commit_group();
+#pragma unroll
+            for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(acc[i]);
+            // The previous k-tile's group has completed: its stage may be refilled.
+            sm90::wgmma_wait_group<1>();
+            if (prev_stage >= 0 && warp_leader) release(prev_stage);
+            prev_stage = ring.stage;
+          } else {
+            // fp8 promotion: the group's first k-step starts tmp from zero; at the group's last k-tile
+            // (or the unit's) wait for the wgmmas and add tmp (times the k-block's scales) into acc.
+            // (Measured on the H100: keeping the next group's wgmmas in flight in a second temporary
+            // accumulator during the promotion was slower, 709 against 758 TFLOP/s block-scaled.)
+            const int kt_in_group = (kt - w.kt_begin) % kPromoteEvery;
+            const bool promote_now = kt_in_group == kPromoteEvery - 1 || kt + 1 == w.kt_end;
+#pragma unroll
+            for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(tmp[i]);
+            sm90::wgmma_fence();
+#pragma unroll
+            for (int ks = 0; ks < kKSteps; ++ks) {
+              const sm90::SmemDesc db = kmajor_desc(b_tile, TileN, ks);
+#pragma unroll
+              for (int i = 0; i < kMmaM; ++i)
+                mma_kstep(tmp[i], kmajor_desc(a_tile + uint32_t(i * 64 * 128), 64, ks), db, kt_in_group > 0 || ks > 0);
+            }
+            sm90::wgmma_commit_group();
+#pragma unroll
+            for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(tmp[i]);
+            if (promote_now) {
+              float sa[kMmaM][2], sb = 1.f;  // this thread's rows' A scales and the tile's B scale, k-block kt
+              if constexpr (kBlockScaled) load_block_scales(P, w, kt, row_off + warp_in_wg * 16, sa, sb);
+              sm90::wgmma_wait_group<0>();
+              if (warp_leader) {
+                if (prev_stage >= 0) release(prev_stage);
+                release(ring.stage);
+              }
+              prev_stage = -1;
+              promote(acc, tmp, sa, sb);
+            } else {
+              sm90::wgmma_wait_group<1>();
+              if (prev_stage >= 0 && warp_leader) release(prev_stage);
+              prev_stage = ring.stage;
+            }
           }
-          sm90::wgmma_commit_group();
-#pragma unroll
-          for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(acc[i]);
-          // The previous k-tile's group has completed: its stage may be refilled.
-          sm90::wgmma_wait_group<1>();
-          if (prev_stage >= 0 && warp_leader) release(prev_stage);
-          prev_stage = ring.stage;
           ring.advance();
         }
         // Pingpong: the other consumer may issue its mainloop (when it has a next unit).
@@ -510,6 +576,40 @@ struct GemmSm90 {
     }
     if (leader) *sem = 0;  // every thread of the tile has passed the wait: leave the semaphore reset
     return true;
+  }
+
+  // acc += tmp (block scaling: times the k-block's scales; register r holds row g, + 8 when bit 1 of r is set).
+  __device__ __forceinline__ static void promote(float (&acc)[kMmaM][kAccRegs], float (&tmp)[kMmaM][kAccRegs],
+                                                 const float (&sa)[kMmaM][2], float sb) {
+#pragma unroll
+    for (int i = 0; i < kMmaM; ++i) {
+      sm90::warpgroup_fence_acc(tmp[i]);
+      const float s0 = sa[i][0] * sb, s1 = sa[i][1] * sb;
+#pragma unroll
+      for (int r = 0; r < kAccRegs; ++r) {
+        if constexpr (kBlockScaled)
+          acc[i][r] = fmaf(tmp[i][r], (r >> 1) & 1 ? s1 : s0, acc[i][r]);
+        else
+          acc[i][r] += tmp[i][r];
+      }
+    }
+  }
+
+  // Block scaling: the scales of k-block kt for this thread's accumulator rows (rows g and g + 8 of
+  // each m64 block, tile row row_in_tile + 64 i + g) and the tile's B column block; rows past M get 0.
+  __device__ __forceinline__ static void load_block_scales(const KernelParams& P, const Unit& w, int kt, int row_in_tile,
+                                                           float (&sa)[kMmaM][2], float& sb) {
+    const int g = (threadIdx.x % 32) >> 2;
+    const float* a = P.scale_a + w.batch * P.bs_sa + kt * P.ld_sa;
+#pragma unroll
+    for (int i = 0; i < kMmaM; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = w.tm * TileM + row_in_tile + i * 64 + g + 8 * h;
+        sa[i][h] = row < P.m ? __ldg(a + row / BlockScaling::kBlockMA) : 0.f;
+      }
+    const int col = w.tn * TileN;
+    sb = col < P.n ? __ldg(P.scale_b + w.batch * P.bs_sb + kt * P.ld_sb + col / BlockScaling::kBlockNB) : 0.f;
   }
 
   // One k-step (32 bytes of K) of one m64 x TileN accumulator: wgmma k16 (16-bit) or k32 (fp8).
@@ -628,6 +728,20 @@ struct GemmSm90 {
     if (p.ldb < p.k) return fail("kdl gemm sm90: ldb (%lld) < k (%lld) for column-major B", p.ldb, p.k);
     if (p.batch > 1 && (p.batch_stride_a < 0 || p.batch_stride_b < 0))
       return fail("kdl gemm sm90: negative batch stride (a=%lld, b=%lld)", p.batch_stride_a, p.batch_stride_b);
+    if constexpr (kBlockScaled) {
+      const long long kblocks = (p.k + BlockScaling::kBlockK - 1) / BlockScaling::kBlockK;
+      const long long mb = (p.m + BlockScaling::kBlockMA - 1) / BlockScaling::kBlockMA;
+      const long long nb = (p.n + BlockScaling::kBlockNB - 1) / BlockScaling::kBlockNB;
+      if (p.scale_a == nullptr || p.scale_b == nullptr) return fail("kdl gemm sm90: block scaling needs scale_a and scale_b");
+      if (p.ld_scale_a < mb) return fail("kdl gemm sm90: ld_scale_a (%lld) < ceil(m / %lld) = %lld", p.ld_scale_a,
+                                         BlockScaling::kBlockMA, mb);
+      if (p.ld_scale_b < nb) return fail("kdl gemm sm90: ld_scale_b (%lld) < ceil(n / %lld) = %lld", p.ld_scale_b,
+                                         BlockScaling::kBlockNB, nb);
+      if (p.batch > 1 && (p.batch_stride_scale_a < 0 || p.batch_stride_scale_b < 0))
+        return fail("kdl gemm sm90: negative scale batch stride (a=%lld, b=%lld)", p.batch_stride_scale_a,
+                    p.batch_stride_scale_b);
+      (void)kblocks;
+    }
     if (const char* e = tma_refusal("A", p.A, p.lda, p.batch_stride_a, p.m, p.batch, int(sizeof(ElementA)), msg, sizeof(msg)))
       return e;
     if (const char* e = tma_refusal("B", p.B, p.ldb, p.batch_stride_b, p.n, p.batch, int(sizeof(ElementB)), msg, sizeof(msg)))
@@ -645,7 +759,7 @@ struct GemmSm90 {
   // walkers instead (see unit_at): the last wave then takes about (its groups / walkers) of a tile's
   // time instead of a whole one (128 x 256 tiles at 8192^3 on 132 SMs: 15.5 waves run in ~15.5 tile
   // times instead of 16). It costs a fixed ~10-20 us (the semaphores' memset before the launch, a
-  // partial-sum store and load on the tail's critical path: measured, docs/perf-notes.md v8), so it is
+  // partial-sum store and load on the tail's critical path: measured, docs/perf-notes.md v9), so it is
   // used only where the last wave is at most 2/3 full (it then saves at least a third of a tile's
   // time), and at least a quarter full (else a tile is cut into more than ~4 slices added one after
   // the other), with at least one full wave, K of at least 8 k-tiles, and a workspace given to run().
@@ -729,6 +843,12 @@ struct GemmSm90 {
     kp.tiles_n = (int)tiles_n_of(p);
     kp.ktiles = ktiles_of(p);
     kp.split = p.split_k;
+    kp.scale_a = p.scale_a;
+    kp.scale_b = p.scale_b;
+    kp.ld_sa = p.ld_scale_a;
+    kp.bs_sa = p.batch > 1 ? p.batch_stride_scale_a : 0;
+    kp.ld_sb = p.ld_scale_b;
+    kp.bs_sb = p.batch > 1 ? p.batch_stride_scale_b : 0;
     kp.partials = nullptr;
     kp.semaphores = nullptr;
     // Without a workspace the tail wave runs whole tiles (stream-K is an optimisation, split-K is not).

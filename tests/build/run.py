@@ -553,6 +553,16 @@ def case_ptxas_gate(tmp):
         check(r.returncode == 0, f"{trouble} with --allow-ptxas-warnings: exit {r.returncode}", r.stderr)
         check("kdlc: warning: ptxas reports a performance loss" in r.stderr and message in r.stderr,
               f"{trouble} with --allow-ptxas-warnings: no warning", r.stderr)
+    # --allow-ptxas-warnings=ka lets ka through with a warning and still refuses kb.
+    r = build(spec, out, dict(env, FAKE_PTXAS="spill"), "--no-cache", "--allow-ptxas-warnings=ka")
+    check(r.returncode == 1, f"--allow-ptxas-warnings=ka: exit {r.returncode}, expected 1", r.stderr)
+    warning, _, error = r.stderr.partition("kdlc: error:")
+    check("kernel `ka`" in warning and "kernel `kb`" not in warning and "kernel `kb`" in error
+          and "kernel `ka`" not in error, "--allow-ptxas-warnings=ka: ka is a warning, kb an error", r.stderr)
+    r = build(spec, out, dict(env, FAKE_PTXAS="spill"), "--no-cache", "--allow-ptxas-warnings=kb,ka")
+    check(r.returncode == 0, "--allow-ptxas-warnings=kb,ka", r.stderr)
+    r = build(spec, out, env, "--allow-ptxas-warnings=")
+    check(r.returncode == 2 and "needs kernel names" in r.stderr, "--allow-ptxas-warnings= (empty)", r.stderr)
     # A ptxas warning that is no performance loss is shown and does not fail the build.
     r = build(spec, out, dict(env, FAKE_PTXAS="warning"), "--no-cache")
     check(r.returncode == 0 and "ptxas warning : Value of threads per SM" in r.stderr, "a plain ptxas warning", r.stderr)
@@ -629,6 +639,36 @@ def case_nvcc_spill(tmp):
     check(any(int(x["spill-st"]) > 0 for x in rows), "the report does not show the spill", str(rows))
 
 
+def case_nvcc_sm90a(tmp):
+    """Real nvcc, sm90a: the kernel compiles for sm_90a only and passes the gate with its report; the
+    same kernel built with -G (device debug: ptxas ignores setmaxnreg and serializes wgmma) is refused,
+    quoting both of ptxas's notes."""
+    nvcc = find_real_nvcc()
+    if not nvcc:
+        print("SKIP: nvcc not found")
+        return
+    env = base_env(tmp)
+    spec = write(os.path.join(tmp, "k90.kdl"), "kernel k90 {\n  op = gemm; arch = sm90a;\n  A : bf16 row; B : bf16 col; "
+                 "D : bf16 row;\n  tile = (128, 128, 64);\n}\n")
+    out = os.path.join(tmp, "out")
+    launcher = write(os.path.join(tmp, "log-argv.sh"), f'#!/bin/sh\necho "$@" >> {tmp}/argv.log\nexec "$@"\n')
+    os.chmod(launcher, 0o755)
+    r = build(spec, out, env, "--launcher", launcher, nvcc=nvcc)
+    check(r.returncode == 0, "the sm90a kernel", r.stderr)
+    with open(os.path.join(tmp, "argv.log")) as f:
+        argv = f.read().split()
+    check([a for a in argv if "gencode" in a or a.startswith("-arch")] == ["-gencode=arch=compute_90a,code=sm_90a"],
+          "the sm90a kernel is not compiled for sm_90a alone", " ".join(argv))
+    rows = ptxas_table(out, "k90")
+    check([(x["target"], x["spill-st"], x["spill-ld"]) for x in rows if "gemm_sm90_kernel<" in x["function"]] ==
+          [("sm_90a", "0", "0")], "the sm90a report", str(rows))
+    r = build(spec, out, env, "--nvcc-flag=-G", nvcc=nvcc)
+    check(r.returncode == 1, f"the -G build was not refused (exit {r.returncode})", r.stderr)
+    check("Potential Performance Loss: 'setmaxnreg' ignored" in r.stderr, "setmaxnreg ignored is not quoted", r.stderr)
+    check("Potential Performance Loss: wgmma.mma_async instructions are serialized" in r.stderr,
+          "serialized wgmma is not quoted", r.stderr)
+
+
 # ---- one real-nvcc check of item 2's repro --------------------------------------------------------
 
 def case_nvcc_smoke(tmp):
@@ -681,6 +721,7 @@ CASES = {
     "emit-atomic": case_emit_atomic, "cache-dir": case_cache_dir, "no-torch": case_no_torch,
     "launcher": case_launcher, "distcc": case_distcc, "nvcc-smoke": case_nvcc_smoke,
     "ptxas-gate": case_ptxas_gate, "nvcc-flags": case_nvcc_flags, "nvcc-spill": case_nvcc_spill,
+    "nvcc-sm90a": case_nvcc_sm90a,
 }
 
 

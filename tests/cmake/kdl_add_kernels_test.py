@@ -11,6 +11,9 @@ Scenarios (--scenario):
             same name in two specs of one target fail at configure time with a clear message.
   launcher  CMAKE_CUDA_COMPILER_LAUNCHER (and a target's CUDA_COMPILER_LAUNCHER) wraps the compiles
             of the emitted .cu files.
+  ptxas     the compiles go through `kdlc ptxas-gate` with -Xptxas -v and each kernel's gencode
+            (sm_90a for sm90a kernels when kdlc emits them); a kernel that spills fails the build,
+            ALLOW_PTXAS_WARNINGS builds it with a warning.
 
 Usage: kdl_add_kernels_test.py --kdl-dir KDL_BUILD_DIR --scenario NAME [--keep]
 Exits 77 (ctest SKIP_RETURN_CODE) with "SKIP: ..." when nvcc or Ninja is missing.
@@ -277,7 +280,69 @@ def scenario_launcher(p):
     expect(linked(p.symbols("app"), "kl") and linked(p.symbols("app2"), "kl2"), "app and app2 link their kernels")
 
 
-SCENARIOS = {"imports": scenario_imports, "names": scenario_names, "launcher": scenario_launcher}
+SPILLING_KERNEL = ("kernel kbig {\n  op = gemm; arch = sm80;\n  A : f32 row; B : f32 col; D : f32 row;\n"
+                   "  tile = (256, 256, 32); stages = 2;\n}\n")  # 256 f32 accumulators per thread: spills
+SM90A_KERNEL = ("kernel k90 {\n  op = gemm; arch = sm90a;\n  A : bf16 row; B : bf16 col; D : bf16 row;\n"
+                "  tile = (128, 128, 64);\n}\n")
+
+
+def compile_line(log, source):
+    return next((l for l in log.splitlines() if source in l and " -c " in l), "")
+
+
+def scenario_ptxas(p):
+    # An sm90a kernel joins the clean spec when this kdlc can emit one (it must then get sm_90a's gencode).
+    probe = os.path.join(p.root, "probe")
+    with open(os.path.join(p.root, "k90.kdl"), "w") as f:
+        f.write(SM90A_KERNEL)
+    kdlc = os.path.join(p.kdl_dir, "kdlc")
+    sm90a = subprocess.run([kdlc, "emit", os.path.join(p.root, "k90.kdl"), "-o", probe], capture_output=True).returncode == 0
+    p.write("clean.kdl", kernel("kc") + (SM90A_KERNEL if sm90a else ""))
+    p.write("big.kdl", SPILLING_KERNEL)
+    p.write("main.cpp", main_cpp(["kc"]))
+    p.write("main2.cpp", main_cpp(["kbig"]))
+    p.write("CMakeLists.txt", cmake_lists(
+        "add_executable(app main.cpp)\nkdl_add_kernels(TARGET app SPECS clean.kdl)\n"
+        "add_executable(app2 main2.cpp)\nkdl_add_kernels(TARGET app2 SPECS big.kdl)\n"))
+
+    step("a clean kernel builds through the ptxas gate, with -Xptxas -v and its report next to the object")
+    p.configure()
+    r = p.run(["cmake", "--build", p.build_dir, "--verbose", "--target", "app"])
+    log = r.stdout
+    line = compile_line(log, "kc.cu")
+    expect("ptxas-gate" in line and "--ptxas-options=-v" in line and "-gencode=arch=compute_80,code=sm_80" in line,
+           "kc.cu is compiled through kdlc ptxas-gate with -v and its gencode", log)
+    reports = [os.path.join(d, f) for d, _, fs in os.walk(p.build_dir) for f in fs if f.endswith(".ptxas.txt")]
+    expect(any("kc.cu" in r for r in reports), "kc.cu's object has its .ptxas.txt", str(reports))
+    text = open([r for r in reports if "kc.cu" in r][0]).read()
+    expect("gemm_sm80_kernel<" in text and "sm_80" in text and "sm_90" in text, "the report lists the kernel per target",
+           text)
+    if sm90a:
+        line = compile_line(log, "k90.cu")
+        expect("-gencode=arch=compute_90a,code=sm_90a" in line and "ptxas-gate" in line,
+               "the sm90a kernel is compiled for sm_90a through the gate", log)
+    else:
+        print("   note: this kdlc cannot emit sm90a kernels yet; the sm_90a gencode part did not run")
+
+    step("a kernel that spills fails the build, naming the kernel and the spill")
+    r = p.run(["cmake", "--build", p.build_dir, "--target", "app2"], expect_ok=False)
+    expect(r.returncode != 0, "the build fails", r.stdout)
+    expect("kernel `kbig` (kbig.cu)" in r.stdout and "bytes spill stores" in r.stdout,
+           "the message names the kernel and the spill", r.stdout)
+    expect(not any(f.endswith("kbig.cu.o") for _, _, fs in os.walk(p.build_dir) for f in fs),
+           "the refused object was removed")
+
+    step("ALLOW_PTXAS_WARNINGS builds it with a warning")
+    p.write("CMakeLists.txt", cmake_lists(
+        "add_executable(app main.cpp)\nkdl_add_kernels(TARGET app SPECS clean.kdl)\n"
+        "add_executable(app2 main2.cpp)\nkdl_add_kernels(TARGET app2 SPECS big.kdl ALLOW_PTXAS_WARNINGS)\n"))
+    r = p.run(["cmake", "--build", p.build_dir, "--target", "app2"])
+    expect("kdlc: warning: ptxas reports a performance loss" in r.stdout, "the spill is a warning", r.stdout)
+    expect(linked(p.symbols("app2"), "kbig"), "app2 links kbig")
+
+
+SCENARIOS = {"imports": scenario_imports, "names": scenario_names, "launcher": scenario_launcher,
+             "ptxas": scenario_ptxas}
 
 
 def main():

@@ -6,7 +6,8 @@
 # minus a reserve for the steps after it, under `timeout`; a step cut short says so in the summary.
 #   $OUT/summary.txt        what passed, failed, was not built, the sanitizer verdicts, the bench table
 #   $OUT/build-kernels.log, gpu_tests.log, sanitizer.log, bench.{log,md,csv,png}
-# Env: KDL_SUITE_ARGS (extra kdl_gpu_test arguments, e.g. --quick), KDL_SANITIZER_SET (default sm90a),
+# Env: KDL_SUITE_ARGS (extra kdl_gpu_test arguments, e.g. --quick), KDL_SUITE_JOBS (parallel suite
+# processes, default 3), KDL_SANITIZER_SET (default sm90a),
 # KDL_BENCH_SPECS (bench spec filter, default all), KDL_SKIP=suite,sanitizer,bench (steps to leave out).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -49,7 +50,8 @@ grep "BUILD FAILED\|^not built: " "$CARRY/prepare.log" 2>/dev/null | tee -a "$SU
 # 2. The GPU test suite (no sanitizer here).
 if ! skipped suite; then
   # shellcheck disable=SC2086
-  KDL_NO_SANITIZER=1 run_step "suite" 170 tests/gpu/run.sh ${KDL_SUITE_ARGS:-} >/dev/null 2>&1 || status=1
+  KDL_NO_SANITIZER=1 KDL_SUITE_JOBS=${KDL_SUITE_JOBS:-3} run_step "suite" 170 tests/gpu/run.sh ${KDL_SUITE_ARGS:-} \
+    >/dev/null 2>&1 || status=1
   tail -n 2 "$OUT/gpu_tests.log" | tee -a "$SUMMARY"
   grep "^FAIL" "$OUT/gpu_tests.log" | head -40 | tee -a "$SUMMARY"
   echo "sm90a kernels tested: $(grep -c "^PASS h90_.* info:" "$OUT/gpu_tests.log")" | tee -a "$SUMMARY"
@@ -59,8 +61,7 @@ fi
 if ! skipped sanitizer; then
   KDL_SANITIZER_ONLY=1 KDL_SANITIZER_SET=${KDL_SANITIZER_SET:-sm90a} OUT="$OUT" \
     run_step "sanitizer" 110 tests/gpu/run.sh >"$OUT/sanitizer.summary" 2>&1 || status=1
-  grep -E "^== |SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|passed, " "$OUT/sanitizer.summary" | tee -a "$SUMMARY" >/dev/null
-  grep -E "SANITIZER" "$OUT/sanitizer.summary" | tee -a "$SUMMARY"
+  grep -E "^== |SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|passed, |not found" "$OUT/sanitizer.summary" | tee -a "$SUMMARY"
 fi
 
 # 4. The benchmark.

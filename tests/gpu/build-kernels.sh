@@ -26,42 +26,66 @@ mkdir -p "$CARRY/libs" "$WORK"
 for f in tests.list bench.list prepare.log not-built.list build-failed.list; do : >"$CARRY/$f"; done
 status=0
 
+# kdlc build's ptxas gate refuses kernels that spill, lose setmaxnreg or serialize wgmma. These sm80
+# kernels of the test matrix and the benchmark spill a little (nvcc 13.0: mx_bf16_align4_2 148/160
+# bytes of spill stores/loads for sm_80, bench_bf16_256x128x32_s3 8/16 bytes for sm_90); they are
+# built anyway, their warnings copied to prepare.log. Any other kernel stays gated.
+KNOWN_PTXAS_LOSSES=mx_bf16_align4_2,bench_bf16_256x128x32_s3
+
 # build SPEC OUT KERNEL... : kdlc build of those kernels of SPEC into OUT (log OUT.log).
 build() {
   local spec=$1 out=$2
   shift 2
   local sel=()
   for k in "$@"; do sel+=(--kernel "$k"); done
-  "$KDLC" build "$spec" -o "$out" -j "$JOBS" "${sel[@]}" >"$out.log" 2>&1
+  "$KDLC" build "$spec" -o "$out" -j "$JOBS" --allow-ptxas-warnings="$KNOWN_PTXAS_LOSSES" "${sel[@]}" >"$out.log" 2>&1
+  local rc=$?
+  grep -A4 "^kdlc: warning: ptxas" "$out.log" >>"$CARRY/prepare.log"
+  return $rc
 }
 
+# Pass 1: triage every spec and start its build in the background (all specs at once: one spec has
+# too few kernels to keep 16 cores busy; the compile cache is safe for concurrent builds).
+declare -A pid
 for spec in "$CARRY"/specs/*/*.kdl; do
   group=$(basename "$(dirname "$spec")")
   stem=$(basename "$spec" .kdl)
   out="$WORK/$group/$stem"
   rel_spec=${spec#"$CARRY/"}
   mkdir -p "$(dirname "$out")"
-  start=$(date +%s)
-  echo "== kdlc build $spec"
   if ! python3 tests/gpu/triage.py "$KDLC" "$spec" >"$out.triage" 2>"$out.triage.err"; then
     echo "BUILD FAILED: $spec: triage failed: $(head -c 400 "$out.triage.err")" | tee -a "$CARRY/prepare.log"
     printf '%s\t*\ttriage failed: %s\n' "$rel_spec" "$(head -c 300 "$out.triage.err" | tr '\n\t' '  ')" >>"$CARRY/build-failed.list"
     case "$group" in matrix|bench) status=1 ;; esac
     continue
   fi
-  mapfile -t kernels < <(awk -F'\t' '$1 == "BUILD" {print $2}' "$out.triage")
   awk -F'\t' -v s="$rel_spec" '$1 == "NOTBUILT" {print s "\t" $2 "\t" $3}' "$out.triage" >>"$CARRY/not-built.list"
   if grep -q "^SPECERROR" "$out.triage"; then
     reason=$(awk -F'\t' '$1 == "SPECERROR" {print $3}' "$out.triage")
     grep -q "^NOTBUILT" "$out.triage" || printf '%s\t*\t%s\n' "$rel_spec" "the spec does not pass kdlc's front end: $reason" >>"$CARRY/not-built.list"
     echo "not built: $spec: $reason" | tee -a "$CARRY/prepare.log"
   fi
-  refused=$(grep -c "^NOTBUILT" "$out.triage")
+  mapfile -t kernels < <(awk -F'\t' '$1 == "BUILD" {print $2}' "$out.triage")
   if [ "${#kernels[@]}" -eq 0 ]; then
     echo "not built: $spec: kdlc generates none of its kernels" | tee -a "$CARRY/prepare.log"
     continue
   fi
-  if ! build "$spec" "$out" "${kernels[@]}"; then
+  echo "== kdlc build $spec (${#kernels[@]} kernels)"
+  build "$spec" "$out" "${kernels[@]}" &
+  pid[$spec]=$!
+done
+start=$(date +%s)
+
+# Pass 2: collect each build in turn; isolate failures kernel by kernel.
+for spec in "$CARRY"/specs/*/*.kdl; do
+  [ -n "${pid[$spec]:-}" ] || continue
+  group=$(basename "$(dirname "$spec")")
+  stem=$(basename "$spec" .kdl)
+  out="$WORK/$group/$stem"
+  rel_spec=${spec#"$CARRY/"}
+  mapfile -t kernels < <(awk -F'\t' '$1 == "BUILD" {print $2}' "$out.triage")
+  refused=$(grep -c "^NOTBUILT" "$out.triage")
+  if ! wait "${pid[$spec]}"; then
     echo "build of $spec failed; building its ${#kernels[@]} kernels one by one (log: $out.log)"
     tail -n 5 "$out.log"
     good=()
@@ -69,7 +93,8 @@ for spec in "$CARRY"/specs/*/*.kdl; do
     for k in "${kernels[@]}"; do
       if build "$spec" "$out.one/$k" "$k"; then good+=("$k")
       else
-        why=$(grep -m1 -E "error|warning|kdlc:" "$out.one/$k.log" | tr '\t' ' ' | head -c 300)
+        # kdlc's error line and the two after it (for the ptxas gate: the kernel and what ptxas said)
+        why=$(grep -m1 -A2 -E "error" "$out.one/$k.log" | sed 's/  */ /g' | tr '\t\n' '  ' | head -c 600)
         printf '%s\t%s\t%s\n' "$rel_spec" "$k" "kdlc build failed: ${why:-see $out.one/$k.log}" >>"$CARRY/build-failed.list"
         echo "BUILD FAILED: $spec kernel $k: $why" | tee -a "$CARRY/prepare.log"
         case "$group" in matrix|bench) status=1 ;; esac
@@ -99,6 +124,6 @@ sys.exit(0 if any(k["name"] in built and k["arch"]["value"] == "sm90a" for k in 
   strip --strip-unneeded "$CARRY/libs/$group/lib$stem.so" 2>/dev/null || true
   rel_lib="libs/$group/lib$stem.so"
   if [ "$group" = bench ]; then echo "$rel_spec $rel_lib" >>"$CARRY/bench.list"; else echo "$rel_spec $rel_lib" >>"$CARRY/tests.list"; fi
-  echo "built $spec: ${#kernels[@]} kernels, $refused not built (unsupported), in $(( $(date +%s) - start )) s" | tee -a "$CARRY/prepare.log"
+  echo "built $spec: ${#kernels[@]} kernels, $refused not built (unsupported), $(( $(date +%s) - start )) s after the builds started" | tee -a "$CARRY/prepare.log"
 done
 exit $status

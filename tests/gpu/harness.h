@@ -107,36 +107,14 @@ struct BlockScale {
   bool on() const { return outer > 0 && k > 0; }
 };
 
-namespace detail {
-// Operand::scaleBlock arrives with the language's `scale (R, C)` suffix; until a front end has it,
-// no operand has block scales (the overload on `long` is the fallback).
-template <class O>
-auto scaleBlockOf(const O& o, int) -> decltype(o.scaleBlock.has_value(), BlockScale{}) {
-  if (!o.scaleBlock) return {};
-  return BlockScale{(*o.scaleBlock)[0], (*o.scaleBlock)[1]};
+// The operand's `scale (R, C)` suffix (Operand::scaleBlock), or off.
+inline BlockScale blockScaleOf(const Operand* o) {
+  if (!o || !o->scaleBlock) return {};
+  return BlockScale{(*o->scaleBlock)[0], (*o->scaleBlock)[1]};
 }
-template <class O>
-BlockScale scaleBlockOf(const O&, long) {
-  return {};
-}
-}  // namespace detail
-
-inline BlockScale blockScaleOf(const Operand* o) { return o ? detail::scaleBlockOf(*o, 0) : BlockScale{}; }
-
-namespace detail {
-// KernelSpec::promoteEvery arrives with the language's `promotion = fast | N` (0 = fast).
-template <class S>
-auto promoteEveryOf(const S& s, int) -> decltype(s.promoteEvery.value, int{}) {
-  return s.promoteEvery.value;
-}
-template <class S>
-int promoteEveryOf(const S&, long) {
-  return 0;
-}
-}  // namespace detail
 
 // fp8: every how many k-tiles the wgmma accumulator is promoted into f32 (0: fast accumulation).
-inline int promoteEveryOf(const KernelSpec& s) { return detail::promoteEveryOf(s, 0); }
+inline int promoteEveryOf(const KernelSpec& s) { return s.promoteEvery.value; }
 
 std::string fmtDouble(double v, int prec = 3);
 DType parseDType(const std::string& s, bool* ok = nullptr);

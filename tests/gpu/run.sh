@@ -29,10 +29,34 @@ while read -r spec lib; do
 done <"$CARRY/tests.list"
 [ -f "$CARRY/prepare.log" ] && grep "BUILD FAILED" "$CARRY/prepare.log" | sed 's/^/prepare: /'
 rc=0
+lists=(--not-built "$CARRY/not-built.list" --build-failed "$CARRY/build-failed.list")
 if [ -z "${KDL_SANITIZER_ONLY:-}" ]; then
-  "$CARRY/bin/kdl_gpu_test" --not-built "$CARRY/not-built.list" --build-failed "$CARRY/build-failed.list" \
-    "$@" "${args[@]}" 2>&1 | tee "$OUT/gpu_tests.log"
-  rc=${PIPESTATUS[0]}
+  jobs=${KDL_SUITE_JOBS:-1}
+  if [ "$jobs" -le 1 ]; then
+    "$CARRY/bin/kdl_gpu_test" "${lists[@]}" "$@" "${args[@]}" 2>&1 | tee "$OUT/gpu_tests.log"
+    rc=${PIPESTATUS[0]}
+  else
+    # KDL_SUITE_JOBS=N: N processes, the specs dealt round-robin (input generation and comparison are
+    # single-threaded per process; the GPU and the 16 cores have room). One log each, concatenated
+    # into gpu_tests.log with the summed count last. Only the first lists the NOT BUILT kernels.
+    pids=()
+    for ((g = 0; g < jobs; g++)); do
+      part=()
+      for ((i = 2 * g; i < ${#args[@]}; i += 2 * jobs)); do part+=("${args[i]}" "${args[i + 1]}"); done
+      [ ${#part[@]} -eq 0 ] && continue
+      if [ $g -eq 0 ]; then extra=("${lists[@]}"); else extra=(); fi
+      "$CARRY/bin/kdl_gpu_test" "${extra[@]}" "$@" "${part[@]}" >"$OUT/gpu_tests.$g.log" 2>&1 &
+      pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p" || rc=1; done
+    cat "$OUT"/gpu_tests.[0-9]*.log >"$OUT/gpu_tests.log"
+    for f in "$OUT"/gpu_tests.[0-9]*.log; do
+      grep -Eq "^[0-9]+ passed, [0-9]+ failed$" "$f" || { echo "FAIL $f ended without its count (crashed): $(tail -n 1 "$f")" | tee -a "$OUT/gpu_tests.log"; rc=1; }
+    done
+    awk '/^[0-9]+ passed, [0-9]+ failed$/ {p += $1; f += $3} END {printf "all %d processes: %d passed, %d failed\n", '"$jobs"', p, f; printf "%d passed, %d failed\n", p, f}' \
+      "$OUT"/gpu_tests.[0-9]*.log | tee -a "$OUT/gpu_tests.log"
+    grep "^FAIL" "$OUT/gpu_tests.log" | head -60
+  fi
 fi
 
 # compute-sanitizer over a small set (memcheck: out-of-bounds and misaligned accesses; racecheck:
@@ -47,47 +71,64 @@ SANITIZED=(mx_bf16_bias_relu mx_bf16_amax mx_bf16_splitk4 mx_s8_saturate mx_tf32
 SANITIZED_SM90=(h90_bf16_coop_128x256x64_c2x1 h90_f16_pp_64x256x64_c1x2 h90_bf16_aux_z_amax h90_e4m3_tensor_scales
                 h90_e4m3_block_128x128 h90_bf16_splitk4)
 SET=${KDL_SANITIZER_SET:-all}
+# sanitize LOG TOOL KERNEL SIZES COUNTED: one compute-sanitizer run of kdl_gpu_test on one kernel,
+# appended to LOG; prints its verdict; returns 1 on a counted failure.
+sanitize() {
+  local log=$1 tool=$2 k=$3 sizes=$4 counted=$5 before src ours
+  if grep -q "	$k	" "$CARRY/not-built.list" 2>/dev/null; then
+    echo "== compute-sanitizer --tool $tool: $k NOT BUILT (refused by kdlc), not sanitized" | tee -a "$log"
+    return 0
+  fi
+  echo "== compute-sanitizer --tool $tool: $k" | tee -a "$log"
+  before=$(grep -c "Race reported" "$log")
+  compute-sanitizer --tool "$tool" --error-exitcode 99 "$CARRY/bin/kdl_gpu_test" "$sizes" --kernel "$k" \
+    "${args[@]}" >>"$log" 2>&1
+  src=$?
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed, " "$log" | tail -2
+  if tail -n 3 "$log" | grep -q "^0 passed, 0 failed"; then
+    echo "SANITIZER NOT RUN ($tool, $k): no such kernel in the built libraries"
+    return 0
+  fi
+  if [ "$tool" = racecheck ] && [ $src -eq 99 ]; then
+    ours=$(grep "Race reported" "$log" | tail -n +$((before + 1)) | grep -vc "nvjet_")
+    if [ "$ours" -eq 0 ] && ! grep -q "Internal Sanitizer Error\|FATAL" <(tail -n 200 "$log"); then
+      echo "racecheck: hazards only inside cuBLASLt's nvjet kernels (not counted)"; src=0
+    fi
+  fi
+  if [ $src -ne 0 ]; then
+    if [ "$counted" = yes ]; then echo "SANITIZER FAIL ($tool, $k): exit $src (99: the tool found errors; 1: a test case failed)"; return 1
+    else echo "SANITIZER REPORT ($tool, $k): exit $src (not counted; see the log)"; fi
+  fi
+  return 0
+}
 if command -v compute-sanitizer >/dev/null 2>&1 && [ -z "${KDL_NO_SANITIZER:-}" ]; then
-  : >"$OUT/sanitizer.log"
-  # sanitize TOOL KERNEL SIZES COUNTED
-  sanitize() {
-    local tool=$1 k=$2 sizes=$3 counted=$4
-    if grep -q "	$k	" "$CARRY/not-built.list" 2>/dev/null; then
-      echo "== compute-sanitizer --tool $tool: $k NOT BUILT (refused by kdlc), not sanitized" | tee -a "$OUT/sanitizer.log"
-      return
-    fi
-    echo "== compute-sanitizer --tool $tool: $k" | tee -a "$OUT/sanitizer.log"
-    local before src ours
-    before=$(grep -c "Race reported" "$OUT/sanitizer.log")
-    compute-sanitizer --tool "$tool" --error-exitcode 99 "$CARRY/bin/kdl_gpu_test" "$sizes" --kernel "$k" \
-      "${args[@]}" >>"$OUT/sanitizer.log" 2>&1
-    src=$?
-    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed, " "$OUT/sanitizer.log" | tail -2
-    if tail -n 3 "$OUT/sanitizer.log" | grep -q "^0 passed, 0 failed"; then
-      echo "SANITIZER NOT RUN ($tool, $k): no such kernel in the built libraries"
-      return
-    fi
-    if [ "$tool" = racecheck ] && [ $src -eq 99 ]; then
-      ours=$(grep "Race reported" "$OUT/sanitizer.log" | tail -n +$((before + 1)) | grep -vc "nvjet_")
-      if [ "$ours" -eq 0 ] && ! grep -q "Internal Sanitizer Error\|FATAL" <(tail -n 200 "$OUT/sanitizer.log"); then
-        echo "racecheck: hazards only inside cuBLASLt's nvjet kernels (not counted)"; src=0
-      fi
-    fi
-    if [ $src -ne 0 ]; then
-      if [ "$counted" = yes ]; then echo "SANITIZER FAIL ($tool, $k): exit $src"; rc=1
-      else echo "SANITIZER REPORT ($tool, $k): exit $src (not counted; see $OUT/sanitizer.log)"; fi
-    fi
-  }
+  LOG="$OUT/sanitizer.log"
+  : >"$LOG"
   if [ "$SET" = all ] || [ "$SET" = sm80 ]; then
-    for k in "${SANITIZED[@]}"; do sanitize memcheck "$k" --quick yes; done
-    for k in mx_bf16_bias_relu mx_bf16_splitk4 mx_f16_leaky_clamp; do sanitize racecheck "$k" --quick yes; done
+    for k in "${SANITIZED[@]}"; do sanitize "$LOG" memcheck "$k" --quick yes || rc=1; done
+    for k in mx_bf16_bias_relu mx_bf16_splitk4 mx_f16_leaky_clamp; do sanitize "$LOG" racecheck "$k" --quick yes || rc=1; done
   fi
   if [ "$SET" = all ] || [ "$SET" = sm90a ]; then
-    for k in "${SANITIZED_SM90[@]}"; do
-      sanitize memcheck "$k" --tiny yes
-      sanitize synccheck "$k" --tiny yes
+    # Up to KDL_SANITIZER_JOBS (default 4) runs at once, each into its own log, then appended in order.
+    runs=()
+    for k in "${SANITIZED_SM90[@]}"; do runs+=("memcheck $k yes" "synccheck $k yes"); done
+    for k in h90_bf16_coop_128x256x64_c2x1 h90_f16_pp_64x256x64_c1x2; do runs+=("racecheck $k no"); done
+    par=${KDL_SANITIZER_JOBS:-4}
+    for ((i = 0; i < ${#runs[@]}; i += par)); do
+      pids=()
+      for ((j = i; j < i + par && j < ${#runs[@]}; j++)); do
+        read -r tool k counted <<<"${runs[j]}"
+        : >"$OUT/sanitizer.$j.log"
+        sanitize "$OUT/sanitizer.$j.log" "$tool" "$k" --tiny "$counted" >"$OUT/sanitizer.$j.out" 2>&1 &
+        pids+=($!)
+      done
+      for p in "${pids[@]}"; do wait "$p" || rc=1; done
+      for ((j = i; j < i + par && j < ${#runs[@]}; j++)); do
+        cat "$OUT/sanitizer.$j.log" >>"$LOG"
+        cat "$OUT/sanitizer.$j.out"
+        rm -f "$OUT/sanitizer.$j.log" "$OUT/sanitizer.$j.out"
+      done
     done
-    for k in h90_bf16_coop_128x256x64_c2x1 h90_f16_pp_64x256x64_c1x2; do sanitize racecheck "$k" --tiny no; done
   fi
 else
   echo "compute-sanitizer not found (or KDL_NO_SANITIZER set): sanitizer runs skipped"

@@ -37,15 +37,11 @@ if(Python3_FOUND)
   set_tests_properties("codegen: sm90a test specs compile (nvcc sm_90a)" PROPERTIES
                        LABELS "nvcc" TIMEOUT 900 SKIP_REGULAR_EXPRESSION "^SKIP:")
   # Issue 7's goal: all 12 kernels of spec/examples/gemm_sweep.kdl (bf16 and e4m3; cooperative and
-  # pingpong; clusters 1x1 and 2x1) emit and compile for sm_90a. DISABLED until the template has the
-  # pingpong schedule and the fp8 mainloops AND their lines of codegen/support_sm90.cpp are on: until
-  # then `kdlc emit` refuses 8 of the 12 ([unsupported]: e4m3 operands, schedule pingpong). Enable by
-  # deleting the DISABLED property.
+  # pingpong; clusters 1x1 and 2x1) emit and compile for sm_90a.
   add_test(NAME "codegen: gemm_sweep.kdl's 12 sm90a kernels compile (nvcc sm_90a)"
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/compile_emitted.py
                    --kdlc $<TARGET_FILE:kdlc> --include ${PROJECT_SOURCE_DIR}/include -j 4 --require-all --expect 12
                    --specs ${KDL_SHARED_DIR}/spec/examples/gemm_sweep.kdl)
   set_tests_properties("codegen: gemm_sweep.kdl's 12 sm90a kernels compile (nvcc sm_90a)" PROPERTIES
-                       LABELS "nvcc" TIMEOUT 900 SKIP_REGULAR_EXPRESSION "^SKIP:" FIXTURES_REQUIRED kdl_shared
-                       DISABLED TRUE)
+                       LABELS "nvcc" TIMEOUT 900 SKIP_REGULAR_EXPRESSION "^SKIP:" FIXTURES_REQUIRED kdl_shared)
 endif()

@@ -39,6 +39,7 @@ Commands:
   build FILE -o DIR       emit, then compile with nvcc into a library (content-hashed cache)
   cache --info|--clear    show or empty the compile cache of `build`
   support [--specs]       what the sm90a path generates, line by line (--specs: one kernel per line)
+  ptxas-gate -- CMD...    run one compile and apply build's ptxas gate to it (for kdl_add_kernels)
 
 Options for every command:
   --diagnostics=text|json   how errors are printed (default text, on stderr)
@@ -51,7 +52,8 @@ Options for every command:
 
 Building (`kdlc build --help`, docs/building.md): --launcher CMD or $KDL_LAUNCHER wraps each nvcc
 compile (sccache, distcc); the compile cache is $KDL_CACHE_DIR, capped by --cache-max-size or
-$KDL_CACHE_MAX_SIZE (default 2G).
+$KDL_CACHE_MAX_SIZE (default 2G). A kernel that ptxas reports spilling, ignoring setmaxnreg or
+serializing wgmma fails the build (--allow-ptxas-warnings builds it anyway).
 
 Exit codes: 0 success, 1 the input has errors, 2 bad command line, 3 internal error,
 128 + N interrupted by signal N.
@@ -234,6 +236,7 @@ static int runSupport(Args& args) {
 
 int runEmit(Args& args, bool build);
 int runCache(Args& args);
+int runPtxasGate(Args& args);
 
 int runCommand(int argc, char** argv) {
   Args args(argc, argv);
@@ -253,8 +256,9 @@ int runCommand(int argc, char** argv) {
   if (cmd == "build") return runEmit(args, true);
   if (cmd == "cache") return runCache(args);
   if (cmd == "support") return runSupport(args);
-  return usageError("unknown command `" + cmd + "`; the commands are check, list, emit, build, cache, support (see "
-                    "`kdlc --help`)");
+  if (cmd == "ptxas-gate") return runPtxasGate(args);
+  return usageError("unknown command `" + cmd +
+                    "`; the commands are check, list, emit, build, cache, support, ptxas-gate (see `kdlc --help`)");
 }
 
 }  // namespace kdlc

@@ -77,6 +77,7 @@ Options:
                             words of $KDL_NVCC_FLAGS, which come first); part of the cache key
   --allow-ptxas-warnings    build kernels the ptxas gate refuses (a spill, an ignored setmaxnreg, serialized
                             wgmma cost performance): their report is printed as a warning instead
+  --allow-ptxas-warnings=K1,K2   the same for the kernels named only (repeatable); the others stay gated
   -v, --verbose             print every kernel's ptxas report
   --depfile FILE            as for emit
   --diagnostics=text|json, --color, --max-errors, --max-kernels, --max-depth   see `kdlc --help`
@@ -89,6 +90,16 @@ The compile cache of `kdlc build`.
   --clear                   remove every entry (nothing else in the directory is touched)
   --cache-dir DIR           the cache (default: $KDL_CACHE_DIR, $XDG_CACHE_HOME/kdl, ~/.cache/kdl)
   --cache-max-size SIZE     the cap --info reports (default: $KDL_CACHE_MAX_SIZE, 2G)
+)";
+
+static const char* kPtxasGateHelp = R"(Usage: kdlc ptxas-gate [--allow-ptxas-warnings] -- COMPILER ARGS...
+
+Runs one compile (COMPILER may itself be a launcher such as sccache) and applies `kdlc build`'s ptxas
+gate to it: the compile needs -Xptxas -v; ptxas's report is written to OBJECT.ptxas.txt (OBJECT: the
+-o argument), and a spill, an ignored setmaxnreg or serialized wgmma removes OBJECT and fails (exit 1)
+with the kernel's name and ptxas's words. kdl_add_kernels uses it as the compiler launcher of the
+emitted kernels (cmake/KdlKernels.cmake). Exit: the compiler's status when it failed, else 0 or 1.
+  --allow-ptxas-warnings    report such kernels as a warning and keep them
 )";
 
 namespace {
@@ -150,6 +161,7 @@ struct EmitCommand {
   // build only
   std::string nvcc, launcher, cacheDir, cacheMaxSize;
   std::vector<std::string> nvccFlags;  // --nvcc-flag
+  std::vector<std::string> allowPtxasFor;  // --allow-ptxas-warnings=K1,K2
   bool noCache = false, allowPtxasWarnings = false, verbose = false;
   int jobs = int(std::max(1u, std::thread::hardware_concurrency()));
 };
@@ -186,6 +198,13 @@ std::optional<int> parseEmitCommand(Args& args, EmitCommand& c) {
       }
       if (a == "--no-cache") { c.noCache = true; continue; }
       if (a == "--allow-ptxas-warnings") { c.allowPtxasWarnings = true; continue; }
+      if (a.rfind("--allow-ptxas-warnings=", 0) == 0) {
+        std::string list = a.substr(a.find('=') + 1) + ",";
+        for (size_t i = 0, j; (j = list.find(',', i)) != std::string::npos; i = j + 1)
+          if (j > i) c.allowPtxasFor.push_back(list.substr(i, j - i));
+        if (list == ",") return usageError("--allow-ptxas-warnings= needs kernel names, e.g. --allow-ptxas-warnings=k1,k2");
+        continue;
+      }
       if (a == "-v" || a == "--verbose") { c.verbose = true; continue; }
       if ((r = optionValue(args, a, "--nvcc-flag", v))) {
         if (r < 0 || v.empty()) return usageError("--nvcc-flag needs a flag, e.g. --nvcc-flag=-lineinfo");
@@ -249,6 +268,7 @@ cg::BuildRequest buildRequest(const EmitCommand& c, const std::vector<cg::Kernel
   req.extraNvccFlags = cg::nvccFlagsFromEnvironment();
   req.extraNvccFlags.insert(req.extraNvccFlags.end(), c.nvccFlags.begin(), c.nvccFlags.end());
   req.allowPtxasWarnings = c.allowPtxasWarnings;
+  req.allowPtxasWarningsFor = c.allowPtxasFor;
   req.verbose = c.verbose;
   req.jobs = c.jobs;
   req.useCache = !c.noCache;
@@ -302,6 +322,24 @@ int runEmit(Args& args, bool build) {
     std::cerr << line << "\n";
   });
   return r.ok ? rc : reportStep(r);
+}
+
+int runPtxasGate(Args& args) {
+  cg::GatedCompile c;
+  while (!args.done()) {
+    std::string a = args.next();
+    if (a == "-h" || a == "--help") {
+      std::cout << kPtxasGateHelp;
+      return kOk;
+    }
+    if (a == "--allow-ptxas-warnings") { c.allowPtxasWarnings = true; continue; }
+    if (a == "--") break;
+    return usageError(fmt::format("unknown option `{}` for `kdlc ptxas-gate` (the compile command follows `--`)", a));
+  }
+  while (!args.done()) c.argv.push_back(args.next());
+  if (c.argv.empty()) return usageError("`kdlc ptxas-gate` needs a compile command after `--`");
+  cg::InterruptGuard interrupts;
+  return cg::runGatedCompile(c, [](const std::string& line) { std::cerr << line << "\n"; });
 }
 
 int runCache(Args& args) {

@@ -99,7 +99,7 @@ struct Bufs { bf16 *A, *B, *D, *Dref; float* diff; void* ws; size_t ws_bytes; vo
 // column-major terms: D^T (N x M, ld N) = op(B) (N x K) * A^T (K x M); f32 compute, the heuristic's
 // best algorithm within `ws_bytes` of workspace. run() writes b.Dref from b.A and b.B -- or, given
 // `ab_type` and operands (e.g. CUDA_R_8F_E4M3 and fp8 copies), from those: the same TN GEMM with a
-// bf16 D (cuBLASLt's fp8 path, scales 1).
+// bf16 D (cuBLASLt's fp8 path, scales 1; fast_accum: CUBLASLT_MATMUL_DESC_FAST_ACCUM).
 struct LtBf16Tn {
   cublasLtHandle_t lt;
   const Bufs* b;
@@ -113,12 +113,16 @@ struct LtBf16Tn {
   const void* B;
 
   LtBf16Tn(cublasLtHandle_t handle, const Bufs& bufs, size_t workspace_bytes, int M, int N, int K,
-           cudaDataType_t ab_type = CUDA_R_16BF, const void* a = nullptr, const void* bm = nullptr)
+           cudaDataType_t ab_type = CUDA_R_16BF, const void* a = nullptr, const void* bm = nullptr, bool fast_accum = false)
       : lt(handle), b(&bufs), ws_bytes(workspace_bytes), A(a ? a : bufs.A), B(bm ? bm : bufs.B) {
     CKL(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
     CKL(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     CKL(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    if (fast_accum) {  // fp8: accumulate in the tensor core's own precision, like GemmSm90 with PromoteEvery = 0
+      const int8_t on = 1;
+      CKL(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &on, sizeof on));
+    }
     CKL(cublasLtMatrixLayoutCreate(&la, ab_type, K, N, K));
     CKL(cublasLtMatrixLayoutCreate(&lb, ab_type, K, M, K));
     CKL(cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, N, M, N));

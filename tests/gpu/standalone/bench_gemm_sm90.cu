@@ -26,8 +26,26 @@ template <int TM, int TN, int S, int CM = 1, kdl::Sm90Schedule Sch = Coop, int C
 using Sm90E4m3 = kdl::GemmSm90<__nv_fp8_e4m3, kdl::RowMajor, __nv_fp8_e4m3, kdl::ColMajor, float, TM, TN, 128, S, Sch, CM, CN,
                                false, 0, kdl::sm90::NoBlockScaling, StoreEpilogue<bf16>>;
 
+template <int TM, int TN, int S, int Promote, class BS, kdl::Sm90Schedule Sch = Coop>
+using Sm90E4m3P = kdl::GemmSm90<__nv_fp8_e4m3, kdl::RowMajor, __nv_fp8_e4m3, kdl::ColMajor, float, TM, TN, 128, S, Sch, 1, 1,
+                                false, Promote, BS, StoreEpilogue<bf16>>;
+using Bs1x128 = kdl::sm90::BlockScaling<1, 128, 128>;
+
 static std::function<void()> g_lt_run;
 static const char* g_only = nullptr;  // argv[2]: run only the configurations whose "MxNxK name" contains it (profiling)
+static const float* g_scale_a;  // block scales (all 1) for the block-scaled configurations
+static const float* g_scale_b;
+
+// fp64 reference of a few rows (the bench's own check of its fp8 figures): max |x - ref| / (|ref| + 1).
+__global__ void ref_rows_f64(const __nv_fp8_e4m3* A, const __nv_fp8_e4m3* B, const bf16* D, int rows, int N, int K, float* out) {
+  for (int idx = blockIdx.x * blockDim.x + threadIdx.x; idx < rows * N; idx += gridDim.x * blockDim.x) {
+    const int m = idx / N, n = idx % N;
+    double s = 0;
+    for (int k = 0; k < K; ++k) s += (double)float(A[(size_t)m * K + k]) * (double)float(B[(size_t)n * K + k]);
+    const float d = fabsf(__bfloat162float(D[(size_t)m * N + n]) - (float)s) / (fabsf((float)s) + 1.f);
+    atomicMax((int*)out, __float_as_int(d != d ? 1e30f : d));
+  }
+}
 
 __global__ void to_e4m3(const bf16* src, __nv_fp8_e4m3* dst, size_t n) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
@@ -42,6 +60,12 @@ static void bench_cfg(const char* name, int M, int N, int K, Bufs& b, int iters,
   snprintf(full, sizeof full, "%dx%dx%d %s%s", M, N, K, A ? "" : "bf16 ", name);
   if (g_only && !strstr(full, g_only)) return;
   kdl::GemmProblem p{M, N, K, 1, A ? A : b.A, K, 0, B ? B : b.B, K, 0, split};
+  if constexpr (Gemm::kBlockScaled) {
+    p.scale_a = g_scale_a;
+    p.ld_scale_a = M;
+    p.scale_b = g_scale_b;
+    p.ld_scale_b = (N + 127) / 128;
+  }
   void* ws = nullptr;  // without a workspace run() walks the last wave whole (no stream-K tail)
   if (const size_t wsb = Gemm::workspace_size(p); wsb && (split > 1 || stream_k)) CK(cudaMalloc(&ws, wsb));
   StoreEpilogue<bf16>::Params ep{b.D, N, 0, 1.f};
@@ -134,7 +158,7 @@ int main(int argc, char** argv) {
     printf("%dx%dx%d  cuBLASLt %8.3f ms %7.1f TFLOP/s\n", M, N, K, t_lt, 2.0 * M * N * K / (t_lt * 1e-3) / 1e12);
     for (int r = 0; r < rounds; ++r) {
       // B (128 MB) streams from DRAM once whatever the tile; 128 x 64 tiles are 128 units for 132 SMs
-      // without split-K's serial fixup (docs/perf-notes.md v8).
+      // without split-K's serial fixup (docs/perf-notes.md v9).
       bench_cfg<Sm90<128, 64, 8>>("Sm90 128x64x64 s8", M, N, K, b, iters);
       bench_cfg<Sm90<128, 128, 5, 1, Pp>>("Sm90 pingpong 128x128x64 s5 split 2", M, N, K, b, iters, nullptr, nullptr, 2);
       bench_cfg<Sm90<128, 128, 5>>("Sm90 128x128x64 s5 split 2", M, N, K, b, iters, nullptr, nullptr, 2);
@@ -144,14 +168,30 @@ int main(int argc, char** argv) {
   // e4m3 x e4m3 -> bf16 (per-tensor scales 1) beside cuBLASLt's fp8 GEMM.
   __nv_fp8_e4m3 *A8, *B8;
   CK(cudaMalloc(&A8, maxA)); CK(cudaMalloc(&B8, maxB));
+  {  // block scales of 1 (the largest shape's k-blocks x rows / column blocks)
+    const size_t kb = 8192 / 128, na = kb * 8192, nb = kb * 64;
+    std::vector<float> ones(na, 1.f);
+    float *sa, *sb;
+    CK(cudaMalloc(&sa, na * 4)); CK(cudaMalloc(&sb, nb * 4));
+    CK(cudaMemcpy(sa, ones.data(), na * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(sb, ones.data(), nb * 4, cudaMemcpyHostToDevice));
+    g_scale_a = sa;
+    g_scale_b = sb;
+  }
   to_e4m3<<<1024, 256>>>(b.A, A8, maxA); to_e4m3<<<1024, 256>>>(b.B, B8, maxB);
   CK(cudaDeviceSynchronize());
   for (auto s : shapes) {
     const int M = s.m, N = s.n, K = s.k;
-    const LtBf16Tn cublas(lt, b, lt_ws_bytes, M, N, K, CUDA_R_8F_E4M3, A8, B8);
+    const LtBf16Tn cublas(lt, b, lt_ws_bytes, M, N, K, CUDA_R_8F_E4M3, A8, B8, /*fast_accum=*/true);
     CK(cudaMemset(b.Dref, 0xff, (size_t)M * N * 2));
     CKL(cublas.run());
     CK(cudaDeviceSynchronize());
+    {  // cuBLASLt's fp8 output against fp64 on the first 16 rows
+      CK(cudaMemset(b.diff, 0, 4));
+      ref_rows_f64<<<264, 256>>>(A8, B8, b.Dref, 16, N, K, b.diff);
+      float d; CK(cudaMemcpy(&d, b.diff, 4, cudaMemcpyDeviceToHost));
+      printf("  cuBLASLt fp8 (fast accum) vs fp64, 16 rows: max rel diff %.2e\n", d);
+    }
     auto lt_run = [&] { cublas.run(); };
     const double flops = 2.0 * M * N * K;
     int iters = std::min(200, std::max(3, (int)(20e-3 / (flops / 1200e12))));
@@ -163,6 +203,27 @@ int main(int argc, char** argv) {
       bench_cfg<Sm90E4m3<128, 256, 4>>("Sm90 e4m3 128x256x128 s4 no-sk", M, N, K, b, iters, A8, B8, 1, false);
       bench_cfg<Sm90E4m3<128, 256, 4>>("Sm90 e4m3 128x256x128 s4", M, N, K, b, iters, A8, B8);
       bench_cfg<Sm90E4m3<128, 256, 4, 2>>("Sm90 e4m3 128x256x128 s4 c2x1", M, N, K, b, iters, A8, B8);
+      bench_cfg<Sm90E4m3<128, 128, 6>>("Sm90 e4m3 128x128x128 s6", M, N, K, b, iters, A8, B8);
+      bench_cfg<Sm90E4m3<64, 256, 5, 1, Pp>>("Sm90 e4m3 pingpong 64x256x128 s5", M, N, K, b, iters, A8, B8);
+      // Ours against fp64 on the first 16 rows (D holds the last configuration's output).
+      auto vs_fp64 = [&](const char* what) {
+        CK(cudaMemset(b.diff, 0, 4));
+        ref_rows_f64<<<264, 256>>>(A8, B8, b.D, 16, N, K, b.diff);
+        float d; CK(cudaMemcpy(&d, b.diff, 4, cudaMemcpyDeviceToHost));
+        printf("  %s vs fp64, 16 rows: max rel diff %.2e\n", what, d);
+      };
+      vs_fp64("Sm90 e4m3 pingpong 64x256x128 (fast accumulation)");
+      bench_cfg<Sm90E4m3P<128, 128, 6, 2, kdl::sm90::NoBlockScaling>>("Sm90 e4m3 128x128x128 s6 promote/2", M, N, K, b, iters,
+                                                                        A8, B8);
+      vs_fp64("Sm90 e4m3 promote/2");
+      bench_cfg<Sm90E4m3P<128, 128, 6, 0, Bs1x128>>("Sm90 e4m3 128x128x128 s6 blockscale 1x128,128x128", M, N, K, b, iters,
+                                                     A8, B8);
+      vs_fp64("Sm90 e4m3 blockscale (scales 1)");
+      bench_cfg<Sm90E4m3P<64, 128, 8, 0, Bs1x128, Pp>>("Sm90 e4m3 pingpong 64x128x128 s8 blockscale", M, N, K, b, iters, A8, B8);
+      bench_cfg<Sm90E4m3P<128, 128, 6, 1, kdl::sm90::NoBlockScaling>>("Sm90 e4m3 128x128x128 s6 promote/1", M, N, K, b, iters,
+                                                                        A8, B8);
+      bench_cfg<Sm90E4m3P<128, 128, 6, 4, kdl::sm90::NoBlockScaling>>("Sm90 e4m3 128x128x128 s6 promote/4", M, N, K, b, iters,
+                                                                        A8, B8);
     }
   }
   cublasLtDestroy(lt);

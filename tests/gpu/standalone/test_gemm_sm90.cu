@@ -132,12 +132,25 @@ static void lt_reference(const T* A, const T* B, T* D, int M, int N, int K, floa
 
 // fp64 reference on the GPU (large fp8 cases, which cuBLASLt's bf16 path cannot check): one thread
 // per output, D = alpha * sum_k A[m][k] * B[n][k] over the dequantised inputs.
+// Block scales (sa, sb non-null): A's element (m, k) times sa[(k / bk) * ld_sa + m / bma], B's (n, k) times
+// sb[(k / bk) * ld_sb + n / bnb].
+struct RefScales {
+  const float* sa = nullptr;
+  const float* sb = nullptr;
+  int64_t ld_sa = 0, ld_sb = 0;
+  int bma = 1, bnb = 1, bk = 1;
+};
 template <class TA, class TB>
-__global__ void ref_gemm_f64(const TA* A, const TB* B, float* D, int M, int N, int K, int64_t lda, int64_t ldb, float alpha) {
+__global__ void ref_gemm_f64(const TA* A, const TB* B, float* D, int M, int N, int K, int64_t lda, int64_t ldb, float alpha,
+                             RefScales sc) {
   const int n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y;
   if (n >= N) return;
   double s = 0;
-  for (int k = 0; k < K; ++k) s += (double)float(A[(int64_t)m * lda + k]) * (double)float(B[(int64_t)n * ldb + k]);
+  for (int k = 0; k < K; ++k) {
+    double x = (double)float(A[(int64_t)m * lda + k]) * (double)float(B[(int64_t)n * ldb + k]);
+    if (sc.sa) x *= (double)sc.sa[(k / sc.bk) * sc.ld_sa + m / sc.bma] * (double)sc.sb[(k / sc.bk) * sc.ld_sb + n / sc.bnb];
+    s += x;
+  }
   D[(int64_t)m * N + n] = (float)(alpha * s);
 }
 
@@ -168,6 +181,36 @@ static void run_case(const char* cfg, int M, int N, int K, int batch, bool padde
   CK(cudaMemset(D, 0xff, hD.size() * sizeof(TOut)));  // NaN in bf16 and f16
 
   kdl::GemmProblem p{M, N, K, batch, A, lda, bsA, B, ldb, bsB, split};
+  // Block scales: random in [1/2, 2], leading dimensions padded by 1 and 2, every batch its own.
+  RefScales sc;
+  std::vector<float> hsa, hsb;
+  float *dsa = nullptr, *dsb = nullptr;
+  if constexpr (Gemm::kBlockScaled) {
+    using BS = typename Gemm::BlockScalingT;
+    sc.bma = BS::kBlockMA;
+    sc.bnb = BS::kBlockNB;
+    sc.bk = BS::kBlockK;
+    const int kb = (K + sc.bk - 1) / sc.bk;
+    sc.ld_sa = (M + sc.bma - 1) / sc.bma + 1;
+    sc.ld_sb = (N + sc.bnb - 1) / sc.bnb + 2;
+    hsa.resize((size_t)batch * kb * sc.ld_sa);
+    hsb.resize((size_t)batch * kb * sc.ld_sb);
+    std::uniform_real_distribution<float> e(-1.f, 1.f);
+    for (auto& x : hsa) x = std::exp2(e(g_rng));
+    for (auto& x : hsb) x = std::exp2(e(g_rng));
+    CK(cudaMalloc(&dsa, hsa.size() * 4));
+    CK(cudaMalloc(&dsb, hsb.size() * 4));
+    CK(cudaMemcpy(dsa, hsa.data(), hsa.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dsb, hsb.data(), hsb.size() * 4, cudaMemcpyHostToDevice));
+    p.scale_a = dsa;
+    p.ld_scale_a = sc.ld_sa;
+    p.batch_stride_scale_a = (int64_t)kb * sc.ld_sa;
+    p.scale_b = dsb;
+    p.ld_scale_b = sc.ld_sb;
+    p.batch_stride_scale_b = (int64_t)kb * sc.ld_sb;
+    sc.sa = dsa;
+    sc.sb = dsb;
+  }
   if (const char* why = Gemm::can_implement(p)) {
     printf("FAIL %s: can_implement: %s\n", name, why);
     ++g_fail;
@@ -204,7 +247,7 @@ static void run_case(const char* cfg, int M, int N, int K, int batch, bool padde
     } else {
       float* R;
       CK(cudaMalloc(&R, ref.size() * sizeof(float)));
-      ref_gemm_f64<TA, TB><<<dim3((N + 127) / 128, M), 128>>>(A, B, R, M, N, K, lda, ldb, alpha);
+      ref_gemm_f64<TA, TB><<<dim3((N + 127) / 128, M), 128>>>(A, B, R, M, N, K, lda, ldb, alpha, sc);
       CK(cudaMemcpy(ref.data(), R, ref.size() * sizeof(float), cudaMemcpyDeviceToHost));
       cudaFree(R);
     }
@@ -218,14 +261,21 @@ static void run_case(const char* cfg, int M, int N, int K, int batch, bool padde
           const double* ar = &a[z * bsA + (int64_t)m * lda];
           const double* br = &b[z * bsB + (int64_t)n * ldb];
           double s = 0;
-          for (int k = 0; k < K; ++k) s += ar[k] * br[k];
+          if (hsa.empty()) {
+            for (int k = 0; k < K; ++k) s += ar[k] * br[k];
+          } else {
+            const float* sa = &hsa[(size_t)z * p.batch_stride_scale_a];
+            const float* sb = &hsb[(size_t)z * p.batch_stride_scale_b];
+            for (int k = 0; k < K; ++k)
+              s += ar[k] * br[k] * (double)sa[(k / sc.bk) * sc.ld_sa + m / sc.bma] * (double)sb[(k / sc.bk) * sc.ld_sb + n / sc.bnb];
+          }
           ref[z * bsD + (int64_t)m * ldd + n] = (float)(alpha * s);
         }
   }
   // 16-bit output: a few units in the last place of |ref|, plus slack for sums near zero.
   // (The cuBLASLt reference is rounded to 16 bits too, and may sum in a different order.)
   const double rel = std::is_same<TOut, half>::value ? 2e-3 : 1.6e-2;
-  const double abs_tol = 2e-3 * std::sqrt((double)K);
+  const double abs_tol = 2e-3 * std::sqrt((double)K) * (hsa.empty() ? 1.0 : 4.0);  // block scales: products up to 4x
   double worst = 0;
   size_t bad = 0, first_bad = 0, checked = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
@@ -261,24 +311,33 @@ static void run_case(const char* cfg, int M, int N, int K, int batch, bool padde
   cudaFree(D);
   if (Dref) cudaFree(Dref);
   if (ws) cudaFree(ws);
+  if (dsa) cudaFree(dsa);
+  if (dsb) cudaFree(dsb);
 }
 
 // A GemmSm90 configuration of the test; D is bf16 for fp8 inputs, else the input type.
 template <class TA, class TB, int TileM, int TileN, int Stages, kdl::Sm90Schedule Schedule = kdl::Sm90Schedule::Cooperative,
-          int ClusterM = 1, int ClusterN = 1, bool RasterAlongM = false, bool SplitK = false>
+          int ClusterM = 1, int ClusterN = 1, bool RasterAlongM = false, bool SplitK = false, int PromoteEvery = 0,
+          class BlockScaling = kdl::sm90::NoBlockScaling>
 struct Config {
   using TOut = typename std::conditional<sizeof(TA) == 1, __nv_bfloat16, TA>::type;
   static constexpr bool kSplitK = SplitK;
   static constexpr int kTileK = 128 / sizeof(TA);
   using Epi = kdl_test::Epilogue<TOut>;
   using Gemm = kdl::GemmSm90<TA, kdl::RowMajor, TB, kdl::ColMajor, float, TileM, TileN, kTileK, Stages, Schedule, ClusterM,
-                               ClusterN, RasterAlongM, 0, kdl::sm90::NoBlockScaling, Epi>;
+                               ClusterN, RasterAlongM, PromoteEvery, BlockScaling, Epi>;
   struct G : Gemm {
     using Params = typename Epi::Params;
+    using BlockScalingT = BlockScaling;
   };
   static void name(char* buf, size_t cap) {
-    snprintf(buf, cap, "%dx%dx%d s%d %s c%dx%d%s", TileM, TileN, kTileK, Stages,
-             Schedule == kdl::Sm90Schedule::Pingpong ? "pingpong" : "coop", ClusterM, ClusterN, RasterAlongM ? " rasterM" : "");
+    int n = snprintf(buf, cap, "%dx%dx%d s%d %s c%dx%d%s", TileM, TileN, kTileK, Stages,
+                     Schedule == kdl::Sm90Schedule::Pingpong ? "pingpong" : "coop", ClusterM, ClusterN,
+                     RasterAlongM ? " rasterM" : "");
+    if (BlockScaling::kEnabled)
+      snprintf(buf + n, cap - n, " blockscale(%d,%d,%d)", BlockScaling::kBlockMA, BlockScaling::kBlockNB, BlockScaling::kBlockK);
+    else if (PromoteEvery > 0)
+      snprintf(buf + n, cap - n, " promote/%d", PromoteEvery);
   }
 };
 
@@ -332,6 +391,11 @@ static void refusals(int elem_bytes) {
     if (why) { printf("PASS refuse %s: %s\n", what, why); ++g_pass; } else { printf("FAIL refuse %s\n", what); ++g_fail; }
   };
   kdl::GemmProblem ok{64, 64, k, 1, (void*)0x1000, k, 0, (void*)0x1000, k, 0, 1};
+  if constexpr (G::kBlockScaled) {  // 1 x 128 / 128 x 128 blocks: 64 row scales, 1 column-block scale per k-block
+    ok.scale_a = ok.scale_b = (const float*)0x2000;
+    ok.ld_scale_a = 64;
+    ok.ld_scale_b = 1;
+  }
   if (G::can_implement(ok)) { printf("FAIL accept aligned: %s\n", G::can_implement(ok)); ++g_fail; }
   kdl::GemmProblem p = ok;
   p.lda = k + 8 / elem_bytes;  // 8 bytes of padding: not a multiple of 16 bytes
@@ -352,6 +416,14 @@ static void refusals(int elem_bytes) {
   p = ok;
   p.split_k = 4;
   if (G::can_implement(p)) { printf("FAIL accept split_k=4: %s\n", G::can_implement(p)); ++g_fail; }
+  if constexpr (G::kBlockScaled) {
+    p = ok;
+    p.scale_a = nullptr;
+    expect("block scaling without scale_a", p);
+    p = ok;
+    p.ld_scale_a = 63;  // 64 rows of 1 x 128 blocks need 64
+    expect("ld_scale_a < ceil(m / BlockMA)", p);
+  }
 }
 
 // --quick: the small cases only (for compute-sanitizer).
@@ -398,10 +470,18 @@ int main(int argc, char** argv) {
   using e4m3 = __nv_fp8_e4m3;
   using e5m2 = __nv_fp8_e5m2;
   refusals<Config<e4m3, e4m3, 128, 128, 4>::G>(1);
+  refusals<Config<e4m3, e4m3, 128, 128, 5, Coop, 1, 1, false, true, 0, kdl::sm90::BlockScaling<1, 128, 128>>::G>(1);
   run_config_t<e4m3, e4m3, Config<e4m3, e4m3, 128, 256, 4, Coop, 1, 1, false, true>>(true, quick);
   run_config_t<e4m3, e5m2, Config<e4m3, e5m2, 128, 128, 5>>(false, quick);
   run_config_t<e5m2, e4m3, Config<e5m2, e4m3, 64, 256, 5, Pp>>(false, quick);
   run_config_t<e5m2, e5m2, Config<e5m2, e5m2, 128, 128, 5, Coop, 2, 2>>(false, quick);
+  // fp8 promotion every N k-tiles, and DeepGEMM-style block scales (1 x 128 of A, 128 x 128 of B)
+  using BS = kdl::sm90::BlockScaling<1, 128, 128>;
+  run_config_t<e4m3, e4m3, Config<e4m3, e4m3, 128, 128, 5, Coop, 1, 1, false, false, 2>>(false, quick);
+  run_config_t<e4m3, e4m3, Config<e4m3, e4m3, 128, 128, 5, Coop, 1, 1, false, true, 0, BS>>(true, quick);
+  run_config_t<e4m3, e5m2, Config<e4m3, e5m2, 64, 128, 6, Pp, 1, 2, false, true, 0, BS>>(false, quick);
+  run_config_t<e4m3, e4m3, Config<e4m3, e4m3, 128, 128, 5, Coop, 2, 1, false, false, 0, kdl::sm90::BlockScaling<128, 128, 128>>>(
+      false, quick);
 
   printf("%d passed, %d failed\n", g_pass, g_fail);
   cudaFree(g_lt_ws);
