@@ -87,7 +87,7 @@ void checkSm90Supported(const KernelSpec& spec, const Operand& A, const Operand&
 // `kdlc support`: the table in words, each line generated or not yet.
 std::string renderSm90Table();
 // `kdlc support --specs`: a spec with one sm90a kernel per line of the table that is on (the rest of
-// each kernel a configuration that is on), for tests/nvcc/sm90_table.py.
+// each kernel a configuration that is on), for the nvcc test of the table (tests/nvcc/tests.cmake).
 std::string sm90TableSpecs();
 
 // Whether the kernel runs a wgmma schedule (the sm90a path) rather than the multistage one.

@@ -219,7 +219,7 @@ generated with an [unsupported] error that says what is.
 
 Options:
   --specs                   print a spec with one kernel per line that is generated (the compile
-                            test of the table, tests/nvcc/sm90_table.py, builds each)
+                            test of the table, tests/nvcc/tests.cmake, builds each)
 )";
 
 static int runSupport(Args& args) {
