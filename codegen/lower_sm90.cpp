@@ -44,10 +44,22 @@ std::string scheduleWhy(const KernelSpec& s, const KernelPlan& p) {
   return fmt::format("{}; {}", originWord(s.schedule.origin), what);
 }
 
-std::string smemOperandText(const OperandPlan& o, int rows) {
-  return fmt::format("{} rows x {} B ({}-contiguous), TMA with the 128-byte swizzle that the wgmma descriptors read; "
-                     "{} B per stage",
-                     rows, 128, o.contigK ? "K" : (o.name == "A" ? "M" : "N"), rows * 128);
+// One operand's tile in a stage (kdl::sm90::OperandTile, include/kdl/gemm_sm90_operands.cuh).
+std::string smemOperandText(const OperandPlan& o, int rows, int tileK) {
+  if (o.contigK)
+    return fmt::format("{} rows x {} B (K-contiguous), TMA with the 128-byte swizzle that the wgmma descriptors read; "
+                       "{} B per stage",
+                       rows, 128, rows * 128);
+  const char* mn = o.name == "A" ? "M" : "N";
+  return fmt::format("{} block{} of 64 {} x {} rows of K ({}-contiguous, 128 B per row), one TMA box each, with the "
+                     "128-byte swizzle; {} B per stage",
+                     rows / 64, rows / 64 == 1 ? "" : "s", mn, tileK, mn, rows * tileK * o.elementBytes);
+}
+
+std::string smemOperandWhy(const OperandPlan& o) {
+  if (o.contigK) return fmt::format("wgmma reads {} from shared memory (K-major, 128-byte swizzle atoms)", o.name);
+  return fmt::format("wgmma reads {} {}-major (its transpose bit, f16/bf16 only): the {} layout needs no transposing copy",
+                     o.name, o.name == "A" ? "M" : "N", layoutWord(o.layout));
 }
 
 }  // namespace
@@ -60,8 +72,14 @@ bool lowerSm90Operands(Lowering& l) {
   decideMainloopOperand(l, p.a, *s.operand("A"), alignWhy);
   decideMainloopOperand(l, p.b, *s.operand("B"), alignWhy);
   const Sm90Mainloop* ml = findSm90Mainloop(p.a.dtype, p.b.dtype, p.a.layout, p.b.layout);
+  if (p.a.dtype == DType::F32 || p.a.dtype == DType::TF32)
+    l.decide("precision", "tf32 multiply, f32 accumulate",
+             "wgmma has no f32 multiply: it reads the f32 operands TMA loads as tf32 (their low 13 mantissa bits "
+             "ignored)");
   p.accumCpp = s.accum.value == DType::S32 ? "int32_t" : "float";
-  l.decide("accumulator", p.accumCpp, fmt::format("accum = {} ({})", dtypeWord(s.accum.value), originWord(s.accum.origin)));
+  l.decide("accumulator", p.accumCpp,
+           fmt::format("accum = {} ({}){}", dtypeWord(s.accum.value), originWord(s.accum.origin),
+                       s.accum.value == DType::S32 ? "; the epilogue receives it converted to f32" : ""));
   const int k = 32 / p.a.elementBytes;  // every wgmma covers 32 bytes of K
   p.mmaShape = fmt::format("wgmma m64n{}k{}", s.tile.value[1], k);
   l.decide("mma", fmt::format("wgmma.mma_async.m64n{}k{} ({})", s.tile.value[1], k, ml ? ml->wgmma : "?"),
@@ -94,8 +112,8 @@ bool lowerSm90Tiling(Lowering& l) {
                        name(p.schedule), p.schedule == Schedule::Pingpong ? "Pingpong" : "Cooperative",
                        p.consumerWarpgroups, p.threads, rowsPerConsumer(p)),
            scheduleWhy(s, p));
-  l.decide("smem A", smemOperandText(p.a, p.tileM), "wgmma reads A from shared memory (K-major, 128-byte swizzle atoms)");
-  l.decide("smem B", smemOperandText(p.b, p.tileN), "as for A");
+  l.decide("smem A", smemOperandText(p.a, p.tileM, p.tileK), smemOperandWhy(p.a));
+  l.decide("smem B", smemOperandText(p.b, p.tileN, p.tileK), p.a.contigK == p.b.contigK ? "as for A" : smemOperandWhy(p.b));
 
   p.clusterM = s.cluster.value[0];
   p.clusterN = s.cluster.value[1];

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -30,14 +31,20 @@ constexpr Sm90Mainloop kSm90Mainloops[] = {
     {DType::E4M3, DType::E5M2, Layout::Row, Layout::Col, DType::F32, 128, "k32, e4m3 x e5m2 -> f32", kOn},
     {DType::E5M2, DType::E4M3, Layout::Row, Layout::Col, DType::F32, 128, "k32, e5m2 x e4m3 -> f32", kOn},
     {DType::E5M2, DType::E5M2, Layout::Row, Layout::Col, DType::F32, 128, "k32, e5m2 x e5m2 -> f32", kOn},
-    {DType::BF16, DType::BF16, Layout::Col, Layout::Col, DType::F32, 64, "k16, bf16 (A M-major) -> f32", kNotYet},
-    {DType::BF16, DType::BF16, Layout::Row, Layout::Row, DType::F32, 64, "k16, bf16 (B N-major) -> f32", kNotYet},
-    {DType::BF16, DType::BF16, Layout::Col, Layout::Row, DType::F32, 64, "k16, bf16 (both MN-major) -> f32", kNotYet},
-    {DType::F16, DType::F16, Layout::Col, Layout::Col, DType::F32, 64, "k16, f16 (A M-major) -> f32", kNotYet},
-    {DType::F16, DType::F16, Layout::Row, Layout::Row, DType::F32, 64, "k16, f16 (B N-major) -> f32", kNotYet},
-    {DType::F16, DType::F16, Layout::Col, Layout::Row, DType::F32, 64, "k16, f16 (both MN-major) -> f32", kNotYet},
-    {DType::TF32, DType::TF32, Layout::Row, Layout::Col, DType::F32, 32, "k8, tf32 x tf32 -> f32", kNotYet},
-    {DType::S8, DType::S8, Layout::Row, Layout::Col, DType::S32, 128, "k32, s8 x s8 -> s32", kNotYet},
+    // 16-bit operands MN-major (A column-major, B row-major): wgmma's transpose bits.
+    {DType::BF16, DType::BF16, Layout::Col, Layout::Col, DType::F32, 64, "k16, bf16 (A M-major) -> f32", kOn},
+    {DType::BF16, DType::BF16, Layout::Row, Layout::Row, DType::F32, 64, "k16, bf16 (B N-major) -> f32", kOn},
+    {DType::BF16, DType::BF16, Layout::Col, Layout::Row, DType::F32, 64, "k16, bf16 (both MN-major) -> f32", kOn},
+    {DType::F16, DType::F16, Layout::Col, Layout::Col, DType::F32, 64, "k16, f16 (A M-major) -> f32", kOn},
+    {DType::F16, DType::F16, Layout::Row, Layout::Row, DType::F32, 64, "k16, f16 (B N-major) -> f32", kOn},
+    {DType::F16, DType::F16, Layout::Col, Layout::Row, DType::F32, 64, "k16, f16 (both MN-major) -> f32", kOn},
+    // f32 operands (`f32` or `tf32`) are multiplied in tf32.
+    {DType::TF32, DType::TF32, Layout::Row, Layout::Col, DType::F32, 32, "k8, tf32 x tf32 -> f32", kOn},
+    // 8-bit integers, s8 and u8 mixed: s32 accumulator (the epilogue sees it as f32).
+    {DType::S8, DType::S8, Layout::Row, Layout::Col, DType::S32, 128, "k32, s8 x s8 -> s32", kOn},
+    {DType::S8, DType::U8, Layout::Row, Layout::Col, DType::S32, 128, "k32, s8 x u8 -> s32", kOn},
+    {DType::U8, DType::S8, Layout::Row, Layout::Col, DType::S32, 128, "k32, u8 x s8 -> s32", kOn},
+    {DType::U8, DType::U8, Layout::Row, Layout::Col, DType::S32, 128, "k32, u8 x u8 -> s32", kOn},
 };
 
 // The schedules, with the tile M each runs: cooperative splits the tile between two consumer
@@ -89,10 +96,19 @@ std::string mainloopWords(const Sm90Mainloop& m) {
   return fmt::format("A {} {} x B {} {}", dtypeWord(m.a), layoutWord(m.layoutA), dtypeWord(m.b), layoutWord(m.layoutB));
 }
 
+// The generated lines, one group per type pair with its layouts: "A bf16 x B bf16 (row x col, col x col)".
 std::string generatedMainloops() {
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;
+  for (const Sm90Mainloop& m : kSm90Mainloops) {
+    if (!m.generated) continue;
+    std::string types = fmt::format("A {} x B {}", dtypeWord(m.a), dtypeWord(m.b));
+    std::string layouts = fmt::format("{} x {}", layoutWord(m.layoutA), layoutWord(m.layoutB));
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == types; });
+    if (g == groups.end()) groups.push_back({types, {layouts}});
+    else g->second.push_back(layouts);
+  }
   std::vector<std::string> s;
-  for (const Sm90Mainloop& m : kSm90Mainloops)
-    if (m.generated) s.push_back(mainloopWords(m));
+  for (const auto& [types, layouts] : groups) s.push_back(fmt::format("{} ({})", types, fmt::join(layouts, ", ")));
   return fmt::format("{}", fmt::join(s, "; "));
 }
 

@@ -2,14 +2,21 @@
 //
 // kdl::GemmSm90<ElementA, LayoutA, ElementB, LayoutB, ElementAccum, TileM, TileN, TileK, Stages, Schedule,
 //               ClusterM, ClusterN, RasterAlongM, PromoteEvery, BlockScaling, Epilogue> computes, per batch b,
-//   D[b] = Epilogue(A[b] * B[b])      A: M x K row-major, B: K x N column-major (both K-major),
-// f16 or bf16 operands (TileK 64), or fp8 e4m3 / e5m2, mixed allowed (TileK 128); f32 accumulation. Its host side has GemmSm80's static interface
-// (kThreads, kSmemBytes, can_implement, workspace_size, run).
+//   D[b] = Epilogue(A[b] * B[b])      A: M x K, B: K x N,
+// with the operands (sm90::OperandTile, kdl/gemm_sm90_operands.cuh; TileK x element = 128 bytes):
+//   f16 or bf16 (TileK 64), A row- or column-major, B column- or row-major (wgmma reads a
+//     column-major A / row-major B "MN-major" through its transpose bits);
+//   float, read as tf32 (TileK 32), fp8 e4m3 / e5m2 mixed allowed (TileK 128), s8 / u8 mixed
+//     allowed (TileK 128): A row-major, B column-major (K-major);
+// f32 accumulation (s32 for s8 / u8, handed to the epilogue as float). Its host side has GemmSm80's
+// static interface (kThreads, kSmemBytes, can_implement, workspace_size, run; split-K needs a
+// workspace of workspace_size bytes).
 //
 // The algorithm:
 //   * 3 warpgroups, 384 threads. Warpgroup 0 is the producer: it gives registers away
 //     (setmaxnreg.dec 40) and one thread issues, per k-tile, the TMA loads of the A tile
-//     (TileM x TileK) and the B tile (TileN x TileK; TileK x element = 128 bytes) into a ring of
+//     (TileM x TileK) and the B tile (TileN x TileK; TileK x element = 128 bytes; one box, or
+//     one per 64 columns of an MN-major tile) into a ring of
 //     `Stages` stages written with the 128-byte swizzle, announcing the bytes on the stage's full
 //     barrier (expect_tx). Before it refills a stage it waits on the stage's empty barrier.
 //   * Warpgroups 1 and 2 are the consumers (setmaxnreg.inc 232). Per k-tile a consumer waits on
@@ -61,7 +68,7 @@
 //     then calls finish. The buffer is per warp, so the epilogue needs only __syncwarp (the two
 //     consumer warpgroups never wait on each other). Meanwhile the producer, gated only by the
 //     empty barriers, has already filled up to Stages k-tiles of the next tile. A TMA store that
-//     overlaps the next tile's mainloop is later work, as are other layouts and element types.
+//     overlaps the next tile's mainloop is later work.
 //
 // Shared memory: Stages x (A tile, B tile), every tile 1024-byte aligned (the swizzle atom),
 // then full[Stages] and empty[Stages] barriers, then the epilogue's staging buffer (8 consumer
@@ -70,6 +77,7 @@
 // other target its body traps, and run() refuses devices that are not compute capability 9.x.
 #pragma once
 #include "kdl/gemm_sm80_tma.cuh"  // detail::raster_tile, detail::TmaDtype, driver_api, per-device set-up
+#include "kdl/gemm_sm90_operands.cuh"  // sm90::OperandTile: TMA maps, loads and descriptors per type and layout
 #include "kdl/gemm_sm90_smem.h"
 #include "kdl/wgmma_sm90.cuh"
 
@@ -90,14 +98,6 @@ namespace detail {
 template <class E> struct is_fp8 { static constexpr bool value = false; };
 template <> struct is_fp8<__nv_fp8_e4m3> { static constexpr bool value = true; };
 template <> struct is_fp8<__nv_fp8_e5m2> { static constexpr bool value = true; };
-
-// The TMA element type of an operand: 16-bit types as themselves, 8-bit ones (fp8) as bytes.
-template <class E, bool = sizeof(E) == 1>
-struct Sm90TmaDtype : TmaDtype<E> {};
-template <class E>
-struct Sm90TmaDtype<E, true> {
-  static constexpr CUtensorMapDataType value = CU_TENSOR_MAP_DATA_TYPE_UINT8;
-};
 }  // namespace detail
 
 namespace sm90 {
@@ -119,16 +119,23 @@ template <class ElementA, class LayoutA, class ElementB, class LayoutB, class El
           class BlockScaling, class Epilogue>
 struct GemmSm90 {
   static constexpr bool kFp8 = detail::is_fp8<ElementA>::value;
-  static_assert(kFp8 ? detail::is_fp8<ElementB>::value : detail::is_same_t<ElementA, ElementB>::value,
-                "GemmSm90: A and B must have the same 16-bit element type, or both be fp8 (e4m3 / e5m2, mixed allowed)");
-  static_assert(detail::is_same_t<LayoutA, RowMajor>::value && detail::is_same_t<LayoutB, ColMajor>::value,
-                "GemmSm90: A must be RowMajor and B ColMajor (K-major) on this version");
-  static_assert(detail::is_same_t<ElementAccum, float>::value, "GemmSm90: ElementAccum must be float");
-  static_assert(kFp8 || detail::is_same_t<ElementA, half>::value || detail::is_same_t<ElementA, __nv_bfloat16>::value,
-                "GemmSm90: ElementA must be half, __nv_bfloat16, __nv_fp8_e4m3 or __nv_fp8_e5m2 (other types are not on "
-                "the sm90a path yet)");
+  // The operands: wgmma's families (f16, bf16, tf32 = float, fp8 e4m3/e5m2 mixed, s8/u8 mixed); f16
+  // and bf16 in either layout (MN-major through wgmma's transpose bits), the others K-major.
+  static_assert(sm90::WgmmaOperand<ElementA>::kFamily == sm90::WgmmaOperand<ElementB>::kFamily,
+                "GemmSm90: A and B must both be f16, both bf16, both float (tf32), both fp8 (e4m3 / e5m2, mixed "
+                "allowed) or both 8-bit integers (s8 / u8, mixed allowed)");
+  static constexpr bool kAKMajor = detail::is_same_t<LayoutA, RowMajor>::value;
+  static constexpr bool kBKMajor = detail::is_same_t<LayoutB, ColMajor>::value;
+  static_assert((kAKMajor || detail::is_same_t<LayoutA, ColMajor>::value) &&
+                    (kBKMajor || detail::is_same_t<LayoutB, RowMajor>::value),
+                "GemmSm90: LayoutA and LayoutB must be kdl::RowMajor or kdl::ColMajor");
+  // The accumulator: f32, s32 for s8/u8 (the epilogue receives it converted to float).
+  using Acc = sm90::wgmma_accum_t<ElementA, ElementB>;
+  static_assert(detail::is_same_t<ElementAccum, Acc>::value,
+                "GemmSm90: ElementAccum must be float (int32_t for s8 / u8 operands)");
   static_assert(TileK * int(sizeof(ElementA)) == 128,
-                "GemmSm90: TileK must be one 128-byte swizzled row (64 for 16-bit types, 128 for 8-bit types)");
+                "GemmSm90: TileK must be one 128-byte swizzled row (64 for 16-bit types, 128 for 8-bit types, 32 for "
+                "float)");
   static_assert(TileN == 64 || TileN == 128 || TileN == 256, "GemmSm90: TileN must be 64, 128 or 256 (the wgmma N)");
   static_assert(Stages >= 2 && Stages <= 8, "GemmSm90: Stages must be 2..8");
   static_assert((ClusterM == 1 || ClusterM == 2) && (ClusterN == 1 || ClusterN == 2),
@@ -168,15 +175,17 @@ struct GemmSm90 {
   static_assert(!kPromote || kMmaM * kAccRegs <= 64,
                 "GemmSm90: promotion keeps a second accumulator: at most 64 f32 registers each (e.g. cooperative "
                 "128 x 128, pingpong 64 x 128)");
+  static_assert(sm90::wgmma_n_supported<ElementA>(TileN), "GemmSm90: TileN is not a wgmma N for these operands");
   static constexpr int kKSteps = TileK * int(sizeof(ElementA)) / 32;  // wgmma k-steps (32 bytes of K) per k-tile
   static constexpr int kReaderWarps = (kPingpong ? 1 : kConsumers) * 4;  // consumer warps that read each stage
   static constexpr int kRasterGroup = 8;                 // tiles per raster band
-  static constexpr int kARowsPerCta = TileM / ClusterN;  // rows of the A tile each CTA of a cluster row loads
-  static constexpr int kBRowsPerCta = TileN / ClusterM;  // rows of the B tile each CTA of a cluster column loads
+  // The operand tiles of a stage; the CTAs of a cluster row share (and slice) A, those of a column B.
+  using TileA = sm90::OperandTile<ElementA, kAKMajor, TileM, TileK, ClusterN>;
+  using TileB = sm90::OperandTile<ElementB, kBKMajor, TileN, TileK, ClusterM>;
   static constexpr int kTurnBarrier = 1;                 // pingpong: named barriers 1, 2 = "consumer 0, 1 may issue"
 
-  static constexpr int kTileBytesA = TileM * TileK * int(sizeof(ElementA));
-  static constexpr int kTileBytesB = TileN * TileK * int(sizeof(ElementB));
+  static constexpr int kTileBytesA = TileA::kBytes;
+  static constexpr int kTileBytesB = TileB::kBytes;
   static constexpr int kStageBytes = kTileBytesA + kTileBytesB;
   static constexpr int kBarOffset = Stages * kStageBytes;
   // Epilogue staging: per consumer warp 16 rows x kEpiCols columns of f32, rows padded by 8 floats.
@@ -200,8 +209,8 @@ struct GemmSm90 {
                 "GemmSm90: Stages x (TileM + TileN) x 128 B + the epilogue buffer exceeds the 227 KB of shared memory");
 
   struct KernelParams {
-    CUtensorMap tmA;  // {K, M, batch}, box TileK x TileM / ClusterN
-    CUtensorMap tmB;  // {K, N, batch}, box TileK x TileN / ClusterM
+    CUtensorMap tmA;  // TileA::encode: {K, M, batch} (row-major) or {M, K, batch} (column-major)
+    CUtensorMap tmB;  // TileB::encode: {K, N, batch} (column-major) or {N, K, batch} (row-major)
     int m, n, batch;
     int tiles_m, tiles_n, ktiles;
     int split;            // serial split-K slices (1: none)
@@ -330,18 +339,9 @@ struct GemmSm90 {
             sm90::mbarrier_wait(empty_bar(ring.stage), ring.phase ^ 1u);
             uint64_t* const full = full_bar(ring.stage);
             sm90::mbarrier_arrive_expect_tx(full, (uint32_t)kStageBytes);
-            if constexpr (ClusterN == 1) {
-              sm90::tma_load_3d(__cvta_shared_to_generic(stage_a(ring.stage)), &P.tmA, full, kt * TileK, tm * TileM, batch);
-            } else {  // this CTA's slice of A, to the same place in every CTA of its cluster row
-              sm90::tma_load_3d_multicast(__cvta_shared_to_generic(stage_a(ring.stage) + uint32_t(rn * kARowsPerCta * 128)),
-                                          &P.tmA, full, kt * TileK, tm * TileM + rn * kARowsPerCta, batch, mask_a);
-            }
-            if constexpr (ClusterM == 1) {
-              sm90::tma_load_3d(__cvta_shared_to_generic(stage_b(ring.stage)), &P.tmB, full, kt * TileK, tn * TileN, batch);
-            } else {  // this CTA's slice of B, to the same place in every CTA of its cluster column
-              sm90::tma_load_3d_multicast(__cvta_shared_to_generic(stage_b(ring.stage) + uint32_t(rm * kBRowsPerCta * 128)),
-                                          &P.tmB, full, kt * TileK, tn * TileN + rm * kBRowsPerCta, batch, mask_b);
-            }
+            // This CTA's slice of A (of B), to the same place in every CTA of its cluster row (column).
+            TileA::load(stage_a(ring.stage), &P.tmA, full, kt * TileK, tm * TileM, batch, rn, mask_a);
+            TileB::load(stage_b(ring.stage), &P.tmB, full, kt * TileK, tn * TileN, batch, rm, mask_b);
             ring.advance();
           }
         }
@@ -352,7 +352,7 @@ struct GemmSm90 {
       const int consumer = warpgroup - 1;
       const bool warp_leader = (wg_thread % 32) == 0;
       const int warp_in_wg = wg_thread / 32;
-      float acc[kMmaM][kAccRegs];
+      Acc acc[kMmaM][kAccRegs];
       float tmp[kPromote ? kMmaM : 1][kPromote ? kAccRegs : 1];  // fp8 promotion's wgmma accumulator
       Ring ring;
       // Releases a stage in every CTA that wrote a slice of it (its own, its cluster row and column).
@@ -380,11 +380,11 @@ struct GemmSm90 {
 #pragma unroll
         for (int i = 0; i < kMmaM; ++i)
 #pragma unroll
-          for (int r = 0; r < kAccRegs; ++r) acc[i][r] = 0.f;
+          for (int r = 0; r < kAccRegs; ++r) acc[i][r] = Acc(0);
         int prev_stage = -1;  // the stage whose wgmmas are the group still in flight
         for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
           sm90::mbarrier_wait(full_bar(ring.stage), ring.phase);
-          const uint32_t a_tile = stage_a(ring.stage) + uint32_t(row_off * 128);
+          const uint32_t a_tile = stage_a(ring.stage);
           const uint32_t b_tile = stage_b(ring.stage);
           if constexpr (!kPromote) {
 #pragma unroll
@@ -392,9 +392,9 @@ struct GemmSm90 {
             sm90::wgmma_fence();
 #pragma unroll
             for (int ks = 0; ks < kKSteps; ++ks) {
-              const sm90::SmemDesc db = kmajor_desc(b_tile, TileN, ks);
+              const sm90::SmemDesc db = TileB::desc(b_tile, 0, ks);
 #pragma unroll
-              for (int i = 0; i < kMmaM; ++i) mma_kstep(acc[i], kmajor_desc(a_tile + uint32_t(i * 64 * 128), 64, ks), db, true);
+              for (int i = 0; i < kMmaM; ++i) mma_kstep(acc[i], TileA::desc(a_tile, row_off + i * 64, ks), db, true);
             }
             sm90::wgmma_commit_group();
 #pragma unroll
@@ -415,10 +415,10 @@ struct GemmSm90 {
             sm90::wgmma_fence();
 #pragma unroll
             for (int ks = 0; ks < kKSteps; ++ks) {
-              const sm90::SmemDesc db = kmajor_desc(b_tile, TileN, ks);
+              const sm90::SmemDesc db = TileB::desc(b_tile, 0, ks);
 #pragma unroll
               for (int i = 0; i < kMmaM; ++i)
-                mma_kstep(tmp[i], kmajor_desc(a_tile + uint32_t(i * 64 * 128), 64, ks), db, kt_in_group > 0 || ks > 0);
+                mma_kstep(tmp[i], TileA::desc(a_tile, row_off + i * 64, ks), db, kt_in_group > 0 || ks > 0);
             }
             sm90::wgmma_commit_group();
 #pragma unroll
@@ -477,13 +477,15 @@ struct GemmSm90 {
   // lower units, and every CTA walks its units in increasing order, so the lowest unfinished unit can
   // always proceed (the grid is resident: one CTA per SM, at most SMs CTAs).
   // The partials are laid out by fragment: register quad q of consumer thread t at float4 q * 128 + t.
-  __device__ __forceinline__ static bool reduce_slices(const KernelParams& P, const Unit& w, float (&acc)[kMmaM][kAccRegs],
+  __device__ __forceinline__ static bool reduce_slices(const KernelParams& P, const Unit& w, Acc (&acc)[kMmaM][kAccRegs],
                                                        int consumer, int wg_thread) {
     constexpr int kTileThreads = kPingpong ? 128 : 256;
     const int bar_id = kTurnBarrier + 2 + (kPingpong ? consumer : 0);  // named barriers 3 (cooperative) or 3, 4
     const bool leader = kPingpong ? wg_thread == 0 : (consumer == 0 && wg_thread == 0);
     const int tile_lin = (w.batch * P.tiles_m + w.tm) * P.tiles_n + w.tn;
-    float4* const part = reinterpret_cast<float4*>(P.partials + (size_t)tile_lin * (TileM * TileN) +
+    // s32 partial sums (s8 / u8) are kept as s32 in the same 4-byte words.
+    using Acc4 = typename std::conditional<detail::is_same_t<Acc, float>::value, float4, int4>::type;
+    Acc4* const part = reinterpret_cast<Acc4*>(P.partials + (size_t)tile_lin * (TileM * TileN) +
                                                    (kPingpong ? 0 : consumer * (TileM * TileN / kConsumers)));
     int* const sem = P.semaphores + tile_lin;
     if (w.slice > 0) {
@@ -493,7 +495,7 @@ struct GemmSm90 {
       for (int i = 0; i < kMmaM; ++i)
 #pragma unroll
         for (int q = 0; q < kAccRegs / 4; ++q) {
-          const float4 v = __ldcg(part + (i * (kAccRegs / 4) + q) * 128 + wg_thread);
+          const Acc4 v = __ldcg(part + (i * (kAccRegs / 4) + q) * 128 + wg_thread);
           acc[i][4 * q] += v.x;
           acc[i][4 * q + 1] += v.y;
           acc[i][4 * q + 2] += v.z;
@@ -506,7 +508,7 @@ struct GemmSm90 {
 #pragma unroll
         for (int q = 0; q < kAccRegs / 4; ++q)
           __stcg(part + (i * (kAccRegs / 4) + q) * 128 + wg_thread,
-                 make_float4(acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]));
+                 Acc4{acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]});
       __threadfence();
       sm90::named_barrier_sync(bar_id, kTileThreads);
       if (leader) detail::sem_release(sem, w.slice + 1);
@@ -550,14 +552,10 @@ struct GemmSm90 {
     sb = col < P.n ? __ldg(P.scale_b + w.batch * P.bs_sb + kt * P.ld_sb + col / BlockScaling::kBlockNB) : 0.f;
   }
 
-  // One k-step (32 bytes of K) of one m64 x TileN accumulator: wgmma k16 (16-bit) or k32 (fp8).
-  __device__ __forceinline__ static void mma_kstep(float (&d)[kAccRegs], sm90::SmemDesc a, sm90::SmemDesc b, bool accumulate) {
-    sm90::wgmma_ss<TileN, ElementA, ElementB>(d, a, b, accumulate);
-  }
-
-  // The descriptor of k-step ks (32 bytes of K, any element type) of a K-major 128B-swizzled tile of `rows` rows.
-  __device__ __forceinline__ static sm90::SmemDesc kmajor_desc(uint32_t tile, int rows, int ks) {
-    return sm90::make_desc_kmajor_sw128<ElementA>(tile, rows, ks);
+  // One k-step (32 bytes of K) of one m64 x TileN accumulator: wgmma k16 (16-bit), k8 (tf32) or k32
+  // (8-bit), each operand K- or MN-major (the transpose bits of 16-bit wgmma).
+  __device__ __forceinline__ static void mma_kstep(Acc (&d)[kAccRegs], sm90::SmemDesc a, sm90::SmemDesc b, bool accumulate) {
+    sm90::wgmma_ss<TileN, ElementA, ElementB, TileA::kMajor, TileB::kMajor>(d, a, b, accumulate);
   }
 
   // One consumer warp's share of the epilogue: its 16 rows of each m64 accumulator (rows row0 +
@@ -565,7 +563,7 @@ struct GemmSm90 {
   // columns at a time to Epilogue::apply<V> (one 16-byte store for a store_tile).
   __device__ __forceinline__ static void store_tile_epilogue(const KernelParams& P, Epilogue& epilogue,
                                                              typename Epilogue::State& state,
-                                                             const float (&acc)[kMmaM][kAccRegs], uint8_t* epi_smem,
+                                                             const Acc (&acc)[kMmaM][kAccRegs], uint8_t* epi_smem,
                                                              int consumer, int warp_in_wg, int batch, int row0, int col0) {
     constexpr int V = kEpiV;
     const int lane = threadIdx.x % 32;
@@ -581,9 +579,11 @@ struct GemmSm90 {
 #pragma unroll
         for (int jj = 0; jj < kEpiCols / 8; ++jj) {
           const int j = c * (kEpiCols / 8) + jj;
-          *reinterpret_cast<float2*>(stg + g * kEpiStride + jj * 8 + 2 * t) = make_float2(acc[i][4 * j], acc[i][4 * j + 1]);
+          // (s32 accumulators -- s8 / u8 -- are handed to the epilogue as float, as on the sm80 path.)
+          *reinterpret_cast<float2*>(stg + g * kEpiStride + jj * 8 + 2 * t) =
+              make_float2(float(acc[i][4 * j]), float(acc[i][4 * j + 1]));
           *reinterpret_cast<float2*>(stg + (g + 8) * kEpiStride + jj * 8 + 2 * t) =
-              make_float2(acc[i][4 * j + 2], acc[i][4 * j + 3]);
+              make_float2(float(acc[i][4 * j + 2]), float(acc[i][4 * j + 3]));
         }
         __syncwarp();
 #pragma unroll
@@ -612,20 +612,12 @@ struct GemmSm90 {
   static long long tiles_n_of(const GemmProblem& p) { return (p.n + TileN - 1) / TileN; }
   static int ktiles_of(const GemmProblem& p) { return (int)((p.k + TileK - 1) / TileK); }
 
-  // The byte stride between batches TMA is given: the caller's for batch > 1, else one that
-  // keeps the 1-deep batch dimension describable.
-  static uint64_t batch_stride_bytes(int64_t ld, int64_t batch_stride, int rows, int batch, int elem_bytes) {
-    const uint64_t row_stride = (uint64_t)ld * elem_bytes;
-    if (batch > 1) return (uint64_t)batch_stride * elem_bytes;
-    const uint64_t whole = row_stride * (uint64_t)(rows < 1 ? 1 : rows);
-    return whole < (1ull << 40) ? whole : row_stride;
-  }
-
   // Why TMA cannot describe an operand (nullptr: it can): cuTensorMapEncodeTiled needs a
-  // 16-byte aligned base and strides that are multiples of 16 bytes below 2^40.
-  static const char* tma_refusal(const char* name, const void* ptr, int64_t ld, int64_t batch_stride, int rows,
+  // 16-byte aligned base and strides that are multiples of 16 bytes below 2^40. `rows`: the
+  // operand's rows in memory (OperandTile::rows_in_memory).
+  static const char* tma_refusal(const char* name, const void* ptr, int64_t ld, int64_t batch_stride, int64_t rows,
                                  int batch, int elem_bytes, char* msg, size_t cap) {
-    const uint64_t bstride = batch_stride_bytes(ld, batch_stride, rows, batch, elem_bytes);
+    const uint64_t bstride = detail::sm90_batch_stride_bytes(ld, batch_stride, rows, batch, elem_bytes);
     const int align = 16 / elem_bytes;  // elements per 16 bytes
     if (reinterpret_cast<uintptr_t>(ptr) % 16)
       snprintf(msg, cap, "kdl gemm sm90: %s must be 16-byte aligned for TMA", name);
@@ -662,8 +654,14 @@ struct GemmSm90 {
     if (p.m == 0 || p.n == 0 || p.k == 0) return nullptr;
     if (p.A == nullptr) return fail("kdl gemm sm90: A is null");
     if (p.B == nullptr) return fail("kdl gemm sm90: B is null");
-    if (p.lda < p.k) return fail("kdl gemm sm90: lda (%lld) < k (%lld) for row-major A", p.lda, p.k);
-    if (p.ldb < p.k) return fail("kdl gemm sm90: ldb (%lld) < k (%lld) for column-major B", p.ldb, p.k);
+    if (p.lda < TileA::min_ld(p.k, p.m))
+      return fail(kAKMajor ? "kdl gemm sm90: lda (%lld) < k (%lld) for row-major A"
+                           : "kdl gemm sm90: lda (%lld) < m (%lld) for column-major A",
+                  p.lda, TileA::min_ld(p.k, p.m));
+    if (p.ldb < TileB::min_ld(p.k, p.n))
+      return fail(kBKMajor ? "kdl gemm sm90: ldb (%lld) < k (%lld) for column-major B"
+                           : "kdl gemm sm90: ldb (%lld) < n (%lld) for row-major B",
+                  p.ldb, TileB::min_ld(p.k, p.n));
     if (p.batch > 1 && (p.batch_stride_a < 0 || p.batch_stride_b < 0))
       return fail("kdl gemm sm90: negative batch stride (a=%lld, b=%lld)", p.batch_stride_a, p.batch_stride_b);
     if constexpr (kBlockScaled) {
@@ -680,9 +678,11 @@ struct GemmSm90 {
                     p.batch_stride_scale_b);
       (void)kblocks;
     }
-    if (const char* e = tma_refusal("A", p.A, p.lda, p.batch_stride_a, p.m, p.batch, int(sizeof(ElementA)), msg, sizeof(msg)))
+    if (const char* e = tma_refusal("A", p.A, p.lda, p.batch_stride_a, TileA::rows_in_memory(p.k, p.m), p.batch,
+                                    int(sizeof(ElementA)), msg, sizeof(msg)))
       return e;
-    if (const char* e = tma_refusal("B", p.B, p.ldb, p.batch_stride_b, p.n, p.batch, int(sizeof(ElementB)), msg, sizeof(msg)))
+    if (const char* e = tma_refusal("B", p.B, p.ldb, p.batch_stride_b, TileB::rows_in_memory(p.k, p.n), p.batch,
+                                    int(sizeof(ElementB)), msg, sizeof(msg)))
       return e;
     return nullptr;
   }
@@ -693,25 +693,6 @@ struct GemmSm90 {
   static size_t workspace_size(const GemmProblem& p) {
     if (p.split_k <= 1) return 0;
     return sem_offset(p) + tiles_total(p) * sizeof(int);
-  }
-
-  // {K, rows, batch} with a TileK x rows_box box, 128-byte swizzle, out-of-range elements zero.
-  template <class Element>
-  static cudaError_t encode(CUtensorMap* map, const void* ptr, int64_t ld, int64_t batch_stride, int k, int rows,
-                            int batch, int rows_box) {
-    const DriverApi& api = driver_api();
-    if (api.cuTensorMapEncodeTiled == nullptr) return cudaErrorNotSupported;
-    constexpr int kBytes = int(sizeof(Element));
-    cuuint64_t dims[3] = {(cuuint64_t)k, (cuuint64_t)rows, (cuuint64_t)batch};
-    cuuint64_t strides[2] = {(cuuint64_t)((uint64_t)ld * kBytes),
-                             (cuuint64_t)batch_stride_bytes(ld, batch_stride, rows, batch, kBytes)};
-    cuuint32_t box[3] = {(cuuint32_t)TileK, (cuuint32_t)rows_box, 1};
-    cuuint32_t estr[3] = {1, 1, 1};
-    const CUresult r = api.cuTensorMapEncodeTiled(map, detail::Sm90TmaDtype<Element>::value, 3, const_cast<void*>(ptr),
-                                                  dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
   }
 
   // Per device: compute capability 9.x and the kernel's dynamic shared memory opted into.
@@ -736,11 +717,9 @@ struct GemmSm90 {
     KernelParams kp;
     memset(&kp, 0, sizeof(kp));
     if (p.k > 0) {
-      if (cudaError_t e = encode<ElementA>(&kp.tmA, p.A, p.lda, p.batch_stride_a, p.k, p.m, p.batch, kARowsPerCta);
-          e != cudaSuccess)
+      if (cudaError_t e = TileA::encode(&kp.tmA, p.A, p.lda, p.batch_stride_a, p.k, p.m, p.batch); e != cudaSuccess)
         return e;
-      if (cudaError_t e = encode<ElementB>(&kp.tmB, p.B, p.ldb, p.batch_stride_b, p.k, p.n, p.batch, kBRowsPerCta);
-          e != cudaSuccess)
+      if (cudaError_t e = TileB::encode(&kp.tmB, p.B, p.ldb, p.batch_stride_b, p.k, p.n, p.batch); e != cudaSuccess)
         return e;
     }
     kp.m = p.m;

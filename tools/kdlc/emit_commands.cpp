@@ -60,9 +60,10 @@ signal). See docs/building.md.
 ptxas gate: the build fails, naming the kernel and quoting ptxas, when any kernel spills registers
 (nonzero "bytes spill stores/loads"), when ptxas ignores setmaxnreg ("'setmaxnreg' ignored", e.g.
 C7508) or serializes wgmma ("wgmma.mma_async instructions are serialized", e.g. C7515), or prints any
-other "Potential Performance Loss" (the code number depends on the reason; the words are matched). Cached objects carry their report, so a cache hit is gated too.
-The report (registers, spills, stack, static shared memory, barriers, ptxas time per function and
-target) is written to DIR/lib<stem>.ptxas.txt with the libraries.
+other "Potential Performance Loss" (the code number depends on the reason; the words are matched).
+Cached objects carry their report, so a cache hit is gated too. The report (registers, spills, stack,
+static shared memory, barriers, ptxas time per function and target) is written to
+DIR/lib<stem>.ptxas.txt with the libraries.
 
 Options:
   -o DIR                    the output directory

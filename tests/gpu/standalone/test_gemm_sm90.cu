@@ -1,9 +1,11 @@
-// Standalone test of kdl::GemmSm90 (kdl/gemm_sm90.cuh) on an sm_90a device: fresh random bf16, f16
-// and fp8 inputs, outputs poisoned with NaN, D = alpha * acc through an epilogue shaped like a
-// generated one; both schedules, clusters 1x1 / 2x1 / 1x2 / 2x2, both rasters, odd M/N/K, batches
-// and padded leading dimensions (padding of D checked untouched); checked against an fp64 CPU
-// reference on small cases and cuBLASLt (f32 compute; fp64 on the GPU for fp8) on large ones. One PASS/FAIL line per case, then "N passed, M failed"; exit status
-// non-zero on any failure. A watchdog fails the run instead of hanging on a stuck pipeline.
+// Standalone test of kdl::GemmSm90 (kdl/gemm_sm90.cuh) on an sm_90a device: fresh random bf16, f16,
+// fp8, f32 (tf32 math), s8 and u8 inputs, outputs poisoned with NaN, D = alpha * acc through an
+// epilogue shaped like a generated one; every A/B layout of f16 and bf16 (MN-major operands), both
+// schedules, clusters 1x1 / 2x1 / 1x2 / 2x2, both rasters, odd M/N/K, batches and padded leading
+// dimensions (padding of D checked untouched); checked against an fp64 CPU reference on small cases
+// and, on large ones, cuBLASLt (16-bit A row x B col, f32 compute) or fp64 on the GPU (the others).
+// One PASS/FAIL line per case, then "N passed, M failed"; exit status non-zero on any failure. A
+// watchdog fails the run instead of hanging on a stuck pipeline.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -73,6 +75,12 @@ template <> const char* type_name<__nv_bfloat16>() { return "bf16"; }
 template <> const char* type_name<half>() { return "f16"; }
 template <> const char* type_name<__nv_fp8_e4m3>() { return "e4m3"; }
 template <> const char* type_name<__nv_fp8_e5m2>() { return "e5m2"; }
+template <> const char* type_name<float>() { return "f32"; }  // inputs: read as tf32
+template <> const char* type_name<int8_t>() { return "s8"; }
+template <> const char* type_name<uint8_t>() { return "u8"; }
+template <class T> struct detail_is_fp8 : std::false_type {};
+template <> struct detail_is_fp8<__nv_fp8_e4m3> : std::true_type {};
+template <> struct detail_is_fp8<__nv_fp8_e5m2> : std::true_type {};
 
 static cublasLtHandle_t g_lt;
 static void* g_lt_ws;
@@ -130,8 +138,9 @@ static void lt_reference(const T* A, const T* B, T* D, int M, int N, int K, floa
   cublasLtMatmulDescDestroy(op);
 }
 
-// fp64 reference on the GPU (large fp8 cases, which cuBLASLt's bf16 path cannot check): one thread
-// per output, D = alpha * sum_k A[m][k] * B[n][k] over the dequantised inputs.
+// fp64 reference on the GPU (large cases cuBLASLt does not check here: fp8, tf32, s8/u8, other
+// layouts): one thread per output, D = alpha * sum_k A(m, k) * B(k, n) over the dequantised inputs,
+// A(m, k) at A[m * sam + k * sak], B(k, n) at B[k * sbk + n * sbn].
 // Block scales (sa, sb non-null): A's element (m, k) times sa[(k / bk) * ld_sa + m / bma], B's (n, k) times
 // sb[(k / bk) * ld_sb + n / bnb].
 struct RefScales {
@@ -141,35 +150,53 @@ struct RefScales {
   int bma = 1, bnb = 1, bk = 1;
 };
 template <class TA, class TB>
-__global__ void ref_gemm_f64(const TA* A, const TB* B, float* D, int M, int N, int K, int64_t lda, int64_t ldb, float alpha,
-                             RefScales sc) {
+__global__ void ref_gemm_f64(const TA* A, const TB* B, float* D, int M, int N, int K, int64_t sam, int64_t sak,
+                             int64_t sbk, int64_t sbn, float alpha, RefScales sc) {
   const int n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y;
   if (n >= N) return;
   double s = 0;
   for (int k = 0; k < K; ++k) {
-    double x = (double)float(A[(int64_t)m * lda + k]) * (double)float(B[(int64_t)n * ldb + k]);
+    double x = (double)float(A[m * sam + k * sak]) * (double)float(B[k * sbk + n * sbn]);
     if (sc.sa) x *= (double)sc.sa[(k / sc.bk) * sc.ld_sa + m / sc.bma] * (double)sc.sb[(k / sc.bk) * sc.ld_sb + n / sc.bnb];
     s += x;
   }
   D[(int64_t)m * N + n] = (float)(alpha * s);
 }
 
-// One case: fresh random A (M x K row-major) and B (K x N column-major), lda/ldb/ldd padded when
-// `padded` (by 16 bytes of K and 3 columns of D), D poisoned with NaN; every element of D checked.
-template <class Gemm, class TA, class TB, class TOut>
+template <class T> constexpr bool is_int8() { return std::is_same<T, int8_t>::value || std::is_same<T, uint8_t>::value; }
+// A fresh random input: uniform in [-1, 1) rounded to T; s8 / u8 over their whole range.
+template <class T>
+static T rand_in(std::mt19937& rng) {
+  if constexpr (is_int8<T>()) {
+    return T(std::uniform_int_distribution<int>(std::is_same<T, int8_t>::value ? -128 : 0,
+                                                std::is_same<T, int8_t>::value ? 127 : 255)(rng));
+  } else {
+    return from_f<T>(std::uniform_real_distribution<float>(-1.f, 1.f)(rng));
+  }
+}
+
+// One case: fresh random A (M x K, LA) and B (K x N, LB), leading dimensions rounded up to 16 bytes
+// (TMA's rule) and padded by 16 more bytes (3 columns of D) when `padded`, D poisoned with NaN;
+// every element of D checked.
+template <class Gemm, class TA, class TB, class TOut, class LA = kdl::RowMajor, class LB = kdl::ColMajor>
 static void run_case(const char* cfg, int M, int N, int K, int batch, bool padded = false, int split = 1) {
+  constexpr bool a_row = std::is_same<LA, kdl::RowMajor>::value, b_col = std::is_same<LB, kdl::ColMajor>::value;
   char name[200];
-  snprintf(name, sizeof name, "%s %sx%s->%s m=%d n=%d k=%d batch=%d%s split_k=%d", cfg, type_name<TA>(), type_name<TB>(),
-           type_name<TOut>(), M, N, K, batch, padded ? " padded" : "", split);
+  snprintf(name, sizeof name, "%s %s%s x %s%s -> %s m=%d n=%d k=%d batch=%d%s split_k=%d", cfg, type_name<TA>(),
+           a_row ? "" : " col", type_name<TB>(), b_col ? "" : " row", type_name<TOut>(), M, N, K, batch,
+           padded ? " padded" : "", split);
   const float alpha = 0.5f;
-  const int64_t lda = K + (padded ? 16 / sizeof(TA) : 0), ldb = K + (padded ? 16 / sizeof(TB) : 0), ldd = N + (padded ? 3 : 0);
-  const int64_t bsA = (int64_t)M * lda, bsB = (int64_t)N * ldb, bsD = (int64_t)M * ldd;
+  constexpr int kAlignA = 16 / sizeof(TA), kAlignB = 16 / sizeof(TB);
+  auto ld_of = [&](int inner, int align) { return (int64_t)(inner + align - 1) / align * align + (padded ? align : 0); };
+  // A(m, k) at m * sam + k * sak; B(k, n) at k * sbk + n * sbn.
+  const int64_t lda = ld_of(a_row ? K : M, kAlignA), ldb = ld_of(b_col ? K : N, kAlignB), ldd = N + (padded ? 3 : 0);
+  const int64_t sam = a_row ? lda : 1, sak = a_row ? 1 : lda, sbk = b_col ? 1 : ldb, sbn = b_col ? ldb : 1;
+  const int64_t bsA = (a_row ? M : K) * lda, bsB = (b_col ? N : K) * ldb, bsD = (int64_t)M * ldd;
   std::vector<TA> hA((size_t)bsA * batch);
   std::vector<TB> hB((size_t)bsB * batch);
   std::vector<TOut> hD((size_t)bsD * batch);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  for (auto& x : hA) x = from_f<TA>(dist(g_rng));
-  for (auto& x : hB) x = from_f<TB>(dist(g_rng));
+  for (auto& x : hA) x = rand_in<TA>(g_rng);
+  for (auto& x : hB) x = rand_in<TB>(g_rng);
   TA* A;
   TB* B;
   TOut *D, *Dref = nullptr;
@@ -178,7 +205,7 @@ static void run_case(const char* cfg, int M, int N, int K, int batch, bool padde
   CK(cudaMalloc(&D, hD.size() * sizeof(TOut)));
   CK(cudaMemcpy(A, hA.data(), hA.size() * sizeof(TA), cudaMemcpyHostToDevice));
   CK(cudaMemcpy(B, hB.data(), hB.size() * sizeof(TB), cudaMemcpyHostToDevice));
-  CK(cudaMemset(D, 0xff, hD.size() * sizeof(TOut)));  // NaN in bf16 and f16
+  CK(cudaMemset(D, 0xff, hD.size() * sizeof(TOut)));  // NaN in bf16, f16 and f32
 
   kdl::GemmProblem p{M, N, K, batch, A, lda, bsA, B, ldb, bsB, split};
   // Block scales: random in [1/2, 2], leading dimensions padded by 1 and 2, every batch its own.
@@ -234,11 +261,11 @@ static void run_case(const char* cfg, int M, int N, int K, int batch, bool padde
 
   // Large unbatched unpadded cases: cuBLASLt (16-bit inputs) or fp64 on the GPU (fp8); else fp64 on the CPU.
   const bool device_ref = (double)M * N * K * batch > 6e7 && batch == 1 && !padded;
-  constexpr bool k16bit = sizeof(TA) == 2;
-  const char* ref_name = !device_ref ? "fp64 CPU" : k16bit ? "cuBLASLt" : "fp64 GPU";
+  constexpr bool kLt = sizeof(TA) == 2 && a_row && b_col;
+  const char* ref_name = !device_ref ? "fp64 CPU" : kLt ? "cuBLASLt" : "fp64 GPU";
   std::vector<float> ref((size_t)bsD * batch, 0.f);
   if (device_ref) {
-    if constexpr (k16bit) {
+    if constexpr (kLt) {
       CK(cudaMalloc(&Dref, hD.size() * sizeof(TOut)));
       lt_reference<TA>(A, B, Dref, M, N, K, alpha);
       std::vector<TOut> hR(hD.size());
@@ -247,7 +274,7 @@ static void run_case(const char* cfg, int M, int N, int K, int batch, bool padde
     } else {
       float* R;
       CK(cudaMalloc(&R, ref.size() * sizeof(float)));
-      ref_gemm_f64<TA, TB><<<dim3((N + 127) / 128, M), 128>>>(A, B, R, M, N, K, lda, ldb, alpha, sc);
+      ref_gemm_f64<TA, TB><<<dim3((N + 127) / 128, M), 128>>>(A, B, R, M, N, K, sam, sak, sbk, sbn, alpha, sc);
       CK(cudaMemcpy(ref.data(), R, ref.size() * sizeof(float), cudaMemcpyDeviceToHost));
       cudaFree(R);
     }
@@ -258,24 +285,27 @@ static void run_case(const char* cfg, int M, int N, int K, int batch, bool padde
     for (int z = 0; z < batch; ++z)
       for (int m = 0; m < M; ++m)
         for (int n = 0; n < N; ++n) {
-          const double* ar = &a[z * bsA + (int64_t)m * lda];
-          const double* br = &b[z * bsB + (int64_t)n * ldb];
+          const double* ar = &a[z * bsA + m * sam];
+          const double* br = &b[z * bsB + n * sbn];
           double s = 0;
           if (hsa.empty()) {
-            for (int k = 0; k < K; ++k) s += ar[k] * br[k];
+            for (int k = 0; k < K; ++k) s += ar[k * sak] * br[k * sbk];
           } else {
             const float* sa = &hsa[(size_t)z * p.batch_stride_scale_a];
             const float* sb = &hsb[(size_t)z * p.batch_stride_scale_b];
             for (int k = 0; k < K; ++k)
-              s += ar[k] * br[k] * (double)sa[(k / sc.bk) * sc.ld_sa + m / sc.bma] * (double)sb[(k / sc.bk) * sc.ld_sb + n / sc.bnb];
+              s += ar[k * sak] * br[k * sbk] * (double)sa[(k / sc.bk) * sc.ld_sa + m / sc.bma] *
+                   (double)sb[(k / sc.bk) * sc.ld_sb + n / sc.bnb];
           }
           ref[z * bsD + (int64_t)m * ldd + n] = (float)(alpha * s);
         }
   }
   // 16-bit output: a few units in the last place of |ref|, plus slack for sums near zero.
   // (The cuBLASLt reference is rounded to 16 bits too, and may sum in a different order.)
-  const double rel = std::is_same<TOut, half>::value ? 2e-3 : 1.6e-2;
-  const double abs_tol = 2e-3 * std::sqrt((double)K) * (hsa.empty() ? 1.0 : 4.0);  // block scales: products up to 4x
+  // tf32 (f32 output): tf32's 10-bit mantissa. s8 / u8 (f32 output of an exact s32 sum): f32 rounding only.
+  const double rel = is_int8<TA>() ? 1e-6 : std::is_same<TOut, half>::value ? 2e-3 : 1.6e-2;
+  const double abs_tol = is_int8<TA>() ? 0.0
+                                       : 2e-3 * std::sqrt((double)K) * (hsa.empty() ? 1.0 : 4.0);  // block scales: products up to 4x
   double worst = 0;
   size_t bad = 0, first_bad = 0, checked = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
@@ -289,7 +319,7 @@ static void run_case(const char* cfg, int M, int N, int K, int batch, bool padde
     }
     ++checked;
     const double r = ref[i];
-    const double err = std::fabs(d - r) / (abs_tol + rel * std::fabs(r));
+    const double err = std::fabs(d - r) / (abs_tol + rel * std::fabs(r) + 1e-30);
     if (!(err <= 1.0)) {
       if (bad++ == 0) first_bad = i;
       if (!(err <= worst)) worst = err;
@@ -315,17 +345,21 @@ static void run_case(const char* cfg, int M, int N, int K, int batch, bool padde
   if (dsb) cudaFree(dsb);
 }
 
-// A GemmSm90 configuration of the test; D is bf16 for fp8 inputs, else the input type.
+// A GemmSm90 configuration of the test; D is bf16 for fp8 inputs, f32 for tf32 and s8 / u8 inputs,
+// else the input type.
 template <class TA, class TB, int TileM, int TileN, int Stages, kdl::Sm90Schedule Schedule = kdl::Sm90Schedule::Cooperative,
           int ClusterM = 1, int ClusterN = 1, bool RasterAlongM = false, bool SplitK = false, int PromoteEvery = 0,
-          class BlockScaling = kdl::sm90::NoBlockScaling>
+          class BlockScaling = kdl::sm90::NoBlockScaling, class LA = kdl::RowMajor, class LB = kdl::ColMajor>
 struct Config {
-  using TOut = typename std::conditional<sizeof(TA) == 1, __nv_bfloat16, TA>::type;
+  using TOut = typename std::conditional<detail_is_fp8<TA>::value, __nv_bfloat16,
+                                         typename std::conditional<sizeof(TA) == 2, TA, float>::type>::type;
+  using LayoutA = LA;
+  using LayoutB = LB;
   static constexpr bool kSplitK = SplitK;
   static constexpr int kTileK = 128 / sizeof(TA);
   using Epi = kdl_test::Epilogue<TOut>;
-  using Gemm = kdl::GemmSm90<TA, kdl::RowMajor, TB, kdl::ColMajor, float, TileM, TileN, kTileK, Stages, Schedule, ClusterM,
-                               ClusterN, RasterAlongM, PromoteEvery, BlockScaling, Epi>;
+  using Gemm = kdl::GemmSm90<TA, LA, TB, LB, kdl::sm90::wgmma_accum_t<TA, TB>, TileM, TileN, kTileK, Stages, Schedule,
+                             ClusterM, ClusterN, RasterAlongM, PromoteEvery, BlockScaling, Epi>;
   struct G : Gemm {
     using Params = typename Epi::Params;
     using BlockScalingT = BlockScaling;
@@ -341,11 +375,19 @@ struct Config {
   }
 };
 
+// The same with layouts first (the MN-major configurations).
+template <class LA, class LB, class T, int TileM, int TileN, int Stages, kdl::Sm90Schedule Schedule, int ClusterM = 1,
+          int ClusterN = 1, bool SplitK = false>
+using LConfig = Config<T, T, TileM, TileN, Stages, Schedule, ClusterM, ClusterN, false, SplitK, 0, kdl::sm90::NoBlockScaling,
+                       LA, LB>;
+
 // full: every small M x N x K; else a subset. quick: the small cases only (compute-sanitizer).
 template <class TA, class TB, class C>
 static void run_config_t(bool full, bool quick) {
   using G = typename C::G;
   using TOut = typename C::TOut;
+  using LA = typename C::LayoutA;
+  using LB = typename C::LayoutB;
   char cfg[96];
   C::name(cfg, sizeof cfg);
   const int small_mn[] = {1, 127, 1000};
@@ -358,22 +400,22 @@ static void run_config_t(bool full, bool quick) {
       for (int K : ks) {
         if (!full && (M == 1000) != (N == 1000)) continue;  // a subset
         if (quick && (K > 200 || (M == 1000 && N == 1000))) continue;
-        run_case<G, TA, TB, TOut>(cfg, M, N, K, 1);
+        run_case<G, TA, TB, TOut, LA, LB>(cfg, M, N, K, 1);
       }
-  run_case<G, TA, TB, TOut>(cfg, 1000, 127, k_of(200), 3);
-  run_case<G, TA, TB, TOut>(cfg, 333, 517, k_of(264), 2, /*padded=*/true);
+  run_case<G, TA, TB, TOut, LA, LB>(cfg, 1000, 127, k_of(200), 3);
+  run_case<G, TA, TB, TOut, LA, LB>(cfg, 333, 517, k_of(264), 2, /*padded=*/true);
   if (C::kSplitK) {  // serial split-K: odd sizes, batches, more slices than SMs need, padded
-    run_case<G, TA, TB, TOut>(cfg, 127, 1000, k_of(200) * 5, 1, false, 3);
-    run_case<G, TA, TB, TOut>(cfg, 333, 517, 4096, 2, true, 7);
+    run_case<G, TA, TB, TOut, LA, LB>(cfg, 127, 1000, k_of(200) * 5, 1, false, 3);
+    run_case<G, TA, TB, TOut, LA, LB>(cfg, 333, 517, 4096, 2, true, 7);
   }
   if (quick) return;
   if (C::kSplitK) {
-    run_case<G, TA, TB, TOut>(cfg, 128, 8192, 8192, 1, false, 4);
-    run_case<G, TA, TB, TOut>(cfg, 1000, 1000, 4096, 1, false, 5);
+    run_case<G, TA, TB, TOut, LA, LB>(cfg, 128, 8192, 8192, 1, false, 4);
+    run_case<G, TA, TB, TOut, LA, LB>(cfg, 1000, 1000, 4096, 1, false, 5);
   }
-  run_case<G, TA, TB, TOut>(cfg, 4096, 4096, 4096, 1);
-  run_case<G, TA, TB, TOut>(cfg, 4000, 4100, k_of(200), 1);
-  if (full) run_case<G, TA, TB, TOut>(cfg, 4100, 1000, 4096, 1);
+  run_case<G, TA, TB, TOut, LA, LB>(cfg, 4096, 4096, 4096, 1);
+  run_case<G, TA, TB, TOut, LA, LB>(cfg, 4000, 4100, k_of(200), 1);
+  if (full) run_case<G, TA, TB, TOut, LA, LB>(cfg, 4100, 1000, 4096, 1);
 }
 
 // can_implement refuses what TMA cannot describe, with a message.
@@ -418,6 +460,37 @@ static void refusals(int elem_bytes) {
     p.ld_scale_a = 63;  // 64 rows of 1 x 128 blocks need 64
     expect("ld_scale_a < ceil(m / BlockMA)", p);
   }
+}
+
+// A column-major A and a row-major B (16-bit): their leading dimensions are M's and N's.
+template <class G>
+static void refusals_mn_major() {
+  auto expect = [&](const char* what, const kdl::GemmProblem& p, bool refused) {
+    const char* why = G::can_implement(p);
+    if (!why == !refused) {
+      printf("PASS %s %s%s%s\n", refused ? "refuse" : "accept", what, why ? ": " : "", why ? why : "");
+      ++g_pass;
+    } else {
+      printf("FAIL %s %s%s%s\n", refused ? "refuse" : "accept", what, why ? ": " : "", why ? why : "");
+      ++g_fail;
+    }
+  };
+  const kdl::GemmProblem ok{200, 304, 64, 1, (void*)0x1000, 200, 0, (void*)0x1000, 304, 0, 1};
+  expect("col A lda=m=200, row B ldb=n=304 (k=64 < both)", ok, false);
+  kdl::GemmProblem p = ok;
+  p.lda = 192;
+  expect("col A lda=192 < m", p, true);
+  p = ok;
+  p.ldb = 296;
+  expect("row B ldb=296 < n", p, true);
+  p = ok;
+  p.lda = 204;  // 408 bytes: not a multiple of 16
+  expect("col A lda=204 (408 bytes)", p, true);
+  p = ok;
+  p.batch = 2;
+  p.batch_stride_a = 200 * 64;
+  p.batch_stride_b = 304 * 64 + 4;  // 8 bytes over
+  expect("row B batch_stride + 8 bytes", p, true);
 }
 
 // --quick: the small cases only (for compute-sanitizer).
@@ -476,6 +549,31 @@ int main(int argc, char** argv) {
   run_config_t<e4m3, e5m2, Config<e4m3, e5m2, 64, 128, 6, Pp, 1, 2, false, true, 0, BS>>(false, quick);
   run_config_t<e4m3, e4m3, Config<e4m3, e4m3, 128, 128, 5, Coop, 2, 1, false, false, 0, kdl::sm90::BlockScaling<128, 128, 128>>>(
       false, quick);
+
+  // f16 / bf16 MN-major operands (A column-major, B row-major): TMA boxes of 64 columns; cluster
+  // slices of whole 64-column blocks, or of K rows for a 64-wide tile.
+  using Row = kdl::RowMajor;
+  using Col = kdl::ColMajor;
+  refusals_mn_major<LConfig<Col, Row, bf16, 128, 128, 5, Coop>::G>();
+  run_config_t<bf16, bf16, LConfig<Col, Col, bf16, 128, 128, 5, Coop>>(true, quick);
+  run_config_t<bf16, bf16, LConfig<Row, Row, bf16, 128, 256, 4, Coop, 2, 1>>(true, quick);
+  run_config_t<bf16, bf16, LConfig<Col, Row, bf16, 64, 128, 6, Pp, 1, 2, true>>(true, quick);
+  run_config_t<half, half, LConfig<Col, Row, half, 128, 128, 5, Coop, 2, 2>>(false, quick);
+  run_config_t<half, half, LConfig<Row, Row, half, 128, 64, 6, Pp, 2, 1>>(false, quick);
+  run_config_t<half, half, LConfig<Col, Col, half, 256, 128, 4, Coop>>(false, quick);
+
+  // tf32 (float operands, TileK 32), f32 D
+  refusals<Config<float, float, 128, 128, 4>::G>(4);
+  run_config_t<float, float, Config<float, float, 128, 128, 5, Coop, 1, 1, false, true>>(true, quick);
+  run_config_t<float, float, Config<float, float, 128, 256, 4, Coop, 2, 1>>(false, quick);
+  run_config_t<float, float, Config<float, float, 64, 256, 5, Pp, 1, 2>>(false, quick);
+
+  // s8 / u8 (TileK 128), s32 accumulation, f32 D
+  refusals<Config<int8_t, int8_t, 128, 128, 4>::G>(1);
+  run_config_t<int8_t, int8_t, Config<int8_t, int8_t, 128, 256, 4, Coop, 1, 1, false, true>>(true, quick);
+  run_config_t<uint8_t, int8_t, Config<uint8_t, int8_t, 128, 128, 5, Pp, 1, 2>>(false, quick);
+  run_config_t<int8_t, uint8_t, Config<int8_t, uint8_t, 128, 128, 5, Coop, 2, 1>>(false, quick);
+  run_config_t<uint8_t, uint8_t, Config<uint8_t, uint8_t, 256, 128, 4, Coop>>(false, quick);
 
   printf("%d passed, %d failed\n", g_pass, g_fail);
   cudaFree(g_lt_ws);
