@@ -26,22 +26,13 @@ mkdir -p "$CARRY/libs" "$WORK"
 for f in tests.list bench.list prepare.log not-built.list build-failed.list; do : >"$CARRY/$f"; done
 status=0
 
-# kdlc build's ptxas gate refuses kernels that spill, lose setmaxnreg or serialize wgmma. These sm80
-# kernels of the test matrix and the benchmark spill a little (nvcc 13.0: mx_bf16_align4_2 148/160
-# bytes of spill stores/loads for sm_80, bench_bf16_256x128x32_s3 8/16 bytes for sm_90); they are
-# built anyway, their warnings copied to prepare.log. Any other kernel stays gated.
-KNOWN_PTXAS_LOSSES=mx_bf16_align4_2,bench_bf16_256x128x32_s3
-
 # build SPEC OUT KERNEL... : kdlc build of those kernels of SPEC into OUT (log OUT.log).
 build() {
   local spec=$1 out=$2
   shift 2
   local sel=()
   for k in "$@"; do sel+=(--kernel "$k"); done
-  "$KDLC" build "$spec" -o "$out" -j "$JOBS" --allow-ptxas-warnings="$KNOWN_PTXAS_LOSSES" "${sel[@]}" >"$out.log" 2>&1
-  local rc=$?
-  grep -A4 "^kdlc: warning: ptxas" "$out.log" >>"$CARRY/prepare.log"
-  return $rc
+  "$KDLC" build "$spec" -o "$out" -j "$JOBS" "${sel[@]}" >"$out.log" 2>&1
 }
 
 # Pass 1: triage every spec and start its build in the background (all specs at once: one spec has
