@@ -71,6 +71,7 @@ struct Sm90Table {
   std::vector<Sm90SplitKEntry> splitK;
   bool promotion = false, blockScaling = false;
   int maxAccumRegs = 0;       // f32 accumulator registers per consumer thread
+  int maxAccumRegsPromoted = 0;  // the same with promotion or block scales (two accumulators)
   int operandAlignBytes = 0;  // A and B rows (TMA)
 };
 Sm90Table sm90Table();

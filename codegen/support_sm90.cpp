@@ -70,12 +70,14 @@ constexpr Sm90SplitKEntry kSm90SplitK[] = {{SplitKMode::None, kOn}, {SplitKMode:
 // mainloops) and block scales (`scale (1, 128)` / `scale (128, 128)`: kdl::sm90::BlockScaling<1, 128,
 // 128>). Lowering instantiates both (codegen/lower_sm90.cpp); block scales also need their arguments
 // (scale_A, scale_B: the hook in codegen/lower_arguments.cpp and an argument kind of kdl::GemmHost).
-constexpr bool kSm90Promotion = kNotYet;
+constexpr bool kSm90Promotion = kOn;
 constexpr bool kSm90BlockScaling = kNotYet;
 
 // The accumulator of one consumer warpgroup lives in registers: at most 128 f32 per thread (of
 // the 232 setmaxnreg gives a consumer).
 constexpr int kSm90MaxAccumRegs = 128;
+// Promotion (and block scales) keeps a second accumulator beside it: at most 64 registers each.
+constexpr int kSm90MaxAccumRegsPromoted = 64;
 // A and B are loaded by TMA, which needs 16-byte aligned rows.
 constexpr int kSm90OperandAlignBytes = 16;
 
@@ -165,6 +167,7 @@ Sm90Table sm90Table() {
   t.promotion = kSm90Promotion;
   t.blockScaling = kSm90BlockScaling;
   t.maxAccumRegs = kSm90MaxAccumRegs;
+  t.maxAccumRegsPromoted = kSm90MaxAccumRegsPromoted;
   t.operandAlignBytes = kSm90OperandAlignBytes;
   return t;
 }
@@ -219,11 +222,13 @@ void checkSm90Supported(const KernelSpec& s, const Operand& A, const Operand& B,
       unsupported(s.tile.loc, fmt::format("tile N = {} is not generated on the sm90a path; it generates tile N {} (one "
                                           "wgmma's N)",
                                           tn, ints(ns)));
-    else if (tileMOn && (tm / sch->consumers / 64) * (tn / 2) > kSm90MaxAccumRegs)
+    else if (const bool promoted = s.promoteEvery.value != 0 || A.scaleBlock;
+             tileMOn && (tm / sch->consumers / 64) * (tn / 2) > (promoted ? kSm90MaxAccumRegsPromoted : kSm90MaxAccumRegs))
       unsupported(s.tile.loc, fmt::format("tile {} x {} with schedule `{}` needs {} accumulator registers per consumer "
-                                          "thread, more than the {} the sm90a path allows; use a smaller tile N",
+                                          "thread, more than the {} the sm90a path allows{}; use a smaller tile N",
                                           tm, tn, name(sch->schedule), (tm / sch->consumers / 64) * (tn / 2),
-                                          kSm90MaxAccumRegs));
+                                          promoted ? kSm90MaxAccumRegsPromoted : kSm90MaxAccumRegs,
+                                          promoted ? " when it promotes (a second accumulator)" : ""));
   }
 
   // Cluster, raster, split-K.
@@ -289,9 +294,9 @@ std::string renderSm90Table() {
     out += fmt::format("  {:<9}  {}\n", onWord(e.generated), e.mode == SplitKMode::None ? "1" : "serial(n)");
   out += fmt::format("fp8 promotion = N:\n  {}\nblock scales (scale (BM, BK)):\n  {}\n", onWord(t.promotion),
                      onWord(t.blockScaling));
-  out += fmt::format("limits: at most {} f32 accumulator registers per consumer thread; A and B rows {}-byte aligned "
-                     "(TMA); C and D row-major\n",
-                     t.maxAccumRegs, t.operandAlignBytes);
+  out += fmt::format("limits: at most {} f32 accumulator registers per consumer thread ({} when promoting); A and B "
+                     "rows {}-byte aligned (TMA); C and D row-major\n",
+                     t.maxAccumRegs, t.maxAccumRegsPromoted, t.operandAlignBytes);
   return out;
 }
 
@@ -313,6 +318,7 @@ std::string sm90TableSpecs() {
     std::array<int, 2> cluster{1, 1};
     const char* raster = "along_n";
     const char* splitK = "1";
+    const char* promotion = nullptr;  // fp8 only
   };
   auto base = [&](std::string name) {
     return Kernel{std::move(name), ml0, sch0->schedule, sch0->consumers, sch0->tileM.front(), 128};
@@ -358,17 +364,29 @@ std::string sm90TableSpecs() {
       k.splitK = "serial(4)";
       ks.push_back(k);
     }
-  // Promotion and block scales get their kernels here once the language spells them.
+  // Promotion: the first fp8 mainloop that is on, promoting every 2 k-tiles.
+  const Sm90Mainloop* fp8 = nullptr;
+  for (const Sm90Mainloop& m : t.mainloops)
+    if (m.generated && isFloat8(m.a) && !fp8) fp8 = &m;
+  if (t.promotion && fp8) {
+    Kernel k = base("sm90_promotion_2");
+    k.ml = fp8;
+    k.promotion = "2";
+    ks.push_back(k);
+  }
+  // Block scales get their kernel here once they are on.
 
   std::string out = "// One kernel per line of the sm90a table that is on (kdlc support --specs; codegen/support_sm90.cpp).\n";
   std::vector<std::string> seen;
   for (const Kernel& k : ks) {
-    if ((k.tm / k.consumers / 64) * (k.tn / 2) > t.maxAccumRegs) continue;  // not a configuration
+    const int regs = (k.tm / k.consumers / 64) * (k.tn / 2);
+    if (regs > (k.promotion ? t.maxAccumRegsPromoted : t.maxAccumRegs)) continue;  // not a configuration
     std::string body = fmt::format(
         "  op = gemm; arch = sm90a;\n  A : {} {}; B : {} {}; D : bf16 row;\n  accum = {};\n  tile = ({}, {}, {}); "
         "stages = auto; schedule = {};\n  cluster = ({}, {}, 1); raster = {}; split_k = {};\n",
         dtypeWord(k.ml->a), layoutWord(k.ml->layoutA), dtypeWord(k.ml->b), layoutWord(k.ml->layoutB),
         dtypeWord(k.ml->accum), k.tm, k.tn, k.ml->tileK, name(k.schedule), k.cluster[0], k.cluster[1], k.raster, k.splitK);
+    if (k.promotion) body += fmt::format("  promotion = {};\n", k.promotion);
     if (std::find(seen.begin(), seen.end(), body) != seen.end()) continue;
     seen.push_back(body);
     out += fmt::format("kernel {} {{\n{}}}\n", k.name, body);

@@ -317,7 +317,9 @@ struct GemmHost {
   static cudaError_t run(const Arguments& a, void* workspace, cudaStream_t stream) {
     if (can_implement(a) != nullptr) return cudaErrorInvalidValue;
     const GemmProblem problem = problem_of(a);
-    if (Gemm::workspace_size(problem) > 0 && workspace == nullptr) return cudaErrorInvalidValue;
+    // Split-K needs its workspace; with split_k = 1 a workspace is optional (GemmSm90 uses one, when
+    // given, for its stream-K tail; without one it runs the last wave whole).
+    if (problem.split_k > 1 && Gemm::workspace_size(problem) > 0 && workspace == nullptr) return cudaErrorInvalidValue;
     cudaError_t err = cudaSuccess;
     std::apply([&](const auto&... e) { ((err = err != cudaSuccess ? err : arg::prepare_output(e, a, stream)), ...); },
                K::kArgs);
@@ -363,7 +365,10 @@ struct GemmHost {
                      size_t workspace_bytes, void* stream) {
     Arguments a;
     if (unpack(shape, args, nargs, a) != nullptr || can_implement(a) != nullptr) return KDL_ERR_INVALID;
-    if (workspace_bytes < workspace_size(a)) return KDL_ERR_INVALID;
+    if (workspace_bytes < workspace_size(a)) {
+      if (problem_of(a).split_k > 1) return KDL_ERR_INVALID;
+      workspace = nullptr;  // too small for the optional stream-K tail (split_k = 1): run without it
+    }
     const cudaError_t e = run(a, workspace, static_cast<cudaStream_t>(stream));
     return e == cudaSuccess ? KDL_OK : KDL_ERR_CUDA + (int)e;
   }

@@ -58,6 +58,9 @@
 //     different SMs at the same time); slice s waits on the tile's semaphore in the workspace until
 //     s slices have been added into the tile's f32 partial sums, adds them, and stores the sum back
 //     (s < S - 1) or runs the epilogue (the last slice): deterministic, see reduce_slices.
+//   * Stream-K tail (split_k = 1, a workspace given, the last wave of tile groups 1/4 to 2/3 full: see
+//     stream_k_groups): the full waves run whole tiles; the last wave's k-tiles are spread evenly over
+//     all walkers and added in the same workspace protocol as split-K (unit_at).
 //   * Residues: TMA zero-fills what lies outside M, N, K (3-D tensor maps: K, rows, batch);
 //     the epilogue stores in range only.
 //   * Epilogue: each consumer warp stages its 16 rows of the accumulator through a dedicated
@@ -214,8 +217,10 @@ struct GemmSm90 {
     int m, n, batch;
     int tiles_m, tiles_n, ktiles;
     int split;            // serial split-K slices (1: none)
-    float* partials;      // split > 1: TileM x TileN f32 partial sums per tile (workspace)
-    int* semaphores;      // split > 1: per tile, the number of slices already added into its partials
+    int dp_groups;        // stream-K tail: the tile groups walked whole (a multiple of the walkers)
+    int sk_groups;        // stream-K tail: the last tile groups, whose k-tiles are spread over all walkers (0: none)
+    float* partials;      // split > 1 or sk_groups > 0: TileM x TileN f32 partial sums per slot (workspace)
+    int* semaphores;      // per slot, the number of slices already added into its partials
     // Block scaling: scale of A's block (row / BlockMA, k-block kb) at scale_a[b * bs_sa + kb * ld_sa + row / BlockMA],
     // of B's block (col / BlockNB, kb) at scale_b[b * bs_sb + kb * ld_sb + col / BlockNB].
     const float* scale_a;
@@ -251,6 +256,8 @@ struct GemmSm90 {
   struct Unit {
     int batch, tm, tn;
     int slice, kt_begin, kt_end;  // k-tiles [kt_begin, kt_end) of the tile
+    int slices;                   // slices of the tile (1: the unit is the whole tile)
+    int slot;                     // slices > 1: the tile's partial sums and semaphore in the workspace
   };
   __device__ __forceinline__ static int units_m(const KernelParams& P) { return (P.tiles_m + ClusterM - 1) / ClusterM; }
   __device__ __forceinline__ static int units_n(const KernelParams& P) { return (P.tiles_n + ClusterN - 1) / ClusterN; }
@@ -261,11 +268,8 @@ struct GemmSm90 {
     kt_begin = int((int64_t)P.ktiles * slice / P.split);
     kt_end = int((int64_t)P.ktiles * (slice + 1) / P.split);
   }
-  __device__ __forceinline__ static Unit unit_of(const KernelParams& P, int u, int rm, int rn) {
-    Unit w;
-    const int group = u / P.split;
-    w.slice = u - group * P.split;
-    slice_range(P, w.slice, w.kt_begin, w.kt_end);
+  // The CTA's tile of tile group `group` (raster order within each batch).
+  __device__ __forceinline__ static void place_group(const KernelParams& P, int group, int rm, int rn, Unit& w) {
     const int per_batch = units_m(P) * units_n(P);
     w.batch = group / per_batch;
     int um, un;
@@ -273,13 +277,69 @@ struct GemmSm90 {
                                                                                            units_m(P), units_n(P), um, un);
     w.tm = um * ClusterM + rm;
     w.tn = un * ClusterN + rn;
+  }
+  __device__ __forceinline__ static Unit unit_of(const KernelParams& P, int u, int rm, int rn) {
+    Unit w;
+    const int group = u / P.split;
+    w.slice = u - group * P.split;
+    w.slices = P.split;
+    slice_range(P, w.slice, w.kt_begin, w.kt_end);
+    place_group(P, group, rm, rn, w);
+    w.slot = (w.batch * P.tiles_m + w.tm) * P.tiles_n + w.tn;
     return w;
   }
-  // The k-tiles of unit u (the ring positions it takes).
-  __device__ __forceinline__ static int unit_ktiles(const KernelParams& P, int u) {
-    int b, e;
-    slice_range(P, u % P.split, b, e);
-    return e - b;
+
+  // Stream-K tail (sk_groups > 0): the full waves of tile groups are walked whole (walker v takes groups
+  // v, v + walkers, ... < dp_groups); the k-tiles of the remaining sk_groups groups, laid end to end
+  // (group after group, K inside), are cut into `walkers` equal ranges, and walker v takes range
+  // walkers - 1 - v, one unit per tile it touches. A tile's slices are numbered from its last range
+  // (slice 0, that walker's first unit, run at once) to its first (the last slice, the end of an
+  // earlier walker's walk, which adds the others' partial sums and runs the epilogue): a slice waits
+  // only on the first units of lower walkers, which never wait themselves.
+  __device__ __forceinline__ static int64_t sk_iters(const KernelParams& P) { return (int64_t)P.sk_groups * P.ktiles; }
+  __device__ __forceinline__ static int64_t sk_begin(const KernelParams& P, int range, int walkers) {
+    return sk_iters(P) * range / walkers;
+  }
+  __device__ __forceinline__ static int sk_range_of(const KernelParams& P, int64_t iter, int walkers) {
+    return int(((iter + 1) * walkers - 1) / sk_iters(P));  // the range holding k-iteration `iter`
+  }
+  // The number of units walker v takes.
+  __device__ __forceinline__ static int walk_length(const KernelParams& P, int v, int walkers) {
+    if (P.sk_groups == 0) {
+      const int n = total_units(P);
+      return v < n ? (n - v + walkers - 1) / walkers : 0;
+    }
+    const int range = walkers - 1 - v;
+    const int64_t lo = sk_begin(P, range, walkers), hi = sk_begin(P, range + 1, walkers);
+    const int tiles = hi > lo ? int((hi - 1) / P.ktiles - lo / P.ktiles) + 1 : 0;
+    return P.dp_groups / walkers + tiles;
+  }
+  // Unit j of walker v's walk.
+  __device__ __forceinline__ static Unit unit_at(const KernelParams& P, int v, int walkers, int j, int rm, int rn) {
+    if (P.sk_groups == 0) return unit_of(P, v + j * walkers, rm, rn);
+    Unit w;
+    const int dp = P.dp_groups / walkers;
+    if (j < dp) {
+      place_group(P, v + j * walkers, rm, rn, w);
+      w.slice = 0;
+      w.slices = 1;
+      w.kt_begin = 0;
+      w.kt_end = P.ktiles;
+      w.slot = 0;
+      return w;
+    }
+    const int range = walkers - 1 - v;
+    const int64_t lo = sk_begin(P, range, walkers), hi = sk_begin(P, range + 1, walkers);
+    const int t = int(lo / P.ktiles) + (j - dp);  // the tail tile
+    const int64_t t0 = (int64_t)t * P.ktiles, t1 = t0 + P.ktiles;
+    w.kt_begin = int((lo > t0 ? lo : t0) - t0);
+    w.kt_end = int((hi < t1 ? hi : t1) - t0);
+    const int first = sk_range_of(P, t0, walkers), last = sk_range_of(P, t1 - 1, walkers);
+    w.slice = last - range;
+    w.slices = last - first + 1;
+    place_group(P, P.dp_groups + t, rm, rn, w);
+    w.slot = t * kClusterSize + rm + rn * ClusterM;
+    return w;
   }
 
   __device__ __forceinline__ static void device_main(const KernelParams& P) {
@@ -294,8 +354,7 @@ struct GemmSm90 {
 
     const int warpgroup = threadIdx.x / 128;
     const int wg_thread = threadIdx.x % 128;
-    const int n_units = total_units(P);
-    const int first_unit = blockIdx.x / ClusterM, unit_stride = gridDim.x / ClusterM;  // grid: ClusterM x c, ClusterN
+    const int walker = blockIdx.x / ClusterM, walkers = gridDim.x / ClusterM;  // grid: ClusterM x c, ClusterN
     // This CTA's place in the cluster: rank = rm + rn * ClusterM. It shares the A tile with the CTAs
     // of its cluster row (same rm) and the B tile with those of its cluster column (same rn).
     const uint32_t cta_rank = kClusterSize > 1 ? sm90::cluster_cta_rank() : 0u;
@@ -330,8 +389,9 @@ struct GemmSm90 {
 #pragma unroll
         for (int r = 0; r < ClusterM; ++r) mask_b |= uint16_t(1u << (r + rn * ClusterM));
         Ring ring;
-        for (int u = first_unit; u < n_units; u += unit_stride) {
-          const Unit w = unit_of(P, u, rm, rn);
+        const int n_walk = walk_length(P, walker, walkers);
+        for (int j = 0; j < n_walk; ++j) {
+          const Unit w = unit_at(P, walker, walkers, j, rm, rn);
           const int batch = w.batch, tm = w.tm, tn = w.tn;
           for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
             // A fresh barrier counts as having completed the phase before its first, so the
@@ -370,10 +430,14 @@ struct GemmSm90 {
       // k-tiles in the ring; the turn barriers make the two mainloops alternate.
       constexpr int kTileStep = kPingpong ? 2 : 1;
       const int row_off = kPingpong ? 0 : consumer * kRowsPerConsumer;
-      int j = kPingpong ? consumer : 0;  // index of the unit in this CTA's walk
-      if (kPingpong && consumer == 1) ring.advance(unit_ktiles(P, first_unit));
-      for (int u = first_unit + j * unit_stride; u < n_units; u += kTileStep * unit_stride, j += kTileStep) {
-        const Unit w = unit_of(P, u, rm, rn);
+      const int n_walk = walk_length(P, walker, walkers);
+      auto unit_ktiles = [&](int j) {
+        const Unit w = unit_at(P, walker, walkers, j, rm, rn);
+        return w.kt_end - w.kt_begin;
+      };
+      if (kPingpong && consumer == 1 && n_walk > 0) ring.advance(unit_ktiles(0));
+      for (int j = kPingpong ? consumer : 0; j < n_walk; j += kTileStep) {  // j: the unit's index in this CTA's walk
+        const Unit w = unit_at(P, walker, walkers, j, rm, rn);
         if (kPingpong && j > 0) sm90::named_barrier_sync(kTurnBarrier + consumer, 256);  // the other's mainloop is issued
 
         // ---- mainloop: acc = A tile rows * B tile over the unit's k-tiles ----
@@ -442,16 +506,15 @@ struct GemmSm90 {
           ring.advance();
         }
         // Pingpong: the other consumer may issue its mainloop (when it has a next unit).
-        if (kPingpong && u + unit_stride < n_units) sm90::named_barrier_arrive(kTurnBarrier + (consumer ^ 1), 256);
+        if (kPingpong && j + 1 < n_walk) sm90::named_barrier_arrive(kTurnBarrier + (consumer ^ 1), 256);
         sm90::wgmma_wait_group<0>();
 #pragma unroll
         for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(acc[i]);
         if (prev_stage >= 0 && warp_leader) release(prev_stage);
+        if (kPingpong && j + 1 < n_walk) ring.advance(unit_ktiles(j + 1));  // the other's unit
 
-        if (kPingpong && u + unit_stride < n_units) ring.advance(unit_ktiles(P, u + unit_stride));  // the other's unit
-
-        // ---- serial split-K: add the earlier slices' partial sums; all but the last slice store and stop ----
-        if (P.split > 1) {
+        // ---- serial split-K / stream-K tail: add the earlier slices' partial sums; all but the last slice store and stop ----
+        if (w.slices > 1) {
           if (w.tm >= P.tiles_m || w.tn >= P.tiles_n) continue;  // a cluster's tile past M or N: nothing to add or store
           if (!reduce_slices(P, w, acc, consumer, wg_thread)) continue;
         }
@@ -482,12 +545,11 @@ struct GemmSm90 {
     constexpr int kTileThreads = kPingpong ? 128 : 256;
     const int bar_id = kTurnBarrier + 2 + (kPingpong ? consumer : 0);  // named barriers 3 (cooperative) or 3, 4
     const bool leader = kPingpong ? wg_thread == 0 : (consumer == 0 && wg_thread == 0);
-    const int tile_lin = (w.batch * P.tiles_m + w.tm) * P.tiles_n + w.tn;
     // s32 partial sums (s8 / u8) are kept as s32 in the same 4-byte words.
     using Acc4 = typename std::conditional<detail::is_same_t<Acc, float>::value, float4, int4>::type;
-    Acc4* const part = reinterpret_cast<Acc4*>(P.partials + (size_t)tile_lin * (TileM * TileN) +
+    Acc4* const part = reinterpret_cast<Acc4*>(P.partials + (size_t)w.slot * (TileM * TileN) +
                                                    (kPingpong ? 0 : consumer * (TileM * TileN / kConsumers)));
-    int* const sem = P.semaphores + tile_lin;
+    int* const sem = P.semaphores + w.slot;
     if (w.slice > 0) {
       if (leader) detail::sem_wait(sem, w.slice);
       sm90::named_barrier_sync(bar_id, kTileThreads);
@@ -502,7 +564,7 @@ struct GemmSm90 {
           acc[i][4 * q + 3] += v.w;
         }
     }
-    if (w.slice < P.split - 1) {
+    if (w.slice < w.slices - 1) {
 #pragma unroll
       for (int i = 0; i < kMmaM; ++i)
 #pragma unroll
@@ -687,12 +749,43 @@ struct GemmSm90 {
     return nullptr;
   }
 
-  // Split-K: TileM x TileN f32 partial sums per output tile, then one int semaphore per tile.
   static size_t tiles_total(const GemmProblem& p) { return (size_t)tiles_m_of(p) * (size_t)tiles_n_of(p) * (size_t)p.batch; }
-  static size_t sem_offset(const GemmProblem& p) { return (tiles_total(p) * TileM * TileN * sizeof(float) + 255) / 256 * 256; }
+  // Tile groups: ClusterM x ClusterN adjacent tiles, one per CTA of a cluster.
+  static long long groups_of(const GemmProblem& p) {
+    return ((tiles_m_of(p) + ClusterM - 1) / ClusterM) * ((tiles_n_of(p) + ClusterN - 1) / ClusterN) * p.batch;
+  }
+  // Stream-K tail (without split_k): when the tile groups do not fill the walkers (one CTA per SM, one
+  // cluster per kClusterSize SMs) in whole waves, the last, partial wave's k-tiles are spread over all
+  // walkers instead (see unit_at): the last wave then takes about (its groups / walkers) of a tile's
+  // time instead of a whole one (128 x 256 tiles at 8192^3 on 132 SMs: 15.5 waves run in ~15.5 tile
+  // times instead of 16). It costs a fixed ~10-20 us (the semaphores' memset before the launch, a
+  // partial-sum store and load on the tail's critical path: measured, docs/perf-notes.md v9), so it is
+  // used only where the last wave is at most 2/3 full (it then saves at least a third of a tile's
+  // time), and at least a quarter full (else a tile is cut into more than ~4 slices added one after
+  // the other), with at least one full wave, K of at least 8 k-tiles, and a workspace given to run().
+  // Returns the tail's groups (0: not used).
+  static int stream_k_groups(const GemmProblem& p, int sms) {
+    if (p.split_k != 1 || p.m == 0 || p.n == 0 || ktiles_of(p) < 8) return 0;
+    const long long walkers = sms / kClusterSize, groups = groups_of(p);
+    if (walkers < 1 || groups < walkers) return 0;
+    const long long r = groups % walkers;
+    return (4 * r < walkers || 3 * r > 2 * walkers) ? 0 : (int)r;
+  }
+  static int device_sms() {
+    const int dev = current_device();
+    int sms = 0;
+    if (dev < 0 || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 0;
+    return sms;
+  }
+  // Workspace slots (TileM x TileN f32 partial sums, then one int semaphore each): split-K: one per
+  // output tile; stream-K tail: one per CTA tile of the tail.
+  static size_t slots_of(const GemmProblem& p, int sms) {
+    return p.split_k > 1 ? tiles_total(p) : (size_t)stream_k_groups(p, sms) * kClusterSize;
+  }
+  static size_t sem_offset(size_t slots) { return (slots * TileM * TileN * sizeof(float) + 255) / 256 * 256; }
   static size_t workspace_size(const GemmProblem& p) {
-    if (p.split_k <= 1) return 0;
-    return sem_offset(p) + tiles_total(p) * sizeof(int);
+    const size_t slots = slots_of(p, p.split_k > 1 ? 0 : device_sms());
+    return slots ? sem_offset(slots) + slots * sizeof(int) : 0;
   }
 
   // Per device: compute capability 9.x and the kernel's dynamic shared memory opted into.
@@ -737,11 +830,15 @@ struct GemmSm90 {
     kp.bs_sb = p.batch > 1 ? p.batch_stride_scale_b : 0;
     kp.partials = nullptr;
     kp.semaphores = nullptr;
-    if (p.split_k > 1) {
+    // Without a workspace the tail wave runs whole tiles (stream-K is an optimisation, split-K is not).
+    kp.sk_groups = (p.split_k == 1 && workspace != nullptr) ? stream_k_groups(p, sms) : 0;
+    kp.dp_groups = (int)groups_of(p) - kp.sk_groups;
+    if (p.split_k > 1 || kp.sk_groups > 0) {
       if (workspace == nullptr) return cudaErrorInvalidValue;
+      const size_t slots = slots_of(p, sms);
       kp.partials = static_cast<float*>(workspace);
-      kp.semaphores = reinterpret_cast<int*>(static_cast<char*>(workspace) + sem_offset(p));
-      if (cudaError_t e = cudaMemsetAsync(kp.semaphores, 0, tiles_total(p) * sizeof(int), stream); e != cudaSuccess) return e;
+      kp.semaphores = reinterpret_cast<int*>(static_cast<char*>(workspace) + sem_offset(slots));
+      if (cudaError_t e = cudaMemsetAsync(kp.semaphores, 0, slots * sizeof(int), stream); e != cudaSuccess) return e;
     }
     kp.ep = ep;
     const long long units = (long long)((kp.tiles_m + ClusterM - 1) / ClusterM) * ((kp.tiles_n + ClusterN - 1) / ClusterN) *

@@ -2,7 +2,7 @@
 // beside cuBLASLt, bf16, A row (MxK), B col (NxK), D row, alpha=1, beta=0, f32 accumulation. Same
 // process, same buffers; 7 batches of CUDA-event-timed launches alternating with cuBLASLt's (the
 // clock drifts under the power cap), medians and the median per-pair ratio. Helpers (NVML probe, timing, fill) are bench_common.cuh's.
-// Usage: bench_gemm_sm90 [rounds (default 1)]
+// Usage: bench_gemm_sm90 [rounds (default 1) [filter: only configurations whose "MxNxK [bf16 ]name" contains it]]
 #include "common.cuh"
 #include "kdl/gemm_sm90.cuh"
 #include <cublasLt.h>
@@ -32,6 +32,7 @@ using Sm90E4m3P = kdl::GemmSm90<__nv_fp8_e4m3, kdl::RowMajor, __nv_fp8_e4m3, kdl
 using Bs1x128 = kdl::sm90::BlockScaling<1, 128, 128>;
 
 static std::function<void()> g_lt_run;
+static const char* g_only = nullptr;  // argv[2]: run only the configurations whose "MxNxK name" contains it (profiling)
 static const float* g_scale_a;  // block scales (all 1) for the block-scaled configurations
 static const float* g_scale_b;
 
@@ -54,7 +55,10 @@ __global__ void to_e4m3(const bf16* src, __nv_fp8_e4m3* dst, size_t n) {
 // A and B default to the bf16 buffers; fp8 configurations pass their fp8 copies.
 template <class Gemm>
 static void bench_cfg(const char* name, int M, int N, int K, Bufs& b, int iters, const void* A = nullptr,
-                      const void* B = nullptr, int split = 1) {
+                      const void* B = nullptr, int split = 1, bool stream_k = true) {
+  char full[160];
+  snprintf(full, sizeof full, "%dx%dx%d %s%s", M, N, K, A ? "" : "bf16 ", name);
+  if (g_only && !strstr(full, g_only)) return;
   kdl::GemmProblem p{M, N, K, 1, A ? A : b.A, K, 0, B ? B : b.B, K, 0, split};
   if constexpr (Gemm::kBlockScaled) {
     p.scale_a = g_scale_a;
@@ -62,8 +66,8 @@ static void bench_cfg(const char* name, int M, int N, int K, Bufs& b, int iters,
     p.scale_b = g_scale_b;
     p.ld_scale_b = (N + 127) / 128;
   }
-  void* ws = nullptr;
-  if (const size_t wsb = Gemm::workspace_size(p)) CK(cudaMalloc(&ws, wsb));
+  void* ws = nullptr;  // without a workspace run() walks the last wave whole (no stream-K tail)
+  if (const size_t wsb = Gemm::workspace_size(p); wsb && (split > 1 || stream_k)) CK(cudaMalloc(&ws, wsb));
   StoreEpilogue<bf16>::Params ep{b.D, N, 0, 1.f};
   if (const char* w = Gemm::can_implement(p)) { printf("  %-30s skip: %s\n", name, w); return; }
   CK(cudaMemset(b.D, 0xff, (size_t)M * N * 2));
@@ -112,8 +116,9 @@ static void bench_cfg(const char* name, int M, int N, int K, Bufs& b, int iters,
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? atoi(argv[1]) : 1;
+  g_only = argc > 2 ? argv[2] : nullptr;
   struct Shape { int m, n, k; };
-  std::vector<Shape> shapes = {{4096, 4096, 4096}, {8192, 8192, 8192}};
+  std::vector<Shape> shapes = {{4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 1024, 8192}};
   size_t maxA = 0, maxB = 0, maxD = 0;
   for (auto s : shapes) { maxA = std::max(maxA, (size_t)s.m * s.k); maxB = std::max(maxB, (size_t)s.n * s.k); maxD = std::max(maxD, (size_t)s.m * s.n); }
   Bufs b;
@@ -138,16 +143,12 @@ int main(int argc, char** argv) {
     CK(cudaDeviceSynchronize());
     printf("%dx%dx%d  cuBLASLt %8.3f ms %7.1f TFLOP/s\n", M, N, K, t_lt, flops / (t_lt * 1e-3) / 1e12);
     for (int r = 0; r < rounds; ++r) {
+      bench_cfg<Sm90<128, 256, 4>>("Sm90 128x256x64 s4 no-sk", M, N, K, b, iters, nullptr, nullptr, 1, false);
       bench_cfg<Sm90<128, 256, 4>>("Sm90 128x256x64 s4", M, N, K, b, iters);
       bench_cfg<Sm90<128, 256, 4, 2>>("Sm90 128x256x64 s4 c2x1", M, N, K, b, iters);
-      bench_cfg<Sm90<128, 256, 4, 1, Coop, 2>>("Sm90 128x256x64 s4 c1x2", M, N, K, b, iters);
-      bench_cfg<Sm90<128, 256, 4, 1, Coop, 1, true>>("Sm90 128x256x64 s4 rasterM", M, N, K, b, iters);
-      bench_cfg<Sm90<128, 128, 5, 1, Pp>>("Sm90 pingpong 128x128x64 s5", M, N, K, b, iters);
-      bench_cfg<Sm90<128, 128, 5, 2, Pp>>("Sm90 pingpong 128x128x64 s5 c2x1", M, N, K, b, iters);
-      bench_cfg<Sm90<64, 256, 5, 1, Pp>>("Sm90 pingpong 64x256x64 s5", M, N, K, b, iters);
     }
   }
-  // Small M: 128 x 8192 x 8192 has 32-64 output tiles for 132 SMs; serial split-K fills them.
+  // Small M: 128 x 8192 x 8192 has 32-128 output tiles for 132 SMs.
   {
     const int M = 128, N = 8192, K = 8192;
     const LtBf16Tn cublas(lt, b, lt_ws_bytes, M, N, K);
@@ -156,11 +157,11 @@ int main(int argc, char** argv) {
     float t_lt = time_median_ms(g_lt_run, iters, 7);
     printf("%dx%dx%d  cuBLASLt %8.3f ms %7.1f TFLOP/s\n", M, N, K, t_lt, 2.0 * M * N * K / (t_lt * 1e-3) / 1e12);
     for (int r = 0; r < rounds; ++r) {
-      bench_cfg<Sm90<128, 256, 4>>("Sm90 128x256x64 s4", M, N, K, b, iters);
-      bench_cfg<Sm90<128, 256, 4>>("Sm90 128x256x64 s4 split 4", M, N, K, b, iters, nullptr, nullptr, 4);
+      // B (128 MB) streams from DRAM once whatever the tile; 128 x 64 tiles are 128 units for 132 SMs
+      // without split-K's serial fixup (docs/perf-notes.md v9).
+      bench_cfg<Sm90<128, 64, 8>>("Sm90 128x64x64 s8", M, N, K, b, iters);
       bench_cfg<Sm90<128, 128, 5, 1, Pp>>("Sm90 pingpong 128x128x64 s5 split 2", M, N, K, b, iters, nullptr, nullptr, 2);
-      bench_cfg<Sm90<64, 256, 5, 1, Pp>>("Sm90 pingpong 64x256x64 s5 split 2", M, N, K, b, iters, nullptr, nullptr, 2);
-      bench_cfg<Sm90<64, 256, 5, 1, Pp>>("Sm90 pingpong 64x256x64 s5 split 4", M, N, K, b, iters, nullptr, nullptr, 4);
+      bench_cfg<Sm90<128, 128, 5>>("Sm90 128x128x64 s5 split 2", M, N, K, b, iters, nullptr, nullptr, 2);
     }
   }
 
@@ -199,6 +200,7 @@ int main(int argc, char** argv) {
     CK(cudaDeviceSynchronize());
     printf("%dx%dx%d e4m3  cuBLASLt fp8 %8.3f ms %7.1f TFLOP/s\n", M, N, K, t_lt, flops / (t_lt * 1e-3) / 1e12);
     for (int r = 0; r < rounds; ++r) {
+      bench_cfg<Sm90E4m3<128, 256, 4>>("Sm90 e4m3 128x256x128 s4 no-sk", M, N, K, b, iters, A8, B8, 1, false);
       bench_cfg<Sm90E4m3<128, 256, 4>>("Sm90 e4m3 128x256x128 s4", M, N, K, b, iters, A8, B8);
       bench_cfg<Sm90E4m3<128, 256, 4, 2>>("Sm90 e4m3 128x256x128 s4 c2x1", M, N, K, b, iters, A8, B8);
       bench_cfg<Sm90E4m3<128, 128, 6>>("Sm90 e4m3 128x128x128 s6", M, N, K, b, iters, A8, B8);

@@ -414,6 +414,12 @@ static void run_config_t(bool full, bool quick) {
     run_case<G, TA, TB, TOut, LA, LB>(cfg, 1000, 1000, 4096, 1, false, 5);
   }
   run_case<G, TA, TB, TOut, LA, LB>(cfg, 4096, 4096, 4096, 1);
+  // Stream-K tail (a last wave of tile groups 1/4 to 2/3 full, K >= 8 k-tiles; each configuration
+  // meets it in at least one of these): odd sizes, batches, padded.
+  run_case<G, TA, TB, TOut, LA, LB>(cfg, 2000, 1500, k_of(1000), 1);
+  run_case<G, TA, TB, TOut, LA, LB>(cfg, 2000, 3000, k_of(1000), 1);
+  run_case<G, TA, TB, TOut, LA, LB>(cfg, 3000, 3000, k_of(1000), 1);
+  run_case<G, TA, TB, TOut, LA, LB>(cfg, 1000, 1000, k_of(1000), 3, /*padded=*/true);
   run_case<G, TA, TB, TOut, LA, LB>(cfg, 4000, 4100, k_of(200), 1);
   if (full) run_case<G, TA, TB, TOut, LA, LB>(cfg, 4100, 1000, 4096, 1);
 }
