@@ -30,6 +30,7 @@ const char* roleWord(ArgPlan::Role r) {
     case ArgPlan::Role::Input: return "input";
     case ArgPlan::Role::TensorOutput: return "output";
     case ArgPlan::Role::AmaxOutput: return "output";
+    case ArgPlan::Role::BlockScale: return "input";
   }
   return "";
 }

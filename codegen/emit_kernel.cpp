@@ -69,6 +69,12 @@ std::string argTableEntry(const KernelPlan& p, const ArgPlan& a) {
       if (a.role == ArgPlan::Role::OperandIn && (a.name == "A" || a.name == "B"))
         return fmt::format("::kdl::arg::mainloop(\"{0}\", \"{1}\", &Arguments::{0}, &Arguments::{2}, &Arguments::batch_stride_{0}, {3})",
                            a.name, dt, a.ldName, a.name == "A" ? p.a.align : p.b.align);
+      if (a.role == ArgPlan::Role::BlockScale) {
+        const bool ofA = a.name == "scale_A";
+        return fmt::format("::kdl::arg::block_scales(\"{0}\", '{1}', {2}, &Arguments::{0}, &Arguments::{3}, "
+                           "&Arguments::batch_stride_{0})",
+                           a.name, ofA ? 'm' : 'n', ofA ? p.blockMA : p.blockNB, a.ldName);
+      }
       return fmt::format("::kdl::arg::tensor(\"{0}\", \"{1}\", &Arguments::{0}, &Arguments::{2}, &Arguments::batch_stride_{0}, "
                          "&Params::{0}, &Params::{2}, &Params::batch_stride_{0})",
                          a.name, dt, a.ldName);
@@ -126,6 +132,12 @@ std::string emitKernelHeader(const KernelPlan& p, const EmitOptions& o) {
         else if (a.name == "C") extra = "m x n; may be null (reads as 0)";
         else extra = "m x n";
         if (a.name == "A" && a.role != ArgPlan::Role::OperandIn) extra = "m x n";
+        if (a.role == ArgPlan::Role::BlockScale) {
+          const bool ofA = a.name == "scale_A";
+          extra = fmt::format("one per {0} x {1} ({2} x k) block of {3}: block (i, kb) at [kb * {4} + i], i < ceil({5} / {0})",
+                              ofA ? p.blockMA : p.blockNB, p.blockK, ofA ? "row" : "column", ofA ? "A" : "B", a.ldName,
+                              ofA ? "m" : "n");
+        }
         w.line("{}{}* {} = nullptr; ::int64_t {} = 0; ::int64_t batch_stride_{} = 0;  // {} {}", isWritten(a) ? "" : "const ",
                type, a.name, a.ldName, a.name, dtypeWord(a.dtype), extra);
         break;

@@ -28,12 +28,20 @@ ArgPlan& addArg(KernelPlan& p, std::string name, ArgPlan::Kind kind, ArgPlan::Ro
   return p.args.back();
 }
 
-// Block scales (sm90a fp8, KernelPlan::blockScaling), once lowering generates them, come right after
-// their operand: `scale_A` (with `ld_scale_A`, `batch_stride_scale_A`) after A, `scale_B` after B
-// (the C ABI of the team brief; GemmProblem's scale_a/scale_b, "k-block major").
+// Block scales (sm90a fp8, KernelPlan::blockScaling) come right after their operand: `scale_A`
+// (with `ld_scale_A`, `batch_stride_scale_A`) after A, `scale_B` after B: f32 matrices, "k-block
+// major" (GemmProblem's scale_a/scale_b).
 void addOperandArgs(const KernelSpec& s, KernelPlan& p) {
+  auto addScales = [&](const std::string& operand, int index) {
+    if (!p.blockScaling) return;
+    const std::string name = "scale_" + operand;
+    ArgPlan& a = addArg(p, name, ArgPlan::Kind::Tensor, ArgPlan::Role::BlockScale, DType::F32, index);
+    a.ldName = "ld_" + name;
+  };
   addArg(p, "A", ArgPlan::Kind::Tensor, ArgPlan::Role::OperandIn, p.a.dtype, 0);
+  addScales("A", 0);
   addArg(p, "B", ArgPlan::Kind::Tensor, ArgPlan::Role::OperandIn, p.b.dtype, 1);
+  addScales("B", 1);
   if (s.operand("C")) addArg(p, "C", ArgPlan::Kind::Tensor, ArgPlan::Role::OperandIn, p.c.dtype, 2);
   addArg(p, "D", ArgPlan::Kind::Tensor, ArgPlan::Role::OperandOut, p.d.dtype, 3);
 }
@@ -86,7 +94,8 @@ bool checkNames(Lowering& l) {
     SourceLoc loc = s.loc;
     for (const EpiParam& x : e.params) if (x.name == a.name) loc = x.loc;
     for (const EpiInput& x : e.inputs) if (x.name == a.name) loc = x.loc;
-    bool userName = a.role != ArgPlan::Role::OperandIn && a.role != ArgPlan::Role::OperandOut;
+    bool userName = a.role != ArgPlan::Role::OperandIn && a.role != ArgPlan::Role::OperandOut &&
+                    a.role != ArgPlan::Role::BlockScale;
     if (userName) {
       if (std::string why = cppNameProblem(a.name, CppNameUse::Epilogue); !why.empty()) {
         l.unsupported(loc, fmt::format("`{}` {}; rename it", a.name, why));
@@ -120,7 +129,9 @@ bool lowerArguments(Lowering& l) {
   std::vector<std::string> argNames;
   for (const ArgPlan& a : p.args) argNames.push_back(a.name);
   l.decide("arguments", fmt::format("{}", fmt::join(argNames, ", ")),
-           "the C ABI order: operands, then the epilogue's params, inputs and extra outputs as declared");
+           p.blockScaling ? "the C ABI order: operands (each block-scaled one followed by its scales), then the epilogue's "
+                           "params, inputs and extra outputs as declared"
+                         : "the C ABI order: operands, then the epilogue's params, inputs and extra outputs as declared");
   return true;
 }
 

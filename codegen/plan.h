@@ -33,7 +33,8 @@ struct OperandPlan {
 // One argument of the emitted kernel, in the order of the C ABI (include/kdl/abi.h).
 struct ArgPlan {
   enum class Kind { Tensor, Vector, DeviceScalar, Param };  // == kdl_arg_kind
-  enum class Role { OperandIn, OperandOut, Param, Input, TensorOutput, AmaxOutput };
+  // BlockScale: scale_A / scale_B, the f32 block scales of fp8 A and B (KernelPlan::blockScaling).
+  enum class Role { OperandIn, OperandOut, Param, Input, TensorOutput, AmaxOutput, BlockScale };
   std::string name;
   Kind kind = Kind::Tensor;
   Role role = Role::OperandIn;

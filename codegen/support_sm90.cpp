@@ -68,10 +68,10 @@ constexpr Sm90SplitKEntry kSm90SplitK[] = {{SplitKMode::None, kOn}, {SplitKMode:
 
 // fp8 promotion (`promotion = N`, PromoteEvery N >= 1; `fast`, PromoteEvery 0, comes with the fp8
 // mainloops) and block scales (`scale (1, 128)` / `scale (128, 128)`: kdl::sm90::BlockScaling<1, 128,
-// 128>). Lowering instantiates both (codegen/lower_sm90.cpp); block scales also need their arguments
-// (scale_A, scale_B: the hook in codegen/lower_arguments.cpp and an argument kind of kdl::GemmHost).
+// 128>). Lowering instantiates both (codegen/lower_sm90.cpp); block scales come with their arguments
+// (scale_A, scale_B: codegen/lower_arguments.cpp, kdl::arg::block_scales in kdl/gemm_host.h).
 constexpr bool kSm90Promotion = kOn;
-constexpr bool kSm90BlockScaling = kNotYet;
+constexpr bool kSm90BlockScaling = kOn;
 
 // The accumulator of one consumer warpgroup lives in registers: at most 128 f32 per thread (of
 // the 232 setmaxnreg gives a consumer).
@@ -319,6 +319,7 @@ std::string sm90TableSpecs() {
     const char* raster = "along_n";
     const char* splitK = "1";
     const char* promotion = nullptr;  // fp8 only
+    bool blockScales = false;         // fp8 only: A scale (1, 128), B scale (128, 128)
   };
   auto base = [&](std::string name) {
     return Kernel{std::move(name), ml0, sch0->schedule, sch0->consumers, sch0->tileM.front(), 128};
@@ -374,17 +375,24 @@ std::string sm90TableSpecs() {
     k.promotion = "2";
     ks.push_back(k);
   }
-  // Block scales get their kernel here once they are on.
+  // Block scales: the same fp8 mainloop with DeepGEMM's blocks (they promote every k-block).
+  if (t.blockScaling && fp8) {
+    Kernel k = base("sm90_block_scales");
+    k.ml = fp8;
+    k.blockScales = true;
+    ks.push_back(k);
+  }
 
   std::string out = "// One kernel per line of the sm90a table that is on (kdlc support --specs; codegen/support_sm90.cpp).\n";
   std::vector<std::string> seen;
   for (const Kernel& k : ks) {
     const int regs = (k.tm / k.consumers / 64) * (k.tn / 2);
-    if (regs > (k.promotion ? t.maxAccumRegsPromoted : t.maxAccumRegs)) continue;  // not a configuration
+    if (regs > (k.promotion || k.blockScales ? t.maxAccumRegsPromoted : t.maxAccumRegs)) continue;  // not a configuration
     std::string body = fmt::format(
-        "  op = gemm; arch = sm90a;\n  A : {} {}; B : {} {}; D : bf16 row;\n  accum = {};\n  tile = ({}, {}, {}); "
+        "  op = gemm; arch = sm90a;\n  A : {} {}{}; B : {} {}{}; D : bf16 row;\n  accum = {};\n  tile = ({}, {}, {}); "
         "stages = auto; schedule = {};\n  cluster = ({}, {}, 1); raster = {}; split_k = {};\n",
-        dtypeWord(k.ml->a), layoutWord(k.ml->layoutA), dtypeWord(k.ml->b), layoutWord(k.ml->layoutB),
+        dtypeWord(k.ml->a), layoutWord(k.ml->layoutA), k.blockScales ? " scale (1, 128)" : "", dtypeWord(k.ml->b),
+        layoutWord(k.ml->layoutB), k.blockScales ? " scale (128, 128)" : "",
         dtypeWord(k.ml->accum), k.tm, k.tn, k.ml->tileK, name(k.schedule), k.cluster[0], k.cluster[1], k.raster, k.splitK);
     if (k.promotion) body += fmt::format("  promotion = {};\n", k.promotion);
     if (std::find(seen.begin(), seen.end(), body) != seen.end()) continue;

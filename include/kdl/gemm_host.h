@@ -62,6 +62,24 @@ constexpr Mainloop<Args, T> mainloop(const char* name, const char* dtype, const 
   return {name, dtype, data, ld, batch_stride, align};
 }
 
+// The f32 block scales of an fp8 mainloop operand (scale_A after A, scale_B after B; into
+// GemmProblem::scale_a / scale_b): one per `block` rows of A ('m') or columns of B ('n') and k-block,
+// "k-block major" (the scale of block (i, kb) at data[b * batch_stride + kb * ld + i]).
+template <class Args>
+struct BlockScales {
+  const char* name;
+  char along;  // 'm': scale_A, 'n': scale_B
+  int block;   // rows of A or columns of B per scale
+  const float* Args::*data;
+  int64_t Args::*ld;
+  int64_t Args::*batch_stride;
+};
+template <class Args>
+constexpr BlockScales<Args> block_scales(const char* name, char along, int block, const float* Args::*data,
+                                         int64_t Args::*ld, int64_t Args::*batch_stride) {
+  return {name, along, block, data, ld, batch_stride};
+}
+
 // An m x n row-major tensor of the epilogue: C (T const: read; may be null, reads as 0), D and
 // extra outputs (T not const: written, so their batches must not overlap).
 template <class Args, class Params, class T>
@@ -145,12 +163,14 @@ constexpr Param<Args, Params> param(const char* name, float Args::*value, float 
 
 template <class A, class T> int32_t abi_kind(const Mainloop<A, T>&) { return KDL_ARG_TENSOR; }
 template <class A, class P, class T> int32_t abi_kind(const Tensor<A, P, T>&) { return KDL_ARG_TENSOR; }
+template <class A> int32_t abi_kind(const BlockScales<A>&) { return KDL_ARG_TENSOR; }
 template <class A, class P, class T> int32_t abi_kind(const Vector<A, P, T>&) { return KDL_ARG_VECTOR; }
 template <class A, class P, class T> int32_t abi_kind(const Scalar<A, P, T>&) { return KDL_ARG_DEVICE_SCALAR; }
 template <class A, class P> int32_t abi_kind(const Amax<A, P>&) { return KDL_ARG_DEVICE_SCALAR; }
 template <class A, class P> int32_t abi_kind(const Param<A, P>&) { return KDL_ARG_PARAM; }
 
 template <class E> const char* dtype_word(const E& e) { return e.dtype; }
+template <class A> const char* dtype_word(const BlockScales<A>&) { return "f32"; }
 template <class A, class P> const char* dtype_word(const Param<A, P>&) { return "f32"; }
 
 template <class E> const char* broadcast_word(const E&) { return ""; }
@@ -162,6 +182,11 @@ template <class A, class P> double default_value(const Param<A, P>& e, const A& 
 // kdl_arg (kdl/abi.h) -> the Arguments member(s).
 template <class A, class T> void unpack(const Mainloop<A, T>& e, const kdl_arg& x, A& a) {
   a.*e.data = static_cast<const T*>(x.data);
+  a.*e.ld = x.ld;
+  a.*e.batch_stride = x.batch_stride;
+}
+template <class A> void unpack(const BlockScales<A>& e, const kdl_arg& x, A& a) {
+  a.*e.data = static_cast<const float*>(x.data);
   a.*e.ld = x.ld;
   a.*e.batch_stride = x.batch_stride;
 }
@@ -182,6 +207,21 @@ template <class A, class P> void unpack(const Param<A, P>& e, const kdl_arg& x, 
 
 // The Arguments member(s) -> Epilogue::Params (mainloop operands go to GemmProblem instead).
 template <class A, class T, class P> void to_params(const Mainloop<A, T>&, const A&, P&) {}
+template <class A, class P> void to_params(const BlockScales<A>&, const A&, P&) {}
+
+// The block scales -> GemmProblem (every other entry: nothing; A and B are GemmHost::problem_of's).
+template <class E, class A> void to_problem(const E&, const A&, GemmProblem&) {}
+template <class A> void to_problem(const BlockScales<A>& e, const A& a, GemmProblem& p) {
+  if (e.along == 'm') {
+    p.scale_a = a.*e.data;
+    p.ld_scale_a = a.*e.ld;
+    p.batch_stride_scale_a = a.*e.batch_stride;
+  } else {
+    p.scale_b = a.*e.data;
+    p.ld_scale_b = a.*e.ld;
+    p.batch_stride_scale_b = a.*e.batch_stride;
+  }
+}
 template <class A, class P, class T> void to_params(const Tensor<A, P, T>& e, const A& a, P& p) {
   p.*e.p_data = a.*e.data;
   p.*e.p_ld = a.*e.ld;
@@ -205,6 +245,17 @@ template <class A, class P> const char* check_always(const Amax<A, P>& e, const 
 template <class A, class T> const char* check(const Mainloop<A, T>& e, const char* kernel, const A& a) {
   if (a.k == 0) return nullptr;  // nothing is read
   return check_mainloop_operand(kernel, e.name, a.*e.data, a.*e.ld, a.*e.batch_stride, e.align, a.batch);
+}
+template <class A> const char* check(const BlockScales<A>& e, const char* kernel, const A& a) {
+  if (a.k == 0) return nullptr;  // nothing is read
+  if (a.*e.data == nullptr) return error_message("%s: %s is null", kernel, e.name);
+  const int64_t blocks = ((int64_t)(e.along == 'm' ? a.m : a.n) + e.block - 1) / e.block;
+  if (a.*e.ld < blocks)
+    return error_message("%s: ld_%s (%lld) < ceil(%c / %d) = %lld, the blocks along %c", kernel, e.name,
+                         (long long)(a.*e.ld), e.along, e.block, (long long)blocks, e.along);
+  if (a.batch > 1 && a.*e.batch_stride < 0)
+    return error_message("%s: batch_stride_%s (%lld) is negative", kernel, e.name, (long long)(a.*e.batch_stride));
+  return nullptr;
 }
 template <class A, class P, class T> const char* check(const Tensor<A, P, T>& e, const char* kernel, const A& a) {
   using Self = Tensor<A, P, T>;
@@ -262,9 +313,12 @@ struct GemmHost {
   using Table = std::remove_cv_t<decltype(K::kArgs)>;
   static constexpr int kNumArgs = (int)std::tuple_size<Table>::value;
   static constexpr bool kHasSplitK = detail::has_split_k<Arguments>::value;
+  // B follows A, or A's block scales.
+  static constexpr size_t kIndexB = arg::is_mainloop<std::tuple_element_t<1, Table>>::value ? 1 : 2;
   static_assert(kNumArgs >= 2 && arg::is_mainloop<std::tuple_element_t<0, Table>>::value &&
-                    arg::is_mainloop<std::tuple_element_t<1, Table>>::value,
-                "the argument table starts with the mainloop operands A and B");
+                    arg::is_mainloop<std::tuple_element_t<kIndexB, Table>>::value,
+                "the argument table starts with the mainloop operands A and B (each followed by its block scales, "
+                "if any)");
 
   static int split_k_of(const Arguments& a) {
     if constexpr (kHasSplitK) return a.split_k;
@@ -273,9 +327,11 @@ struct GemmHost {
 
   static GemmProblem problem_of(const Arguments& a) {
     const auto& A = std::get<0>(K::kArgs);
-    const auto& B = std::get<1>(K::kArgs);
-    return GemmProblem{a.m, a.n, a.k, a.batch, a.*A.data, a.*A.ld, a.*A.batch_stride,
-                       a.*B.data, a.*B.ld, a.*B.batch_stride, split_k_of(a)};
+    const auto& B = std::get<kIndexB>(K::kArgs);
+    GemmProblem p{a.m, a.n, a.k, a.batch, a.*A.data, a.*A.ld, a.*A.batch_stride,
+                  a.*B.data, a.*B.ld, a.*B.batch_stride, split_k_of(a)};
+    std::apply([&](const auto&... e) { (arg::to_problem(e, a, p), ...); }, K::kArgs);
+    return p;
   }
 
   static Params params_of(const Arguments& a) {

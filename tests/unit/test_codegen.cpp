@@ -759,6 +759,46 @@ TEST_CASE("sm90a: lowering to kdl::GemmSm90", "[codegen][lower][sm90]") {
   CHECK(!contains(files[0].contents, "GemmSm90"));
 }
 
+TEST_CASE("sm90a: block scales are arguments right after their operand", "[codegen][lower][sm90]") {
+  KernelSpec s = makeSm90Gemm("g", DType::E4M3, {128, 128, 128}, 4);
+  s.operands[0].scaleBlock = std::array<int, 2>{1, 128};
+  s.operands[1].scaleBlock = std::array<int, 2>{128, 128};
+  KernelPlan p = lowerOne(s);
+  REQUIRE(p.blockScaling);
+  std::vector<std::string> names;
+  for (const ArgPlan& a : p.args) names.push_back(a.name);
+  REQUIRE(names == std::vector<std::string>{"A", "scale_A", "B", "scale_B", "D", "alpha"});
+  for (int i : {1, 3}) {
+    const ArgPlan& a = p.args[(size_t)i];
+    INFO(a.name);
+    CHECK(a.kind == ArgPlan::Kind::Tensor);  // KDL_ARG_TENSOR: data, ld, batch_stride
+    CHECK(a.role == ArgPlan::Role::BlockScale);
+    CHECK(a.dtype == DType::F32);
+    CHECK(a.ldName == "ld_" + a.name);
+    CHECK(a.batchStrideName == "batch_stride_" + a.name);
+  }
+  EmitOptions o;
+  o.specName = "x.kdl";
+  std::vector<EmittedFile> files = emit({p}, o);
+  REQUIRE(files.size() == 3);
+  CHECK(contains(files[0].contents, "const float* scale_A = nullptr; ::int64_t ld_scale_A = 0; ::int64_t "
+                                    "batch_stride_scale_A = 0;"));
+  CHECK(contains(files[0].contents, "const float* scale_B = nullptr; ::int64_t ld_scale_B = 0; ::int64_t "
+                                    "batch_stride_scale_B = 0;"));
+  CHECK(contains(files[1].contents, "::kdl::arg::block_scales(\"scale_A\", 'm', 1, &Arguments::scale_A, "
+                                    "&Arguments::ld_scale_A, &Arguments::batch_stride_scale_A)"));
+  CHECK(contains(files[1].contents, "::kdl::arg::block_scales(\"scale_B\", 'n', 128, &Arguments::scale_B, "
+                                    "&Arguments::ld_scale_B, &Arguments::batch_stride_scale_B)"));
+  CHECK(contains(files[1].contents, "::kdl::sm90::BlockScaling<1, 128, 128>"));
+  CHECK(contains(files[2].contents, "{\"name\": \"scale_A\", \"kind\": \"tensor\", \"role\": \"input\", \"dtype\": \"f32\"}"));
+  // Without block scales there are none.
+  s.operands[0].scaleBlock.reset();
+  s.operands[1].scaleBlock.reset();
+  names.clear();
+  for (const ArgPlan& a : lowerOne(s).args) names.push_back(a.name);
+  CHECK(names == std::vector<std::string>{"A", "B", "D", "alpha"});
+}
+
 TEST_CASE("sm90a: schedule = auto is explained", "[codegen][lower][sm90]") {
   KernelSpec s = makeSm90Gemm("g", DType::F16);
   s.schedule.origin = Origin::Auto;
