@@ -15,7 +15,8 @@
  *
  * Arguments (`args`, `nargs` of them) come in the order of kdl_kernel_info::arg_names, which is the
  * order kdlc documents and manifest.json lists: the op's operands in declaration order (gemm: A, B,
- * [C], D), then the epilogue's params, inputs and extra outputs in the order the spec declares them.
+ * [C], D; with fp8 block scales A, scale_A, B, scale_B, [C], D, each scale_X a KDL_ARG_TENSOR of f32),
+ * then the epilogue's params, inputs and extra outputs in the order the spec declares them.
  */
 #ifndef KDL_ABI_H
 #define KDL_ABI_H
