@@ -246,16 +246,10 @@ template <class A, class T> const char* check(const Mainloop<A, T>& e, const cha
   if (a.k == 0) return nullptr;  // nothing is read
   return check_mainloop_operand(kernel, e.name, a.*e.data, a.*e.ld, a.*e.batch_stride, e.align, a.batch);
 }
+// The pointer and batch stride (by name); the leading dimension against the blocks is GemmSm90's
+// (can_implement, after its problem-size limits).
 template <class A> const char* check(const BlockScales<A>& e, const char* kernel, const A& a) {
-  if (a.k == 0) return nullptr;  // nothing is read
-  if (a.*e.data == nullptr) return error_message("%s: %s is null", kernel, e.name);
-  const int64_t blocks = ((int64_t)(e.along == 'm' ? a.m : a.n) + e.block - 1) / e.block;
-  if (a.*e.ld < blocks)
-    return error_message("%s: ld_%s (%lld) < ceil(%c / %d) = %lld, the blocks along %c", kernel, e.name,
-                         (long long)(a.*e.ld), e.along, e.block, (long long)blocks, e.along);
-  if (a.batch > 1 && a.*e.batch_stride < 0)
-    return error_message("%s: batch_stride_%s (%lld) is negative", kernel, e.name, (long long)(a.*e.batch_stride));
-  return nullptr;
+  return check_vector_input(kernel, e.name, a.*e.data, a.*e.batch_stride, a.batch);
 }
 template <class A, class P, class T> const char* check(const Tensor<A, P, T>& e, const char* kernel, const A& a) {
   using Self = Tensor<A, P, T>;

@@ -730,13 +730,13 @@ struct GemmSm90 {
       const long long kblocks = (p.k + BlockScaling::kBlockK - 1) / BlockScaling::kBlockK;
       const long long mb = (p.m + BlockScaling::kBlockMA - 1) / BlockScaling::kBlockMA;
       const long long nb = (p.n + BlockScaling::kBlockNB - 1) / BlockScaling::kBlockNB;
-      if (p.scale_a == nullptr || p.scale_b == nullptr) return fail("kdl gemm sm90: block scaling needs scale_a and scale_b");
-      if (p.ld_scale_a < mb) return fail("kdl gemm sm90: ld_scale_a (%lld) < ceil(m / %lld) = %lld", p.ld_scale_a,
+      if (p.scale_a == nullptr || p.scale_b == nullptr) return fail("kdl gemm sm90: block scaling needs scale_A and scale_B");
+      if (p.ld_scale_a < mb) return fail("kdl gemm sm90: ld_scale_A (%lld) < ceil(m / %lld) = %lld", p.ld_scale_a,
                                          BlockScaling::kBlockMA, mb);
-      if (p.ld_scale_b < nb) return fail("kdl gemm sm90: ld_scale_b (%lld) < ceil(n / %lld) = %lld", p.ld_scale_b,
+      if (p.ld_scale_b < nb) return fail("kdl gemm sm90: ld_scale_B (%lld) < ceil(n / %lld) = %lld", p.ld_scale_b,
                                          BlockScaling::kBlockNB, nb);
       if (p.batch > 1 && (p.batch_stride_scale_a < 0 || p.batch_stride_scale_b < 0))
-        return fail("kdl gemm sm90: negative scale batch stride (a=%lld, b=%lld)", p.batch_stride_scale_a,
+        return fail("kdl gemm sm90: negative batch stride of scale_A / scale_B (%lld, %lld)", p.batch_stride_scale_a,
                     p.batch_stride_scale_b);
       (void)kblocks;
     }

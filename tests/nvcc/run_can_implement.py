@@ -1,7 +1,14 @@
 #!/usr/bin/env python3
 """Emits tests/nvcc/arguments.kdl, compiles the kernel's .cu (host and device, sm_80) with
-tests/nvcc/test_can_implement.cpp into one program, and runs it: no GPU is needed, argument errors
-must come before any device query. Prints SKIP (exit 0) only when nvcc is absent."""
+tests/nvcc/test_can_implement.cpp into one program, and runs it; the same for block_scales.kdl (sm_90a)
+with test_can_implement_block_scales.cpp. No GPU is needed: argument errors must come before any
+device query. Prints SKIP (exit 0) only when nvcc is absent."""
+
+# (spec, kernel, test program, gencode)
+PROGRAMS = [
+    ("arguments.kdl", "args_all", "test_can_implement.cpp", "-gencode=arch=compute_80,code=sm_80"),
+    ("block_scales.kdl", "args_block", "test_can_implement_block_scales.cpp", "-gencode=arch=compute_90a,code=sm_90a"),
+]
 import argparse, os, shutil, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -19,23 +26,26 @@ def main():
         return 0
     here = os.path.dirname(os.path.abspath(__file__))
     tmp = tempfile.mkdtemp(prefix="kdl-can-implement-")
+    failed = 0
     try:
-        out = os.path.join(tmp, "out")
-        r = subprocess.run([a.kdlc, "emit", os.path.join(here, "arguments.kdl"), "-o", out, "--color=never"],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            print("FAIL: kdlc emit failed:\n" + r.stderr)
-            return 1
-        exe = os.path.join(tmp, "test_can_implement")
-        cmd = [nvcc, "-std=c++17", "-gencode=arch=compute_80,code=sm_80", "-I" + a.include, "-I" + out,
-               os.path.join(out, "args_all.cu"), os.path.join(here, "test_can_implement.cpp"), "-o", exe]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            print("FAIL: nvcc failed:\n" + " ".join(cmd) + "\n" + r.stdout + r.stderr)
-            return 1
-        r = subprocess.run([exe], capture_output=True, text=True)
-        print(r.stdout + r.stderr, end="")
-        return r.returncode
+        for spec, kernel, program, gencode in PROGRAMS:
+            out = os.path.join(tmp, kernel)
+            r = subprocess.run([a.kdlc, "emit", os.path.join(here, spec), "-o", out, "--color=never"],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                print("FAIL: kdlc emit failed:\n" + r.stderr)
+                return 1
+            exe = os.path.join(tmp, "test_" + kernel)
+            cmd = [nvcc, "-std=c++17", gencode, "-I" + a.include, "-I" + out,
+                   os.path.join(out, kernel + ".cu"), os.path.join(here, program), "-o", exe]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                print("FAIL: nvcc failed:\n" + " ".join(cmd) + "\n" + r.stdout + r.stderr)
+                return 1
+            r = subprocess.run([exe], capture_output=True, text=True)
+            print(r.stdout + r.stderr, end="")
+            failed |= r.returncode != 0
+        return 1 if failed else 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
