@@ -705,6 +705,14 @@ def sccache_part(tmp, spec, env, nvcc):
     env = dict(env, SCCACHE_DIR=os.path.join(tmp, "sccache"), SCCACHE_SERVER_PORT=str(free_port()),
                SCCACHE_IDLE_TIMEOUT="30")
     try:
+        # Start the private server first: on a loaded machine its start can outlast the 10 s a client
+        # waits for it ("Timed out waiting for server startup"), so give it a few tries.
+        for _ in range(3):
+            started = subprocess.run([sccache, "--start-server"], env=env, capture_output=True, text=True)
+            if started.returncode == 0:
+                break
+            subprocess.run([sccache, "--stop-server"], env=env, capture_output=True)
+        check(started.returncode == 0, "sccache --start-server", started.stderr)
         for i in range(2):
             r = build(spec, os.path.join(tmp, f"sccache-out{i}"), env, "--launcher", "sccache", "--no-cache", nvcc=nvcc)
             check(r.returncode == 0, f"build {i} with --launcher sccache", r.stderr)
