@@ -82,14 +82,18 @@ bool lowerPipeline(Lowering& l) {
   p.rasterAlongM = s.raster.value == Raster::AlongM;
   l.decide("raster", p.rasterAlongM ? "along_m (RasterAlongM = true)" : "along_n (RasterAlongM = false)",
            fmt::format("{}; tiles visited in bands of 8 for L2 reuse", originWord(s.raster.origin)));
+  planSplitK(l, "slices of a tile add into a workspace in order (per-tile semaphores); the last runs the epilogue");
+  return true;
+}
+
+void planSplitK(Lowering& l, const char* serialWhy) {
+  const KernelSpec& s = l.spec;
+  KernelPlan& p = l.plan;
   p.serialSplitK = s.splitK.value == SplitKMode::Serial;
   p.maxSplitK = p.serialSplitK ? std::max(1, s.splitKSlices.value) : 1;
   l.decide("split_k",
            p.serialSplitK ? fmt::format("serial, 1..{} slices at run time (Arguments::split_k, default 1)", p.maxSplitK) : "none",
-           p.serialSplitK ? "slices of a tile add into a workspace in order (per-tile semaphores); the last runs the "
-                            "epilogue"
-                          : originWord(s.splitK.origin));
-  return true;
+           p.serialSplitK ? serialWhy : originWord(s.splitK.origin));
 }
 
 }  // namespace kdl::codegen

@@ -179,14 +179,10 @@ bool lowerSm90Pipeline(Lowering& l) {
   }
   l.decide("stages", std::to_string(p.stages), why);
 
-  p.serialSplitK = s.splitK.value == SplitKMode::Serial;
-  p.maxSplitK = p.serialSplitK ? std::max(1, s.splitKSlices.value) : 1;
-  l.decide("split_k",
-           p.serialSplitK ? fmt::format("serial, 1..{} slices at run time (Arguments::split_k, default 1)", p.maxSplitK) : "none",
-           p.serialSplitK ? "each slice of a tile's K accumulates an f32 partial tile in the workspace, in order "
-                            "(per-tile semaphores, deterministic); the last runs the epilogue. For few output tiles "
-                            "(small M or N), where the persistent grid would leave SMs idle"
-                          : originWord(s.splitK.origin));
+  planSplitK(l,
+             "each slice of a tile's K accumulates an f32 partial tile in the workspace, in order (per-tile "
+             "semaphores, deterministic); the last runs the epilogue. For few output tiles (small M or N), where the "
+             "persistent grid would leave SMs idle");
 
   // fp8: the accumulator's precision, from `promotion = fast | N` and the operands' `scale (BM, BK)`.
   // (The sm90a table refuses either while the template lacks it: codegen/support_sm90.cpp.)

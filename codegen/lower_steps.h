@@ -34,6 +34,9 @@ bool lowerTiling(Lowering& l);
 // codegen/lower_pipeline.cpp: the template that feeds the pipeline (cp.async or TMA), stages, the
 // shared memory per block, raster order, split-K.
 bool lowerPipeline(Lowering& l);
+// codegen/lower_pipeline.cpp: serial split-K (plan.serialSplitK, plan.maxSplitK) and its decision, for
+// every path; `serialWhy` is how the path's slices meet.
+void planSplitK(Lowering& l, const char* serialWhy);
 // codegen/lower_arguments.cpp: the epilogue and the kernel's arguments in C ABI order, with the
 // C++ names they declare.
 bool lowerArguments(Lowering& l);
