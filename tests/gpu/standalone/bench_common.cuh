@@ -93,7 +93,31 @@ static float time_median_ms(F&& f, int iters, int batches) {
   return t[t.size() / 2];
 }
 
-struct Bufs { bf16 *A, *B, *D, *Dref; float* diff; void* ws; size_t ws_bytes; void* lt_ws; };
+struct Bufs { bf16 *A, *B, *D, *Dref; float* diff; void* ws; size_t ws_bytes; void* lt_ws; size_t elems_a, elems_b; };
+
+struct BenchShape { int m, n, k; };
+
+// What every standalone bench sets up first: buffers for the largest of `shapes` (A and B random bf16,
+// D, Dref, diff, cuBLASLt's workspace of lt_ws_bytes, a split-K workspace of ws_bytes when > 0), NVML,
+// and the device line.
+static Bufs bench_setup(const std::vector<BenchShape>& shapes, size_t lt_ws_bytes, size_t ws_bytes = 0) {
+  size_t maxA = 0, maxB = 0, maxD = 0;
+  for (auto s : shapes) { maxA = std::max(maxA, (size_t)s.m * s.k); maxB = std::max(maxB, (size_t)s.n * s.k); maxD = std::max(maxD, (size_t)s.m * s.n); }
+  Bufs b{};
+  CK(cudaMalloc(&b.A, maxA * 2)); CK(cudaMalloc(&b.B, maxB * 2)); CK(cudaMalloc(&b.D, maxD * 2)); CK(cudaMalloc(&b.Dref, maxD * 2));
+  CK(cudaMalloc(&b.diff, 4));
+  b.ws_bytes = ws_bytes;
+  if (ws_bytes) CK(cudaMalloc(&b.ws, ws_bytes));
+  CK(cudaMalloc(&b.lt_ws, lt_ws_bytes));
+  b.elems_a = maxA;
+  b.elems_b = maxB;
+  fill_rand<<<1024, 256>>>(b.A, maxA, 1); fill_rand<<<1024, 256>>>(b.B, maxB, 2);
+  CK(cudaDeviceSynchronize());
+  cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));
+  nvml::init();
+  printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+  return b;
+}
 
 // cuBLASLt's bf16 GEMM for row-major A (M x K), column-major B (K x N) and row-major D, seen in its
 // column-major terms: D^T (N x M, ld N) = op(B) (N x K) * A^T (K x M); f32 compute, the heuristic's

@@ -57,22 +57,11 @@ static void bench_cfg(int M, int N, int K, int split, Bufs& b, float t_lt0, int 
 
 int main(int argc, char** argv) {
   const char* only = (argc > 1 && strcmp(argv[1], "all") != 0) ? argv[1] : nullptr;
-  struct Shape { int m, n, k; };
-  std::vector<Shape> shapes = {{8192, 8192, 8192}, {4096, 4096, 4096}, {2048, 2048, 2048}, {128, 8192, 8192}, {1024, 1024, 8192}};
+  std::vector<BenchShape> shapes = {{8192, 8192, 8192}, {4096, 4096, 4096}, {2048, 2048, 2048}, {128, 8192, 8192}, {1024, 1024, 8192}};
   if (argc > 2) shapes.resize(atoi(argv[2]));  // first N shapes only
-  size_t maxA = 0, maxB = 0, maxD = 0;
-  for (auto s : shapes) { maxA = std::max(maxA, (size_t)s.m * s.k); maxB = std::max(maxB, (size_t)s.n * s.k); maxD = std::max(maxD, (size_t)s.m * s.n); }
-  Bufs b;
-  CK(cudaMalloc(&b.A, maxA * 2)); CK(cudaMalloc(&b.B, maxB * 2)); CK(cudaMalloc(&b.D, maxD * 2)); CK(cudaMalloc(&b.Dref, maxD * 2));
-  CK(cudaMalloc(&b.diff, 4));
-  b.ws_bytes = 256u << 20; CK(cudaMalloc(&b.ws, b.ws_bytes));
-  const size_t lt_ws_bytes = 64u << 20; CK(cudaMalloc(&b.lt_ws, lt_ws_bytes));
-  fill_rand<<<1024, 256>>>(b.A, maxA, 1); fill_rand<<<1024, 256>>>(b.B, maxB, 2);
-  CK(cudaDeviceSynchronize());
+  const size_t lt_ws_bytes = 64u << 20;
+  Bufs b = bench_setup(shapes, lt_ws_bytes, 256u << 20);
   cublasLtHandle_t lt; CKL(cublasLtCreate(&lt));
-  cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));
-  nvml::init();
-  printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
 
   for (auto s : shapes) {
     const int M = s.m, N = s.n, K = s.k;

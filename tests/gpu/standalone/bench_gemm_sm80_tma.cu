@@ -50,20 +50,10 @@ static void bench_cfg(const char* name, int M, int N, int K, Bufs& b, int iters)
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? atoi(argv[1]) : 2;
-  struct Shape { int m, n, k; };
-  std::vector<Shape> shapes = {{2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 1024, 8192}};
-  size_t maxA = 0, maxB = 0, maxD = 0;
-  for (auto s : shapes) { maxA = std::max(maxA, (size_t)s.m * s.k); maxB = std::max(maxB, (size_t)s.n * s.k); maxD = std::max(maxD, (size_t)s.m * s.n); }
-  Bufs b;
-  CK(cudaMalloc(&b.A, maxA * 2)); CK(cudaMalloc(&b.B, maxB * 2)); CK(cudaMalloc(&b.D, maxD * 2)); CK(cudaMalloc(&b.Dref, maxD * 2));
-  CK(cudaMalloc(&b.diff, 4));
-  const size_t lt_ws_bytes = 64u << 20; CK(cudaMalloc(&b.lt_ws, lt_ws_bytes));
-  fill_rand<<<1024, 256>>>(b.A, maxA, 1); fill_rand<<<1024, 256>>>(b.B, maxB, 2);
-  CK(cudaDeviceSynchronize());
+  std::vector<BenchShape> shapes = {{2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 1024, 8192}};
+  const size_t lt_ws_bytes = 64u << 20;
+  Bufs b = bench_setup(shapes, lt_ws_bytes);
   cublasLtHandle_t lt; CKL(cublasLtCreate(&lt));
-  cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));
-  nvml::init();
-  printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
   {  // path check
     kdl::GemmProblem p{256, 256, 256, 1, b.A, 256, 0, b.B, 256, 0, 1};
     StoreEpilogue<bf16>::Params ep{b.D, 256, 0, 1.f};

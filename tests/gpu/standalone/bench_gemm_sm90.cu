@@ -117,20 +117,10 @@ static void bench_cfg(const char* name, int M, int N, int K, Bufs& b, int iters,
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? atoi(argv[1]) : 1;
   g_only = argc > 2 ? argv[2] : nullptr;
-  struct Shape { int m, n, k; };
-  std::vector<Shape> shapes = {{4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 1024, 8192}};
-  size_t maxA = 0, maxB = 0, maxD = 0;
-  for (auto s : shapes) { maxA = std::max(maxA, (size_t)s.m * s.k); maxB = std::max(maxB, (size_t)s.n * s.k); maxD = std::max(maxD, (size_t)s.m * s.n); }
-  Bufs b;
-  CK(cudaMalloc(&b.A, maxA * 2)); CK(cudaMalloc(&b.B, maxB * 2)); CK(cudaMalloc(&b.D, maxD * 2)); CK(cudaMalloc(&b.Dref, maxD * 2));
-  CK(cudaMalloc(&b.diff, 4));
-  const size_t lt_ws_bytes = 64u << 20; CK(cudaMalloc(&b.lt_ws, lt_ws_bytes));
-  fill_rand<<<1024, 256>>>(b.A, maxA, 1); fill_rand<<<1024, 256>>>(b.B, maxB, 2);
-  CK(cudaDeviceSynchronize());
+  std::vector<BenchShape> shapes = {{4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 1024, 8192}};
+  const size_t lt_ws_bytes = 64u << 20;
+  Bufs b = bench_setup(shapes, lt_ws_bytes);
   cublasLtHandle_t lt; CKL(cublasLtCreate(&lt));
-  cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));
-  nvml::init();
-  printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
   for (auto s : shapes) {
     const int M = s.m, N = s.n, K = s.k;
     const LtBf16Tn cublas(lt, b, lt_ws_bytes, M, N, K);
@@ -167,7 +157,7 @@ int main(int argc, char** argv) {
 
   // e4m3 x e4m3 -> bf16 (per-tensor scales 1) beside cuBLASLt's fp8 GEMM.
   __nv_fp8_e4m3 *A8, *B8;
-  CK(cudaMalloc(&A8, maxA)); CK(cudaMalloc(&B8, maxB));
+  CK(cudaMalloc(&A8, b.elems_a)); CK(cudaMalloc(&B8, b.elems_b));
   {  // block scales of 1 (the largest shape's k-blocks x rows / column blocks)
     const size_t kb = 8192 / 128, na = kb * 8192, nb = kb * 64;
     std::vector<float> ones(na, 1.f);
@@ -178,7 +168,7 @@ int main(int argc, char** argv) {
     g_scale_a = sa;
     g_scale_b = sb;
   }
-  to_e4m3<<<1024, 256>>>(b.A, A8, maxA); to_e4m3<<<1024, 256>>>(b.B, B8, maxB);
+  to_e4m3<<<1024, 256>>>(b.A, A8, b.elems_a); to_e4m3<<<1024, 256>>>(b.B, B8, b.elems_b);
   CK(cudaDeviceSynchronize());
   for (auto s : shapes) {
     const int M = s.m, N = s.n, K = s.k;
