@@ -14,6 +14,8 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
   for (int i = 0; i < indent; ++i) w.indent();
   w.line("// {}", renderEpilogueSummary(e));
   w.open("struct Epilogue {{");
+  // The templates' default is 8 columns per apply call; lowering narrows it where registers are short.
+  if (p.epilogueVectorWidth != 8) w.line("static constexpr int kVectorWidth = {};", p.epilogueVectorWidth);
   w.open("struct Params {{");
   w.line("{}* D; ::int64_t ldd; ::int64_t batch_stride_D;", cppQualified(p.d.cppType));
   if (p.hasSource) w.line("const {}* C; ::int64_t ldc; ::int64_t batch_stride_C;  // null: C reads as 0", cppQualified(p.c.cppType));

@@ -86,9 +86,10 @@ namespace {
 // decisions depend on each other: the warps need the operands, the shared memory needs the warps.
 constexpr LoweringStep kGemmSm80Steps[] = {lowerTarget, lowerOperands, lowerTiling, lowerPipeline, lowerArguments};
 // The sm90a warp-specialized GEMM (include/kdl/gemm_sm90.cuh): the schedule needs the operands (tile
-// K), the stages need the schedule (the epilogue's shared memory).
-constexpr LoweringStep kGemmSm90Steps[] = {lowerTarget, lowerSm90Operands, lowerSm90Tiling, lowerSm90Pipeline,
-                                           lowerArguments};
+// K), the stages need the schedule (the epilogue's shared memory), the epilogue's vector width needs
+// the accumulator (tile, schedule, promotion).
+constexpr LoweringStep kGemmSm90Steps[] = {lowerTarget,       lowerSm90Operands, lowerSm90Tiling,
+                                           lowerSm90Pipeline, lowerSm90Epilogue, lowerArguments};
 
 bool runSteps(Lowering& l, const LoweringStep* first, const LoweringStep* last) {
   for (const LoweringStep* step = first; step != last; ++step)

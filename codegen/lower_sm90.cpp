@@ -1,8 +1,9 @@
 // Lowering steps of the sm90a GEMM (kdl::GemmSm90, include/kdl/gemm_sm90.cuh): the operands and the
 // wgmma instruction, the tile with its schedule, cluster and raster, and the pipeline (stages and
 // the launch's shared memory from include/kdl/gemm_sm90_smem.h, split-K, fp8 promotion and block
-// scales). checkSupported (codegen/support_sm90.cpp) admitted the spec against the sm90a table
-// first, so these steps decide and explain; they refuse nothing the table admits.
+// scales), and the epilogue's vector width from the consumers' register budget. checkSupported
+// (codegen/support_sm90.cpp) admitted the spec against the sm90a table first, so these steps decide
+// and explain; they refuse nothing the table admits but an epilogue too large for the registers.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -60,6 +61,51 @@ std::string smemOperandWhy(const OperandPlan& o) {
   if (o.contigK) return fmt::format("wgmma reads {} from shared memory (K-major, 128-byte swizzle atoms)", o.name);
   return fmt::format("wgmma reads {} {}-major (its transpose bit, f16/bf16 only): the {} layout needs no transposing copy",
                      o.name, o.name == "A" ? "M" : "N", layoutWord(o.layout));
+}
+
+// ---- the epilogue's registers ----
+//
+// A consumer thread runs the epilogue with its whole accumulator still in registers (it hands the
+// tile to Epilogue::apply<V> 32 columns at a time, V columns per call), inside the kConsumerRegs that
+// setmaxnreg gives it. Past that budget ptxas spills, which `kdlc build`'s gate refuses, so lowering
+// picks V from an estimate of the registers the consumer needs at the epilogue's peak:
+//   live accumulators  kMmaM x TileN / 2 f32, twice that with fp8 promotion (the temporary wgmma
+//                      accumulator stays allocated across the epilogue: the wgmmas read and write it)
+//   + the rest         addresses, loop state and the mainloop's (ring, barriers, cluster peers)
+//   + V x the values the epilogue holds per column: the staged accumulator, C, each [col] input
+//                      (a [row] or [] input is one value per call), each tensor it stores (D and the
+//                      extra outputs), and the amax reductions' operands.
+// The constants are calibrated against ptxas (CUDA 13.0, sm_90a) on the stress matrix of
+// tests/nvcc/sm90a_epilogue_registers.kdl, which CI builds through the ptxas gate.
+constexpr int kConsumerRegisters = 232;  // kdl::GemmSm90::kConsumerRegs (setmaxnreg.inc)
+constexpr int kEpilogueRestRegisters = 72;
+constexpr int kEpiloguePeerRegisters = 2;  // per cluster peer (its remote barrier arrivals)
+constexpr int kEpilogueWidths[] = {8, 4, 2};
+
+struct EpilogueRegisters {
+  int accumulators = 0;  // f32 / s32 accumulator registers live through the epilogue
+  int rest = 0;          // everything else but the per-column values
+  int perColumn = 0;     // values per column of an Epilogue::apply call
+  std::string perColumnText;
+  int need(int v) const { return accumulators + rest + v * perColumn; }
+};
+
+EpilogueRegisters epilogueRegisters(const KernelPlan& p) {
+  EpilogueRegisters r;
+  const int mmaM = rowsPerConsumer(p) / 64;
+  r.accumulators = mmaM * p.tileN / 2 * (p.promoteEvery > 0 || p.blockScaling ? 2 : 1);
+  // Each cluster peer adds the registers of its remote empty-barrier arrivals.
+  r.rest = kEpilogueRestRegisters + (p.clusterM * p.clusterN - 1) * kEpiloguePeerRegisters;
+  const Epilogue& e = p.epilogue;
+  std::vector<std::string> what = {"the accumulator"};
+  if (e.usesSource) what.push_back("C");
+  for (const EpiInput& in : e.inputs)
+    if (in.broadcast == Broadcast::Col) what.push_back(fmt::format("`{}` [col]", in.name));
+  for (const EpiOutput& o : e.outputs)
+    what.push_back(o.kind == EpiOutput::Kind::AmaxReduction ? fmt::format("`{}`'s max(abs(.))", o.name) : o.name);
+  r.perColumn = int(what.size());
+  r.perColumnText = fmt::format("{}", fmt::join(what, ", "));
+  return r;
 }
 
 }  // namespace
@@ -218,6 +264,38 @@ bool lowerSm90Pipeline(Lowering& l) {
                            originWord(s.promoteEvery.origin), p.blockScaling ? "; block scales promote every k-block" : ""));
   }
   return true;
+}
+
+bool lowerSm90Epilogue(Lowering& l) {
+  KernelPlan& p = l.plan;
+  const EpilogueRegisters r = epilogueRegisters(p);
+  const std::string estimate =
+      fmt::format("{} accumulator registers per consumer thread{} + about {} for addresses and loop state{} + V x {} "
+                  "values per column ({})",
+                  r.accumulators, p.promoteEvery > 0 || p.blockScaling ? " (with promotion's temporary accumulator)" : "",
+                  r.rest, p.clusterM * p.clusterN > 1 ? " (with the cluster peers')" : "", r.perColumn,
+                  r.perColumnText);
+  for (int v : kEpilogueWidths) {
+    if (r.need(v) > kConsumerRegisters) continue;
+    p.epilogueVectorWidth = v;
+    const std::string budget = fmt::format("{}: {} of the {} registers setmaxnreg gives a consumer", estimate,
+                                           r.need(v), kConsumerRegisters);
+    if (v == kEpilogueWidths[0])
+      l.decide("epilogue vector", fmt::format("{} columns per Epilogue::apply call", v),
+               fmt::format("the widest (16-byte stores of 16-bit outputs); {}", budget));
+    else
+      l.decide("epilogue vector", fmt::format("{} columns per Epilogue::apply call (Epilogue::kVectorWidth)", v),
+               fmt::format("{} columns would need {} registers, more than ptxas can give without spilling; {}", 2 * v,
+                           r.need(2 * v), budget));
+    return true;
+  }
+  const int last = kEpilogueWidths[std::size(kEpilogueWidths) - 1];
+  l.unsupported(p.spec.tile.loc,
+                fmt::format("the epilogue does not fit in a consumer's registers: {} needs about {} registers even at {} "
+                            "columns per call, more than the {} setmaxnreg gives (ptxas would spill); use a smaller tile "
+                            "(tile N {} halves the accumulator) or fewer epilogue tensors",
+                            estimate, r.need(last), last, kConsumerRegisters, std::max(64, p.tileN / 2)));
+  return false;
 }
 
 }  // namespace kdl::codegen

@@ -49,6 +49,9 @@ bool lowerSm90Tiling(Lowering& l);
 // Pipeline: stages and the launch's shared memory (include/kdl/gemm_sm90_smem.h), split-K, fp8
 // promotion and block scaling.
 bool lowerSm90Pipeline(Lowering& l);
+// Epilogue: the vector width (columns per Epilogue::apply call) that the consumers' registers allow
+// beside the accumulator; refuses an epilogue that fits at no width.
+bool lowerSm90Epilogue(Lowering& l);
 
 // codegen/lower_operands.cpp: one operand's plan (type, layout, alignment, C++ names).
 OperandPlan operandPlan(const std::string& name, DType dt, Layout layout, int align);

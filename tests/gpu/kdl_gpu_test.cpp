@@ -130,15 +130,17 @@ void collectCasts(const EpiNode& n, double& eps) {
 }
 
 Tolerance toleranceFor(DType in, DType out, const EpiNode* tree, const Epilogue& epi) {
-  double acc;  // relative error of the accumulator (order of summation, tf32 rounding)
+  // Relative error of the accumulator. The reference multiplies exactly the values the kernel
+  // multiplies (asMultiplied: fp8 dequantised, f32 / tf32 converted to tf32 as the kernel's path reads
+  // them), and those products are exact in f32 (at most 11 x 11 significant bits), so what remains is
+  // the kernel's f32 accumulation -- except for fp8, whose wgmma accumulates in fewer bits than f32
+  // (fast accumulation keeps it for the whole K; promotion and block scales add k-block partial sums
+  // into f32).
+  double acc;
   switch (in) {
-    case DType::TF32: case DType::F32: acc = 2e-3; break;
     case DType::S8: case DType::U8: acc = 1e-6; break;
-    // fp8 wgmma accumulates in fewer bits than f32 (fast accumulation keeps it for the whole K;
-    // promotion and block scales add k-block partial sums into f32): the inputs themselves are exact
-    // (the reference multiplies the same dequantised values), the accumulation is not.
     case DType::E4M3: case DType::E5M2: acc = 2e-3; break;
-    default: acc = 1e-5; break;  // f16 / bf16 operands, f32 accumulation
+    default: acc = 1e-5; break;  // f16, bf16, f32 / tf32 operands: f32 accumulation
   }
   double castEps = 0;
   if (tree) collectCasts(*tree, castEps);
@@ -146,10 +148,7 @@ Tolerance toleranceFor(DType in, DType out, const EpiNode* tree, const Epilogue&
   Tolerance t;
   t.exact = !isFloatType(out) && castEps == 0 && (in == DType::S8 || in == DType::U8);
   const double e = outEps(out);
-  if (in == DType::TF32 || in == DType::F32) {
-    t.rel = std::max(2e-3, 2 * e + castEps);  // the brief's tf32 figure
-    t.maxRel = std::max(8e-3, 2 * e + castEps);
-  } else if (isFloatType(out)) {
+  if (isFloatType(out)) {
     t.rel = std::max(acc, 2 * e + castEps);  // bf16 out: 7.8e-3; f16: 9.8e-4; f32 out: 1e-5
     // Reference and output are both rounded: values straddling a rounding boundary differ by one ulp.
     t.maxRel = 2.02 * e + (in == DType::E4M3 || in == DType::E5M2 ? 2 * acc : acc) + castEps;
@@ -393,14 +392,25 @@ Buffer makeScales(std::mt19937_64& rng, int64_t outerBlocks, int64_t kBlocks, in
   return b;
 }
 
+// How the kernel's tensor cores read its f32 / tf32 operands: an sm90a kernel's wgmma truncates them
+// to tf32, the sm80 path rounds them (cvt.rna). (A kernel that falls back to the sm80 path at run time
+// reads them as the sm80 path does.)
+Tf32Read tf32ReadOf(const KernelSpec& spec) { return spec.arch.value == Arch::SM90a ? Tf32Read::Truncate : Tf32Read::RoundAway; }
+
+bool isTf32Operand(DType t) { return t == DType::F32 || t == DType::TF32; }
+
 // The operand as the kernel multiplies it, in f32 (same layout, ld and batch stride; padding NaN):
-// fp8 values times their block scale when the operand has one (exact: 4 x 4 significant bits). A is
-// rows = M, cols = K; B is rows = K, cols = N (`isA` says which index is the block's outer one).
-HostTensor dequantised(const Buffer& op, const Buffer* scales, BlockScale bs, bool isA, int64_t batch) {
+// fp8 values times their block scale when the operand has one (exact: 4 x 4 significant bits), f32 /
+// tf32 values converted to tf32 as `tf32` says. The reference multiplies these exactly, so its only
+// difference from the kernel is the kernel's f32 accumulation. A is rows = M, cols = K; B is rows = K,
+// cols = N (`isA` says which index is the block's outer one).
+HostTensor asMultiplied(const Buffer& op, const Buffer* scales, BlockScale bs, bool isA, int64_t batch, Tf32Read tf32) {
   HostTensor t;
   t.dtype = DType::F32;
   t.resize(op.host.elements());
-  for (size_t i = 0; i < t.elements(); ++i) t.set(i, op.host.at(i));  // values and NaN padding
+  const bool convert = isTf32Operand(op.host.dtype);
+  for (size_t i = 0; i < t.elements(); ++i)  // values and NaN padding
+    t.set(i, convert ? (double)tf32AsRead((float)op.host.at(i), tf32) : op.host.at(i));
   if (!scales || !bs.on()) return t;
   MatView v{&op.host, op.layout, op.ld, op.batchStride};
   for (int64_t b = 0; b < batch; ++b)
@@ -619,6 +629,41 @@ const Buffer* bufferOf(const KernelUnderTest& k, const CaseBuffers& cb, Role rol
   return nullptr;
 }
 
+// The accumulator's magnitude, for the floors of compareTensor (norm: Frobenius over all elements;
+// max: the largest element). Rounding errors of an f32 accumulation scale with sum_k |a_mk b_kn|, not
+// with the sum itself: where the sum cancels (a 1 x 1 output, say), a bound relative to it alone is
+// tighter than f32 arithmetic can meet. Estimate that scale as K * mean|a| * mean|b| over the
+// operands' elements (padding excluded) and take at least 10 times it. Floored at 1e-3 of these, an
+// f32 output's 1e-5 allows 1e-7 * sum|ab|: many times the f32 rounding of a sum of K products of
+// random signs (about 2^-24 sum|ab| / sqrt(K)), far under a tf32 conversion's (2^-11 sum|ab| /
+// sqrt(K)), so a reference that reads tf32 operands unlike the kernel fails (see --self-test).
+struct AccScale {
+  double norm = 0, max = 0;
+};
+AccScale accumulatorScale(const std::vector<double>& acc, const MatView& va, const MatView& vb, int64_t M, int64_t N,
+                          int64_t K, int64_t batch) {
+  AccScale s;
+  for (double a : acc) s.norm += a * a, s.max = std::max(s.max, std::fabs(a));
+  s.norm = std::sqrt(s.norm);
+  if (K > 0) {
+    auto meanAbs = [](const MatView& v, int64_t rows, int64_t cols, int64_t batches) {
+      double sum = 0;
+      const int64_t step = std::max<int64_t>(1, rows * cols * batches / 65536);  // a sample is enough
+      int64_t n = 0;
+      for (int64_t i = 0; i < rows * cols * batches; i += step, ++n) {
+        const int64_t b = i / (rows * cols), r = (i / cols) % rows, col = i % cols;
+        const double x = v.at(b, r, col);
+        if (std::isfinite(x)) sum += std::fabs(x);
+      }
+      return n ? sum / (double)n : 0.0;
+    };
+    const double absScale = (double)K * meanAbs(va, M, K, batch) * meanAbs(vb, K, N, batch);
+    s.max = std::max(s.max, 10 * absScale);
+    s.norm = std::max(s.norm, 10 * absScale * std::sqrt((double)acc.size()));
+  }
+  return s;
+}
+
 void runCase(Harness& h, const KernelUnderTest& k, const Case& c) {
   const uint64_t caseSeed = splitmix(h.opt.seed ^ hashString(k.spec->name) ^ splitmix(++h.caseCounter));
   std::mt19937_64 rng(caseSeed);
@@ -655,23 +700,26 @@ void runCase(Harness& h, const KernelUnderTest& k, const Case& c) {
   }
 
   // Reference accumulator, from the values the kernel multiplies: fp8 operands dequantised to f32
-  // with their block scales (exact), others as stored.
+  // with their block scales, f32 / tf32 operands converted to tf32 as the kernel's path reads them
+  // (exact either way), others as stored.
   const Buffer* A = bufferOf(k, cb, Role::A);
   const Buffer* B = bufferOf(k, cb, Role::B);
   const DType inType = k.A->dtype;
   const bool fp8 = isFp8(k.A->dtype) || isFp8(k.B->dtype);
+  const bool converted = fp8 || isTf32Operand(inType);
   HostTensor deqA, deqB;
-  if (fp8) {
-    deqA = dequantised(*A, bufferOf(k, cb, Role::ScaleA), k.scaleA, true, c.batch);
-    deqB = dequantised(*B, bufferOf(k, cb, Role::ScaleB), k.scaleB, false, c.batch);
+  if (converted) {
+    const Tf32Read tf32 = tf32ReadOf(*k.spec);
+    deqA = asMultiplied(*A, bufferOf(k, cb, Role::ScaleA), k.scaleA, true, c.batch, tf32);
+    deqB = asMultiplied(*B, bufferOf(k, cb, Role::ScaleB), k.scaleB, false, c.batch, tf32);
   }
-  const MatView va{fp8 ? &deqA : &A->host, A->layout, A->ld, A->batchStride};
-  const MatView vb{fp8 ? &deqB : &B->host, B->layout, B->ld, B->batchStride};
+  const MatView va{converted ? &deqA : &A->host, A->layout, A->ld, A->batchStride};
+  const MatView vb{converted ? &deqB : &B->host, B->layout, B->ld, B->batchStride};
   std::vector<double> acc;
   const double work = (double)c.m * c.n * c.k * c.batch;
   const bool viaCublas = work > h.opt.cpuReferenceLimit;
   if (!viaCublas) {
-    acc = referenceAccumulator(va, vb, c.m, c.n, c.k, c.batch, h.threads, inType == DType::TF32);
+    acc = referenceAccumulator(va, vb, c.m, c.n, c.k, c.batch, h.threads);
   } else {
     const size_t count = (size_t)(c.batch * c.m * c.n);
     void* out = nullptr;
@@ -680,14 +728,14 @@ void runCase(Harness& h, const KernelUnderTest& k, const Case& c) {
     const void* devB = B->dev;
     void* devDeqA = nullptr;
     void* devDeqB = nullptr;
-    if (fp8) {  // cuBLASLt multiplies the dequantised f32 copies (f32 compute, no tf32)
+    if (converted) {  // cuBLASLt multiplies the converted f32 copies (f32 compute, no tf32: exact products)
       KDL_CUDA_CHECK(cudaMalloc(&devDeqA, deqA.bytes.size()));
       KDL_CUDA_CHECK(cudaMalloc(&devDeqB, deqB.bytes.size()));
       KDL_CUDA_CHECK(cudaMemcpy(devDeqA, deqA.bytes.data(), deqA.bytes.size(), cudaMemcpyHostToDevice));
       KDL_CUDA_CHECK(cudaMemcpy(devDeqB, deqB.bytes.data(), deqB.bytes.size(), cudaMemcpyHostToDevice));
       devA = devDeqA, devB = devDeqB;
     }
-    h.lt.matmul(fp8 ? DType::F32 : inType, devA, A->layout, A->ld, A->batchStride, devB, B->layout, B->ld,
+    h.lt.matmul(converted ? DType::F32 : inType, devA, A->layout, A->ld, A->batchStride, devB, B->layout, B->ld,
                 B->batchStride, out, c.m, c.n, c.k, c.batch);
     if (devDeqA) cudaFree(devDeqA);
     if (devDeqB) cudaFree(devDeqB);
@@ -721,30 +769,8 @@ void runCase(Harness& h, const KernelUnderTest& k, const Case& c) {
   }
   const EpilogueResult ref = evalEpilogue(ei, acc, c.m, c.n, c.batch, h.threads);
 
-  double accNorm = 0, accMax = 0;
-  for (double a : acc) accNorm += a * a, accMax = std::max(accMax, std::fabs(a));
-  accNorm = std::sqrt(accNorm);
-  // Rounding errors of an f32 accumulation scale with sum_k |a_mk b_kn|, not with the sum itself:
-  // where the sum cancels (a 1 x 1 output, say), a bound relative to it alone is tighter than f32
-  // arithmetic can meet. Estimate that scale as K * mean|a| * mean|b| over the operands' elements
-  // (padding excluded) and floor the norms at 1e-2 of it: with f32 output's 1e-5 that allows
-  // 1e-7 * sum|ab|, well under sqrt(K) ulps of it.
-  if (c.k > 0) {
-    auto meanAbs = [](const MatView& v, int64_t rows, int64_t cols, int64_t batches) {
-      double sum = 0;
-      const int64_t step = std::max<int64_t>(1, rows * cols * batches / 65536);  // a sample is enough
-      int64_t n = 0;
-      for (int64_t i = 0; i < rows * cols * batches; i += step, ++n) {
-        const int64_t b = i / (rows * cols), r = (i / cols) % rows, col = i % cols;
-        const double x = v.at(b, r, col);
-        if (std::isfinite(x)) sum += std::fabs(x);
-      }
-      return n ? sum / (double)n : 0.0;
-    };
-    const double absScale = (double)c.k * meanAbs(va, c.m, c.k, c.batch) * meanAbs(vb, c.k, c.n, c.batch);
-    accMax = std::max(accMax, 10 * absScale);
-    accNorm = std::max(accNorm, 10 * absScale * std::sqrt((double)acc.size()));
-  }
+  const AccScale scale = accumulatorScale(acc, va, vb, c.m, c.n, c.k, c.batch);
+  const double accNorm = scale.norm, accMax = scale.max;
   bool ok = true;
   std::string text;
   for (size_t i = 0; i < k.args.size(); ++i) {
@@ -1200,6 +1226,64 @@ int selfTest() {
   check(roundThrough(DType::U8, -3) == 0 && roundThrough(DType::U8, 300) == 255, "u8 saturation");
   check(roundToTf32(1.0f + std::ldexp(1.f, -11)) == 1.0f + std::ldexp(1.f, -10), "tf32 ties away");
   check(roundToTf32(1.0f + std::ldexp(1.f, -12)) == 1.0f, "tf32 below half");
+  check(truncateToTf32(1.0f + std::ldexp(1.f, -11)) == 1.0f, "tf32 truncation drops half an ulp");
+  check(truncateToTf32(-(1.0f + std::ldexp(1.f, -10) + std::ldexp(1.f, -12))) == -(1.0f + std::ldexp(1.f, -10)),
+        "tf32 truncation goes towards zero");
+  check(tf32AsRead(1.0f + std::ldexp(1.f, -11), Tf32Read::RoundAway) == 1.0f + std::ldexp(1.f, -10) &&
+            tf32AsRead(1.0f + std::ldexp(1.f, -11), Tf32Read::Truncate) == 1.0f,
+        "tf32AsRead");
+  {
+    KernelSpec sm80, sm90a;
+    sm80.arch.value = Arch::SM80;
+    sm90a.arch.value = Arch::SM90a;
+    check(tf32ReadOf(sm90a) == Tf32Read::Truncate && tf32ReadOf(sm80) == Tf32Read::RoundAway, "tf32ReadOf");
+  }
+  // The tf32 check end to end on a model of the kernels: h90_tf32_bias's failing case (M = N = 1,
+  // K = 264, f32 output, f32 inputs as randomValue draws them). The model kernel reads the operands
+  // as tf32 (truncated as sm90a's wgmma does, or rounded as the sm80 path does) and adds the exact
+  // products in f32. The reference of asMultiplied + referenceAccumulator with the kernel's own
+  // reading must accept it at the tf32 tolerance; one that reads the operands the other way must
+  // not (the tolerance is tight enough to see a wrong model of the inputs).
+  for (Tf32Read read : {Tf32Read::Truncate, Tf32Read::RoundAway}) {
+    const Tf32Read other = read == Tf32Read::Truncate ? Tf32Read::RoundAway : Tf32Read::Truncate;
+    const int64_t K = 264;
+    const int trials = 50;
+    int accepted = 0, caught = 0;
+    std::mt19937_64 rng(264 + (int)read);
+    for (int t = 0; t < trials; ++t) {
+      Buffer a, b, d;
+      a.layout = Layout::Row, a.rows = 1, a.cols = K, a.ld = K, a.batchStride = K;
+      b.layout = Layout::Col, b.rows = K, b.cols = 1, b.ld = K, b.batchStride = K;
+      d.layout = Layout::Row, d.rows = 1, d.cols = 1, d.ld = 1, d.batchStride = 1;
+      a.host.dtype = b.host.dtype = DType::TF32;
+      d.host.dtype = DType::F32;
+      a.host.resize(K), b.host.resize(K), d.host.resize(1);
+      float sum = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        a.host.set((size_t)k, randomValue(rng, DType::TF32, 1.0));
+        b.host.set((size_t)k, randomValue(rng, DType::TF32, 1.0));
+        sum += tf32AsRead((float)a.host.at((size_t)k), read) * tf32AsRead((float)b.host.at((size_t)k), read);
+      }
+      d.host.set(0, sum);
+      const Tolerance tol = toleranceFor(DType::TF32, DType::F32, nullptr, Epilogue{});
+      auto compareWith = [&](Tf32Read model) {
+        const HostTensor ma = asMultiplied(a, nullptr, BlockScale{}, true, 1, model);
+        const HostTensor mb = asMultiplied(b, nullptr, BlockScale{}, false, 1, model);
+        const MatView va{&ma, a.layout, a.ld, a.batchStride}, vb{&mb, b.layout, b.ld, b.batchStride};
+        const std::vector<double> acc = referenceAccumulator(va, vb, 1, 1, K, 1, 1);
+        const AccScale scale = accumulatorScale(acc, va, vb, 1, 1, K, 1);
+        return compareTensor("D", d, acc, nullptr, 1, 1, 1, tol, 1e-3 * scale.norm, 1e-3 * scale.max).ok;
+      };
+      accepted += compareWith(read);
+      caught += !compareWith(other);
+    }
+    const char* how = read == Tf32Read::Truncate ? "truncating (sm90a)" : "rounding (sm80)";
+    check(accepted == trials, std::string("tf32 reference: a ") + how + " kernel model rejected in " +
+                                  std::to_string(trials - accepted) + " of " + std::to_string(trials) + " cases");
+    check(caught >= trials * 9 / 10, std::string("tf32 reference: reading the operands unlike a ") + how +
+                                         " kernel went unnoticed in " + std::to_string(trials - caught) + " of " +
+                                         std::to_string(trials) + " cases");
+  }
   check(std::fabs(refGelu(1.0) - 0.8413447460685429) < 1e-15, "gelu(1)");
   check(std::fabs(refGeluTanh(1.0) - 0.8411919906082768) < 1e-12, "gelu_tanh(1)");
   check(std::fabs(refSilu(1.0) - 0.7310585786300049) < 1e-15, "silu(1)");
@@ -1242,8 +1326,8 @@ int selfTest() {
       for (int64_t m = 0; m < M; ++m) sa.host.set((size_t)(kb * sa.ld + m), (double)(1 + m + 10 * kb));
       for (int64_t nb = 0; nb < 2; ++nb) sb.host.set((size_t)(kb * sb.ld + nb), (double)(1 + nb + 10 * kb));
     }
-    const HostTensor da = dequantised(a, &sa, BlockScale{1, 128}, true, 1);
-    const HostTensor db = dequantised(b, &sb, BlockScale{128, 128}, false, 1);
+    const HostTensor da = asMultiplied(a, &sa, BlockScale{1, 128}, true, 1, Tf32Read::Truncate);
+    const HostTensor db = asMultiplied(b, &sb, BlockScale{128, 128}, false, 1, Tf32Read::Truncate);
     check(da.at((size_t)(2 * a.ld + 200)) == 0.5 * 13, "dequantised A (m 2, k 200): scale of block (mb 2, kb 1)");
     check(da.at((size_t)(0 * a.ld + 299)) == 0.5 * 21, "dequantised A (m 0, k 299): scale of block (mb 0, kb 2)");
     check(db.at((size_t)(129 * b.ld + 127)) == -0.25 * 2, "dequantised B (k 127, n 129): scale of block (nb 1, kb 0)");

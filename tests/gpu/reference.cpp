@@ -118,6 +118,18 @@ float roundToTf32(float x) {
   return f;
 }
 
+float truncateToTf32(float x) {
+  if (!std::isfinite(x)) return x;
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u &= 0xffffe000u;  // towards zero
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+float tf32AsRead(float x, Tf32Read how) { return how == Tf32Read::Truncate ? truncateToTf32(x) : roundToTf32(x); }
+
 double roundThrough(DType t, double x) {
   switch (t) {
     case DType::F16: return roundToFormat(kF16, x);
@@ -192,31 +204,25 @@ void parallelFor(int64_t n, int threads, F&& body) {
 }
 
 // Operand as a dense fp64 matrix: rows x cols, (b, r, c) -> out[(b * rows + r) * cols + c].
-std::vector<double> densify(const MatView& v, int64_t rows, int64_t cols, int64_t batch, bool tf32) {
+std::vector<double> densify(const MatView& v, int64_t rows, int64_t cols, int64_t batch) {
   std::vector<double> out((size_t)(batch * rows * cols));
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < cols; ++c) {
-        double x = v.at(b, r, c);
-        if (tf32) x = roundToTf32((float)x);
-        out[(size_t)((b * rows + r) * cols + c)] = x;
+        out[(size_t)((b * rows + r) * cols + c)] = v.at(b, r, c);
       }
   return out;
 }
 }  // namespace
 
 std::vector<double> referenceAccumulator(const MatView& A, const MatView& B, int64_t M, int64_t N, int64_t K,
-                                         int64_t batch, int threads, bool roundTf32) {
-  const std::vector<double> a = densify(A, M, K, batch, roundTf32);  // M x K
+                                         int64_t batch, int threads) {
+  const std::vector<double> a = densify(A, M, K, batch);  // M x K
   // B transposed to N x K so both walks are contiguous.
   std::vector<double> bt((size_t)(batch * N * K));
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t k = 0; k < K; ++k)
-      for (int64_t n = 0; n < N; ++n) {
-        double x = B.at(b, k, n);
-        if (roundTf32) x = roundToTf32((float)x);
-        bt[(size_t)((b * N + n) * K + k)] = x;
-      }
+      for (int64_t n = 0; n < N; ++n) bt[(size_t)((b * N + n) * K + k)] = B.at(b, k, n);
   std::vector<double> acc((size_t)(batch * M * N));
   parallelFor(batch * M, threads, [&](int64_t bm) {
     const int64_t b = bm / M;

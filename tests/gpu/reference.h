@@ -28,6 +28,13 @@ float e4m3BitsToF32(uint8_t b);
 uint8_t f32ToE5m2Bits(float x);  // RNE, saturate to +-57344, NaN -> NaN
 float e5m2BitsToF32(uint8_t b);
 float roundToTf32(float x);  // round-to-nearest, ties away (cvt.rna.tf32.f32): 10 mantissa bits
+float truncateToTf32(float x);  // the low 13 mantissa bits dropped (what sm90a's wgmma reads of an f32)
+
+// How a kernel's tensor cores read its f32 / tf32 operands: the sm80 path converts them with cvt.rna
+// (RoundAway, roundToTf32); sm90a's wgmma reads the f32 bits TMA loaded and ignores the low 13
+// (Truncate, truncateToTf32). Either way the product of two tf32 values is exact in f32.
+enum class Tf32Read { RoundAway, Truncate };
+float tf32AsRead(float x, Tf32Read how);
 
 // Value of `x` after one rounding into `t` (what a store of x followed by a load yields). Integer
 // types: RNE with saturation to the type's range, NaN -> 0 (cvt.rni semantics).
@@ -61,10 +68,11 @@ struct MatView {
   }
 };
 
-// fp64 accumulator of A (M x K) x B (K x N), `batch` of them: acc[(b * M + m) * N + n]. Uses up to
-// `threads` host threads. tf32 operands are rounded to tf32 first when roundTf32 is set.
+// fp64 accumulator of A (M x K) x B (K x N), `batch` of them: acc[(b * M + m) * N + n], from the
+// elements as given (the caller converts operands to what the kernel multiplies first: fp8 with their
+// block scales, f32 / tf32 through tf32AsRead). Uses up to `threads` host threads.
 std::vector<double> referenceAccumulator(const MatView& A, const MatView& B, int64_t M, int64_t N, int64_t K,
-                                         int64_t batch, int threads, bool roundTf32 = false);
+                                         int64_t batch, int threads);
 
 // ---- the epilogue -------------------------------------------------------------------------------
 

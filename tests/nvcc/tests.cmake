@@ -45,3 +45,15 @@ if(Python3_FOUND)
   set_tests_properties("codegen: gemm_sweep.kdl's 12 sm90a kernels compile (nvcc sm_90a)" PROPERTIES
                        LABELS "nvcc" TIMEOUT 900 SKIP_REGULAR_EXPRESSION "^SKIP:" FIXTURES_REQUIRED kdl_shared)
 endif()
+
+# The sm90a epilogue's vector width (codegen/lower_sm90.cpp) against ptxas: heavy epilogues on the
+# largest tiles, with clusters, split-K and fp8 promotion, built through `kdlc build`'s ptxas gate
+# (kdlc's compile cache makes a rerun with unchanged headers cheap); the plain epilogue keeps 8 columns.
+if(Python3_FOUND)
+  add_test(NAME "codegen: sm90a epilogue vector width keeps heavy epilogues from spilling (nvcc sm_90a, ptxas gate)"
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/epilogue_registers.py
+                   --kdlc $<TARGET_FILE:kdlc> --include ${PROJECT_SOURCE_DIR}/include -j 2
+                   --spec ${CMAKE_CURRENT_LIST_DIR}/sm90a_epilogue_registers.kdl)
+  set_tests_properties("codegen: sm90a epilogue vector width keeps heavy epilogues from spilling (nvcc sm_90a, ptxas gate)"
+                       PROPERTIES LABELS "nvcc" TIMEOUT 600 SKIP_RETURN_CODE 77)
+endif()
