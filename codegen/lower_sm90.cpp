@@ -266,6 +266,14 @@ bool lowerSm90Pipeline(Lowering& l) {
   return true;
 }
 
+namespace {
+std::string peerText(const KernelPlan& p) {
+  const int peers = p.clusterM * p.clusterN - 1;
+  if (peers == 0) return "";
+  return fmt::format(" ({} of them for the {} cluster peer{})", peers * kEpiloguePeerRegisters, peers, peers == 1 ? "" : "s");
+}
+}  // namespace
+
 bool lowerSm90Epilogue(Lowering& l) {
   KernelPlan& p = l.plan;
   const EpilogueRegisters r = epilogueRegisters(p);
@@ -273,7 +281,7 @@ bool lowerSm90Epilogue(Lowering& l) {
       fmt::format("{} accumulator registers per consumer thread{} + about {} for addresses and loop state{} + V x {} "
                   "values per column ({})",
                   r.accumulators, p.promoteEvery > 0 || p.blockScaling ? " (with promotion's temporary accumulator)" : "",
-                  r.rest, p.clusterM * p.clusterN > 1 ? " (with the cluster peers')" : "", r.perColumn,
+                  r.rest, peerText(p), r.perColumn,
                   r.perColumnText);
   for (int v : kEpilogueWidths) {
     if (r.need(v) > kConsumerRegisters) continue;
@@ -281,10 +289,10 @@ bool lowerSm90Epilogue(Lowering& l) {
     const std::string budget = fmt::format("{}: {} of the {} registers setmaxnreg gives a consumer", estimate,
                                            r.need(v), kConsumerRegisters);
     if (v == kEpilogueWidths[0])
-      l.decide("epilogue vector", fmt::format("{} columns per Epilogue::apply call", v),
-               fmt::format("the widest (16-byte stores of 16-bit outputs); {}", budget));
+      l.decide("epilogue V", fmt::format("{} columns per Epilogue::apply call", v),
+               fmt::format("the widest the templates run (one 16-byte store of 16-bit outputs per call); {}", budget));
     else
-      l.decide("epilogue vector", fmt::format("{} columns per Epilogue::apply call (Epilogue::kVectorWidth)", v),
+      l.decide("epilogue V", fmt::format("{} columns per Epilogue::apply call (Epilogue::kVectorWidth)", v),
                fmt::format("{} columns would need {} registers, more than ptxas can give without spilling; {}", 2 * v,
                            r.need(2 * v), budget));
     return true;

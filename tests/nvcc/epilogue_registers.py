@@ -44,9 +44,9 @@ def widths(kdlc, spec):
         raise SystemExit("FAIL: kdlc list --plan --json:\n" + r.stderr)
     out = {}
     for p in json.loads(r.stdout)["plans"]:
-        d = [x for x in p["decisions"] if x["what"] == "epilogue vector"]
+        d = [x for x in p["decisions"] if x["what"] == "epilogue V"]
         if len(d) != 1:
-            raise SystemExit("FAIL: %s: no single `epilogue vector` decision in its plan" % p["name"])
+            raise SystemExit("FAIL: %s: no single `epilogue V` decision in its plan" % p["name"])
         m = re.match(r"(\d+) columns per Epilogue::apply call", d[0]["value"])
         if not m:
             raise SystemExit("FAIL: %s: epilogue vector `%s`" % (p["name"], d[0]["value"]))

@@ -26,7 +26,7 @@ std::map<std::string, KernelPlan> lowerFile(const std::string& path, DiagEngine&
 }
 const Decision* vectorDecision(const KernelPlan& p) {
   for (const Decision& x : p.decisions)
-    if (x.what == "epilogue vector") return &x;
+    if (x.what == "epilogue V") return &x;
   return nullptr;
 }
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
