@@ -75,8 +75,13 @@ std::string smemOperandWhy(const OperandPlan& o) {
 //   + V x the values the epilogue holds per column: the staged accumulator, C, each [col] input
 //                      (a [row] or [] input is one value per call), each tensor it stores (D and the
 //                      extra outputs), and the amax reductions' operands.
-// The constants are calibrated against ptxas (CUDA 13.0, sm_90a) on the stress matrix of
-// tests/nvcc/sm90a_epilogue_registers.kdl, which CI builds through the ptxas gate.
+// V = 8 (a 16-byte store of 16-bit outputs per call) where it fits, else 4, else 2; an epilogue that
+// fits at none is refused. The constants are calibrated against ptxas (CUDA 13.0, sm_90a): the
+// tightest kernels that do not spill at 8 columns (the default epilogue on a 2 x 2 cluster: 230) and
+// the lightest that do (C, an extra output and an amax, or an fp8 output, an extra output and an
+// amax, on a 2 x 1 cluster: 242, 234). Near the budget ptxas is not monotone in V (a heavy epilogue
+// on a 2 x 2 cluster spills at 4 columns, not at 8 or 2), so the estimate is a calibrated guard and
+// tests/nvcc/sm90a_epilogue_registers.kdl, built through the ptxas gate in CI, is the check.
 constexpr int kConsumerRegisters = 232;  // kdl::GemmSm90::kConsumerRegs (setmaxnreg.inc)
 constexpr int kEpilogueRestRegisters = 72;
 constexpr int kEpiloguePeerRegisters = 2;  // per cluster peer (its remote barrier arrivals)
@@ -97,7 +102,7 @@ EpilogueRegisters epilogueRegisters(const KernelPlan& p) {
   // Each cluster peer adds the registers of its remote empty-barrier arrivals.
   r.rest = kEpilogueRestRegisters + (p.clusterM * p.clusterN - 1) * kEpiloguePeerRegisters;
   const Epilogue& e = p.epilogue;
-  std::vector<std::string> what = {"the accumulator"};
+  std::vector<std::string> what = {"the staged accumulator"};
   if (e.usesSource) what.push_back("C");
   for (const EpiInput& in : e.inputs)
     if (in.broadcast == Broadcast::Col) what.push_back(fmt::format("`{}` [col]", in.name));
@@ -106,6 +111,12 @@ EpilogueRegisters epilogueRegisters(const KernelPlan& p) {
   r.perColumn = int(what.size());
   r.perColumnText = fmt::format("{}", fmt::join(what, ", "));
   return r;
+}
+
+std::string peerText(const KernelPlan& p) {
+  const int peers = p.clusterM * p.clusterN - 1;
+  if (peers == 0) return "";
+  return fmt::format(" ({} of them for the {} cluster peer{})", peers * kEpiloguePeerRegisters, peers, peers == 1 ? "" : "s");
 }
 
 }  // namespace
@@ -266,14 +277,6 @@ bool lowerSm90Pipeline(Lowering& l) {
   return true;
 }
 
-namespace {
-std::string peerText(const KernelPlan& p) {
-  const int peers = p.clusterM * p.clusterN - 1;
-  if (peers == 0) return "";
-  return fmt::format(" ({} of them for the {} cluster peer{})", peers * kEpiloguePeerRegisters, peers, peers == 1 ? "" : "s");
-}
-}  // namespace
-
 bool lowerSm90Epilogue(Lowering& l) {
   KernelPlan& p = l.plan;
   const EpilogueRegisters r = epilogueRegisters(p);
@@ -300,9 +303,11 @@ bool lowerSm90Epilogue(Lowering& l) {
   const int last = kEpilogueWidths[std::size(kEpilogueWidths) - 1];
   l.unsupported(p.spec.tile.loc,
                 fmt::format("the epilogue does not fit in a consumer's registers: {} needs about {} registers even at {} "
-                            "columns per call, more than the {} setmaxnreg gives (ptxas would spill); use a smaller tile "
-                            "(tile N {} halves the accumulator) or fewer epilogue tensors",
-                            estimate, r.need(last), last, kConsumerRegisters, std::max(64, p.tileN / 2)));
+                            "columns per call, more than the {} setmaxnreg gives (ptxas would spill); {}",
+                            estimate, r.need(last), last, kConsumerRegisters,
+                            p.tileN > 64 ? fmt::format("use a smaller tile (tile N {} halves the accumulator) or fewer "
+                                                       "epilogue tensors", p.tileN / 2)
+                                         : "use fewer epilogue tensors"));
   return false;
 }
 

@@ -54,7 +54,7 @@ TEST_CASE("sm90a epilogue vector width from the register budget", "[codegen][low
   CHECK(contains(vectorDecision(zamax)->value, "4 columns per Epilogue::apply call"));
   CHECK(contains(vectorDecision(zamax)->why, "8 columns would need"));
   CHECK(contains(vectorDecision(zamax)->why, "128 accumulator registers"));
-  CHECK(contains(vectorDecision(zamax)->why, "(the accumulator, C, D, Z, `amax`'s max(abs(.)))"));
+  CHECK(contains(vectorDecision(zamax)->why, "(the staged accumulator, C, D, Z, `amax`'s max(abs(.)))"));
   CHECK(contains(emitEpilogueFunctor(zamax, 0), "static constexpr int kVectorWidth = 4;"));
 
   // Everything at once on a 2 x 2 cluster: 2 columns.
