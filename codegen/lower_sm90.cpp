@@ -280,6 +280,18 @@ bool lowerSm90Pipeline(Lowering& l) {
 bool lowerSm90Epilogue(Lowering& l) {
   KernelPlan& p = l.plan;
   const EpilogueRegisters r = epilogueRegisters(p);
+  // Measured past the estimate: on a 2 x 2 cluster with a full accumulator (128 registers), every
+  // epilogue beyond the default's values (the accumulator, C, D) that was tried spilled at some
+  // width, at widths no estimate orders (an extra output and an amax at 4 columns; the same with
+  // [row] and [col] inputs at 4, 2 and 1 columns in pingpong).
+  if (p.clusterM * p.clusterN == 4 && r.accumulators >= 128 && r.perColumn > 3) {
+    l.unsupported(p.spec.cluster.loc,
+                  fmt::format("cluster (2, 2, 1) with {} accumulator registers per consumer thread leaves too few registers "
+                              "for this epilogue ({} values per column: {}; ptxas spills); use cluster (2, 1, 1) or "
+                              "(1, 2, 1), or a smaller tile",
+                              r.accumulators, r.perColumn, r.perColumnText));
+    return false;
+  }
   const std::string estimate =
       fmt::format("{} accumulator registers per consumer thread{} + about {} for addresses and loop state{} + V x {} "
                   "values per column ({})",

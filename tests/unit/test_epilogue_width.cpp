@@ -38,7 +38,7 @@ TEST_CASE("sm90a epilogue vector width from the register budget", "[codegen][low
   REQUIRE(!d.hasErrors());
   REQUIRE(plans.count("e_plain_c21"));
   REQUIRE(plans.count("e_zamax_c21"));
-  REQUIRE(plans.count("e_heavy_c22"));
+  REQUIRE(plans.count("e_heavy_c21"));
 
   // The plain epilogue keeps 16-byte stores; no kVectorWidth is emitted (the templates' default).
   const KernelPlan& plain = plans["e_plain_c21"];
@@ -57,8 +57,10 @@ TEST_CASE("sm90a epilogue vector width from the register budget", "[codegen][low
   CHECK(contains(vectorDecision(zamax)->why, "(the staged accumulator, C, D, Z, `amax`'s max(abs(.)))"));
   CHECK(contains(emitEpilogueFunctor(zamax, 0), "static constexpr int kVectorWidth = 4;"));
 
-  // Everything at once on a 2 x 2 cluster: 2 columns.
-  CHECK(plans["e_heavy_c22"].epilogueVectorWidth == 2);
+  // Everything at once on a 2 x 1 cluster: 4 columns; the bias epilogue on a 2 x 2 cluster keeps 8.
+  CHECK(plans["e_heavy_c21"].epilogueVectorWidth == 4);
+  REQUIRE(plans.count("e_bias_c22"));
+  CHECK(plans["e_bias_c22"].epilogueVectorWidth == 8);
   // fp8 promotion keeps its temporary accumulator through the epilogue: counted.
   REQUIRE(plans.count("e_fp8_block_c21"));
   CHECK(contains(vectorDecision(plans["e_fp8_block_c21"])->why, "with promotion's temporary accumulator"));
@@ -81,6 +83,15 @@ TEST_CASE("sm90a epilogue vector width: the shared examples and plain epilogues 
 }
 
 TEST_CASE("sm90a epilogue that fits at no vector width is refused", "[codegen][unsupported][sm90]") {
+  {
+    DiagEngine d;
+    auto plans =
+        lowerFile(std::string(KDL_SOURCE_DIR) + "/tests/diagnostics/unsupported/sm90a_cluster_epilogue_registers.kdl", d);
+    REQUIRE(d.hasErrors());
+    CHECK(plans.empty());
+    CHECK(d.all()[0].kind == DiagKind::Unsupported);
+    CHECK(contains(d.all()[0].message, "cluster (2, 2, 1) with 128 accumulator registers"));
+  }
   DiagEngine d;
   auto plans = lowerFile(std::string(KDL_SOURCE_DIR) + "/tests/diagnostics/unsupported/sm90a_epilogue_registers.kdl", d);
   REQUIRE(d.hasErrors());
