@@ -193,9 +193,10 @@ void checkSm90Supported(const KernelSpec& s, const Operand& A, const Operand& B,
                                           "tile K = {} ({} bytes, one 128-byte swizzled row)",
                                           s.tile.value[2], dtypeWord(A.dtype), ml->tileK, ml->tileK * bytesOf(A.dtype)));
   }
+  // With `fallback = sm80` rows TMA cannot load (A or B less aligned) run on the fallback instead.
   for (const Operand* o : {&A, &B}) {
     int bytes = o->align * bytesOf(o->dtype);
-    if (bytes % kSm90OperandAlignBytes)
+    if (bytes % kSm90OperandAlignBytes && s.fallback.value == Fallback::None)
       unsupported(o->alignLoc.valid() ? o->alignLoc : o->loc,
                   fmt::format("align {} ({} bytes) for `{}`: the sm90a path loads A and B with TMA, which needs "
                               "{}-byte aligned rows; use align {}",
