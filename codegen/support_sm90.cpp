@@ -199,7 +199,8 @@ void checkSm90Supported(const KernelSpec& s, const Operand& A, const Operand& B,
     if (bytes % kSm90OperandAlignBytes && s.fallback.value == Fallback::None)
       unsupported(o->alignLoc.valid() ? o->alignLoc : o->loc,
                   fmt::format("align {} ({} bytes) for `{}`: the sm90a path loads A and B with TMA, which needs "
-                              "{}-byte aligned rows; use align {}",
+                              "{}-byte aligned rows; use align {}, or `fallback = sm80` to run rows TMA cannot load on "
+                              "the sm80 path",
                               o->align, bytes, o->name, kSm90OperandAlignBytes, kSm90OperandAlignBytes / bytesOf(o->dtype)));
   }
 
