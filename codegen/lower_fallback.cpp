@@ -4,9 +4,8 @@
 // the sm80 path's configuration: arch sm80 (its code runs on every GPU from 8.0), no cluster, the
 // default multistage tile (128 x 128, 64 bytes of K; 64 x 64 where A or B is less than 16-byte aligned,
 // whose narrower copies need more registers: 128 x 128 spills there) and the stages that fit, up to 4.
-// The validator
-// refused what the language rules out (dsl/check/validate_fallback.cpp); what the sm80 path does not
-// generate yet is an [unsupported] error at the field, with a note at the cause.
+// The validator refused what the language rules out (dsl/check/validate_fallback.cpp); what the sm80
+// path does not generate yet is an [unsupported] error at the field, with a note at the cause.
 #include <fmt/format.h>
 
 #include <algorithm>
