@@ -296,6 +296,8 @@ std::string renderSm90Table() {
     out += fmt::format("  {:<9}  {}\n", onWord(e.generated), e.mode == SplitKMode::None ? "1" : "serial(n)");
   out += fmt::format("fp8 promotion = N:\n  {}\nblock scales (scale (BM, BK)):\n  {}\n", onWord(t.promotion),
                      onWord(t.blockScaling));
+  // codegen/lower_fallback.cpp: the sm80-path kernel of the same GEMM where the sm90a one cannot run.
+  out += "fallback = sm80 (inputs the sm80 path multiplies: f16, bf16, tf32, s8):\n  generated\n";
   out += fmt::format("limits: at most {} f32 accumulator registers per consumer thread ({} when promoting); A and B "
                      "rows {}-byte aligned (TMA); C and D row-major\n",
                      t.maxAccumRegs, t.maxAccumRegsPromoted, t.operandAlignBytes);
