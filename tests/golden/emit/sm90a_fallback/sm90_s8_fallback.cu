@@ -21,17 +21,27 @@ struct Epilogue {
     const float* s;  // []
   };
   struct State {
+    float in_s = 0.0f;  // loaded by prepare
   };
 
+  __device__ __forceinline__ void prepare(const Params& p, State& s) const {
+    s.in_s = ::kdl::load_scalar<float>(p.s);
+  }
+
+  using ElementD = ::int8_t;
   template <int V>
-  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
-    (void)s;
-    const float in_s = ::kdl::load_scalar<float>(p.s);
-    float out_D[V];
+  __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
+    const float in_s = s.in_s;
     #pragma unroll
     for (int i = 0; i < V; ++i) {
       out_D[i] = ::kdl::clamp((acc[i] * in_s), (-128.0f), 127.0f);
     }
+  }
+
+  template <int V>
+  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
+    float out_D[V];
+    compute<V>(p, s, c, acc, out_D);
     ::kdl::store_tile<::int8_t, V>(p.D, p.ldd, p.batch_stride_D, c, out_D);
   }
 
@@ -71,17 +81,27 @@ struct Epilogue {
     const float* s;  // []
   };
   struct State {
+    float in_s = 0.0f;  // loaded by prepare
   };
 
+  __device__ __forceinline__ void prepare(const Params& p, State& s) const {
+    s.in_s = ::kdl::load_scalar<float>(p.s);
+  }
+
+  using ElementD = ::int8_t;
   template <int V>
-  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
-    (void)s;
-    const float in_s = ::kdl::load_scalar<float>(p.s);
-    float out_D[V];
+  __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
+    const float in_s = s.in_s;
     #pragma unroll
     for (int i = 0; i < V; ++i) {
       out_D[i] = ::kdl::clamp((acc[i] * in_s), (-128.0f), 127.0f);
     }
+  }
+
+  template <int V>
+  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
+    float out_D[V];
+    compute<V>(p, s, c, acc, out_D);
     ::kdl::store_tile<::int8_t, V>(p.D, p.ldd, p.batch_stride_D, c, out_D);
   }
 
