@@ -400,9 +400,12 @@ Buffer makeScales(std::mt19937_64& rng, int64_t outerBlocks, int64_t kBlocks, in
 }
 
 // How the kernel's tensor cores read its f32 / tf32 operands: an sm90a kernel's wgmma truncates them
-// to tf32, the sm80 path rounds them (cvt.rna). (A kernel that falls back to the sm80 path at run time
-// reads them as the sm80 path does.)
-Tf32Read tf32ReadOf(const KernelSpec& spec) { return spec.arch.value == Arch::SM90a ? Tf32Read::Truncate : Tf32Read::RoundAway; }
+// to tf32, the sm80 path rounds them (cvt.rna). `path`: what kdl_NAME_path said runs the case (a
+// kernel with `fallback = sm80`: "sm90a" or "sm80"), nullptr for a kernel without a fallback.
+Tf32Read tf32ReadOf(const KernelSpec& spec, const char* path) {
+  const bool sm90a = path ? std::string(path) == "sm90a" : spec.arch.value == Arch::SM90a;
+  return sm90a ? Tf32Read::Truncate : Tf32Read::RoundAway;
+}
 
 bool isTf32Operand(DType t) { return t == DType::F32 || t == DType::TF32; }
 
@@ -691,8 +694,10 @@ void runCase(Harness& h, const KernelUnderTest& k, const Case& c) {
   }
   // A kernel with a fallback says which of its kernels runs the case; a case that names one checks it.
   std::string pathText;
+  const char* runPath = nullptr;  // kdl_NAME_path's answer, for a kernel with a fallback
   if (k.entry.path) {
     const char* p = k.entry.path(&shape, cb.args.data(), (int32_t)cb.args.size());
+    runPath = p;
     pathText = std::string(" path=") + (p ? p : "(null)");
     if (!c.wantPath.empty() && (!p || c.wantPath != p)) {
       report(false, label + " kdl_" + k.spec->name + "_path says " + (p ? p : "(null)") + ", expected " + c.wantPath);
@@ -735,7 +740,7 @@ void runCase(Harness& h, const KernelUnderTest& k, const Case& c) {
   const bool converted = fp8 || isTf32Operand(inType);
   HostTensor deqA, deqB;
   if (converted) {
-    const Tf32Read tf32 = tf32ReadOf(*k.spec);
+    const Tf32Read tf32 = tf32ReadOf(*k.spec, runPath);
     deqA = asMultiplied(*A, bufferOf(k, cb, Role::ScaleA), k.scaleA, true, c.batch, tf32);
     deqB = asMultiplied(*B, bufferOf(k, cb, Role::ScaleB), k.scaleB, false, c.batch, tf32);
   }
@@ -1324,7 +1329,9 @@ int selfTest() {
     KernelSpec sm80, sm90a;
     sm80.arch.value = Arch::SM80;
     sm90a.arch.value = Arch::SM90a;
-    check(tf32ReadOf(sm90a) == Tf32Read::Truncate && tf32ReadOf(sm80) == Tf32Read::RoundAway, "tf32ReadOf");
+    check(tf32ReadOf(sm90a, nullptr) == Tf32Read::Truncate && tf32ReadOf(sm80, nullptr) == Tf32Read::RoundAway &&
+              tf32ReadOf(sm90a, "sm80") == Tf32Read::RoundAway && tf32ReadOf(sm90a, "sm90a") == Tf32Read::Truncate,
+          "tf32ReadOf: the arch, or the path a fallback kernel took");
   }
   // The tf32 check end to end on a model of the kernels: h90_tf32_bias's failing case (M = N = 1,
   // K = 264, f32 output, f32 inputs as randomValue draws them). The model kernel reads the operands

@@ -47,20 +47,22 @@ TEST_CASE("sm90a epilogue vector width from the register budget", "[codegen][low
   CHECK(contains(vectorDecision(plain)->why, "the widest"));
   CHECK(!contains(emitEpilogueFunctor(plain, 0), "kVectorWidth"));
 
-  // The GPU suite's h90_bf16_aux_z_amax (spilled at 8 columns): narrowed, and the plan says why.
-  const KernelPlan& zamax = plans["e_zamax_c21"];
-  CHECK(zamax.epilogueVectorWidth == 4);
-  REQUIRE(vectorDecision(zamax));
-  CHECK(contains(vectorDecision(zamax)->value, "4 columns per Epilogue::apply call"));
-  CHECK(contains(vectorDecision(zamax)->why, "8 columns would need"));
-  CHECK(contains(vectorDecision(zamax)->why, "128 accumulator registers"));
-  CHECK(contains(vectorDecision(zamax)->why, "(the staged accumulator, C, D, Z, `amax`'s max(abs(.)))"));
-  CHECK(contains(emitEpilogueFunctor(zamax, 0), "static constexpr int kVectorWidth = 4;"));
-
-  // Everything at once on a 2 x 1 cluster: 4 columns; the bias epilogue on a 2 x 2 cluster keeps 8.
-  CHECK(plans["e_heavy_c21"].epilogueVectorWidth == 4);
+  // The GPU suite's h90_bf16_aux_z_amax and everything at once on a 2 x 1 cluster: 8 columns.
+  CHECK(plans["e_zamax_c21"].epilogueVectorWidth == 8);
+  CHECK(plans["e_heavy_c21"].epilogueVectorWidth == 8);
   REQUIRE(plans.count("e_bias_c22"));
   CHECK(plans["e_bias_c22"].epilogueVectorWidth == 8);
+
+  // Six extra outputs, C and an amax: narrowed, and the plan says why.
+  REQUIRE(plans.count("e_wide_c21"));
+  const KernelPlan& wide = plans["e_wide_c21"];
+  CHECK(wide.epilogueVectorWidth == 4);
+  REQUIRE(vectorDecision(wide));
+  CHECK(contains(vectorDecision(wide)->value, "4 columns per Epilogue::apply call"));
+  CHECK(contains(vectorDecision(wide)->why, "8 columns would need"));
+  CHECK(contains(vectorDecision(wide)->why, "128 accumulator registers"));
+  CHECK(contains(vectorDecision(wide)->why, "(the staged accumulator, C, D, Z1, Z2, Z3, Z4, Z5, Z6, `amax`'s max(abs(.)))"));
+  CHECK(contains(emitEpilogueFunctor(wide, 0), "static constexpr int kVectorWidth = 4;"));
   // fp8 promotion keeps its temporary accumulator through the epilogue: counted.
   REQUIRE(plans.count("e_fp8_block_c21"));
   CHECK(contains(vectorDecision(plans["e_fp8_block_c21"])->why, "with promotion's temporary accumulator"));
@@ -91,6 +93,7 @@ TEST_CASE("sm90a epilogue that fits at no vector width is refused", "[codegen][u
     CHECK(plans.empty());
     CHECK(d.all()[0].kind == DiagKind::Unsupported);
     CHECK(contains(d.all()[0].message, "cluster (2, 2, 1) with 128 accumulator registers"));
+    CHECK(contains(d.all()[0].message, "stores 2 fp8 tensors"));
   }
   DiagEngine d;
   auto plans = lowerFile(std::string(KDL_SOURCE_DIR) + "/tests/diagnostics/unsupported/sm90a_epilogue_registers.kdl", d);
