@@ -295,7 +295,8 @@ std::string renderSm90Table() {
   out += fmt::format("fp8 promotion = N:\n  {}\nblock scales (scale (BM, BK)):\n  {}\n", onWord(t.promotion),
                      onWord(t.blockScaling));
   out += fmt::format("limits: at most {} f32 accumulator registers per consumer thread ({} when promoting); A and B "
-                     "rows {}-byte aligned (TMA); C and D row-major\n",
+                     "rows {}-byte aligned (TMA); C, D and extra outputs row- or column-major (a column-major D "
+                     "is computed as D^T = B^T A^T; not with block scales)\n",
                      t.maxAccumRegs, t.maxAccumRegsPromoted, t.operandAlignBytes);
   return out;
 }

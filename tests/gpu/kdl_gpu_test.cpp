@@ -414,7 +414,8 @@ HostTensor dequantised(const Buffer& op, const Buffer* scales, BlockScale bs, bo
   return t;
 }
 
-// Compares one output tensor (row-major, as the epilogue writes it) against the reference.
+// Compares one output tensor (in its layout: element (b, m, n) of a column-major one at
+// b * batchStride + n * ld + m) against the reference (row-major M x N per batch).
 struct CompareResult {
   bool ok = true;
   std::string text;
@@ -432,10 +433,14 @@ CompareResult compareTensor(const std::string& what, const Buffer& out, const st
   double sumD = 0, sumR = 0, maxD = 0, maxR = 0;
   int64_t nan = 0, unwritten = 0, oob = 0, mismatches = 0, firstBad = -1;
   std::vector<uint8_t> poison(eb, (uint8_t)poisonByte(t));
+  const bool colMajor = out.layout == Layout::Col;
+  auto offsetOf = [&](int64_t b, int64_t m, int64_t n) {
+    return (size_t)(b * out.batchStride + (colMajor ? n * out.ld + m : m * out.ld + n));
+  };
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n) {
-        const size_t off = (size_t)(b * out.batchStride + m * out.ld + n);
+        const size_t off = offsetOf(b, m, n);
         const uint8_t* p = out.host.bytes.data() + off * eb;
         const double v = loadElement(t, p);
         const double rv = ref[(size_t)((b * M + m) * N + n)];
@@ -467,15 +472,17 @@ CompareResult compareTensor(const std::string& what, const Buffer& out, const st
         }
         if (d > maxD) maxD = d;
       }
-  // Padding and the gap between batches must still hold the poison.
+  // Padding and the gap between batches must still hold the poison: `lines` rows (columns, when
+  // column-major) of `contig` elements, each padded to ld.
+  const int64_t lines = colMajor ? N : M, contig = colMajor ? M : N;
   for (int64_t b = 0; b < batch; ++b)
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = N; n < out.ld; ++n) {
-        const size_t off = (size_t)(b * out.batchStride + m * out.ld + n);
+    for (int64_t l = 0; l < lines; ++l)
+      for (int64_t c = contig; c < out.ld; ++c) {
+        const size_t off = (size_t)(b * out.batchStride + l * out.ld + c);
         if (std::memcmp(out.host.bytes.data() + off * eb, poison.data(), eb) != 0) ++oob;
       }
   for (int64_t b = 0; b < batch; ++b)
-    for (int64_t i = M * out.ld; i < out.batchStride; ++i)
+    for (int64_t i = lines * out.ld; i < out.batchStride; ++i)
       if (std::memcmp(out.host.bytes.data() + (size_t)(b * out.batchStride + i) * eb, poison.data(), eb) != 0) ++oob;
 
   const double normR = std::max(std::sqrt(sumR), floorNorm);
@@ -508,14 +515,14 @@ CompareResult compareTensor(const std::string& what, const Buffer& out, const st
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t m = 0; m < M; ++m)
         for (int64_t n = 0; n < N; ++n) {
-          const size_t off = (size_t)(b * out.batchStride + m * out.ld + n);
+          const size_t off = offsetOf(b, m, n);
           const double d = std::fabs(loadElement(t, out.host.bytes.data() + off * eb) - ref[(size_t)((b * M + m) * N + n)]);
           if (d > worst) worst = d, firstBad = (b * M + m) * N + n;
         }
   }
   if (!r.ok && firstBad >= 0) {
     const int64_t b = firstBad / (M * N), m = (firstBad / N) % M, n = firstBad % N;
-    const size_t off = (size_t)(b * out.batchStride + m * out.ld + n);
+    const size_t off = offsetOf(b, m, n);
     std::snprintf(buf, sizeof buf, " first/worst at (b=%lld,m=%lld,n=%lld): got %.6g want %.6g", (long long)b,
                   (long long)m, (long long)n, loadElement(t, out.host.bytes.data() + off * eb), ref[(size_t)firstBad]);
     r.text += buf;
@@ -875,7 +882,9 @@ void runRejections(Harness& h, KernelUnderTest& k) {
     s.batch = 2;
     a[(size_t)id].batch_stride = 0;
     expectReject("batch-2-batch_stride_D-0(batches overwrite each other)", s, a, "batch_stride_D (0) <");
-    a[(size_t)id].batch_stride = (base.m - 1) * a[(size_t)id].ld + base.n - 1;
+    // One element short of a batch: (m-1)*ld + n - 1 row-major, (n-1)*ld + m - 1 column-major.
+    const bool dCol = k.D->layout == Layout::Col;
+    a[(size_t)id].batch_stride = ((dCol ? base.n : base.m) - 1) * a[(size_t)id].ld + (dCol ? base.m : base.n) - 1;
     expectReject("batch-2-batch_stride_D-one-short", s, a, "would overwrite each other");
     for (size_t i = 0; i < k.args.size(); ++i)
       if (k.args[i].role == Role::OutTensor) {

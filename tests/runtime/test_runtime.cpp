@@ -85,6 +85,14 @@ TEST_CASE("argument checks say what is wrong") {
   CHECK(kdl::check_epilogue_tensor<float>("k", "C", f, 8, 0, 4, 8, 2, true, false) == nullptr);
   m = kdl::check_epilogue_tensor<float>("k", "D", f, 8, INT64_MAX / 2, 4, 8, 3, false, true);
   CHECK(m.find("is too large: 3 batches overflow int64") != std::string::npos);
+  // Column-major (m = 4 rows, n = 8 columns): ld >= m, one batch spans (n-1)*ld + m.
+  m = kdl::check_epilogue_tensor<float>("k", "D", f, 3, 64, 4, 8, 1, false, true, /*col_major=*/true);
+  CHECK(m == "k: ld of D (3) < m (4) for a column-major tensor");
+  CHECK(kdl::check_epilogue_tensor<float>("k", "D", f, 4, 32, 4, 8, 2, false, true, true) == nullptr);
+  m = kdl::check_epilogue_tensor<float>("k", "D", f, 4, 31, 4, 8, 2, false, true, true);
+  CHECK(m == "k: batch_stride_D (31) < (n-1)*ld + m = 32: the 2 batches of D would overwrite each other");
+  m = kdl::check_epilogue_tensor<float>("k", "D", f, 4, 8, 4, 8, 1, false, true, false);
+  CHECK(m == "k: ld of D (4) < n (8) for a row-major tensor");
   CHECK(kdl::row_major_extent(3, 5, 8) == 21);
   CHECK(kdl::row_major_extent(3, 5, INT64_MAX / 2) == -1);
 }
