@@ -1258,6 +1258,31 @@ int selfTest() {
     check(db.at((size_t)(129 * b.ld + 127)) == -0.25 * 2, "dequantised B (k 127, n 129): scale of block (nb 1, kb 0)");
     check(db.at((size_t)(5 * b.ld + 256)) == -0.25 * 21, "dequantised B (k 256, n 5): scale of block (nb 0, kb 2)");
   }
+  // compareTensor reads an output in its layout: a column-major 3 x 2 f32 D (ld 4, one padding row per
+  // column, the poison elsewhere) matches its row-major reference, read row-major it does not, and a
+  // write into the padding is caught.
+  {
+    const int64_t M = 3, N = 2;
+    Buffer d;
+    d.layout = Layout::Col, d.rows = M, d.cols = N, d.ld = 4, d.batchStride = d.ld * N + 1;
+    d.host.dtype = DType::F32;
+    d.host.resize((size_t)d.batchStride);
+    std::memset(d.host.bytes.data(), poisonByte(DType::F32), d.host.bytes.size());
+    std::vector<double> ref((size_t)(M * N));
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        ref[(size_t)(m * N + n)] = (double)(1 + m + 10 * n);
+        d.host.set((size_t)(n * d.ld + m), ref[(size_t)(m * N + n)]);
+      }
+    const Tolerance exact{0, 0, true};
+    check(compareTensor("D", d, ref, nullptr, M, N, 1, exact, 0, 0).ok, "column-major output read in its layout");
+    Buffer asRow = d;
+    asRow.layout = Layout::Row;
+    check(!compareTensor("D", asRow, ref, nullptr, M, N, 1, exact, 0, 0).ok, "column-major output read row-major differs");
+    d.host.set((size_t)(1 * d.ld + 3), 0.0);  // padding of column 1
+    const CompareResult cr = compareTensor("D", d, ref, nullptr, M, N, 1, exact, 0, 0);
+    check(!cr.ok && cr.text.find("out-of-bounds-writes=1") != std::string::npos, "write into a column's padding");
+  }
   std::printf("self-test: %s\n", bad ? "FAILED" : "ok");
   return bad ? 1 : 0;
 }
