@@ -129,9 +129,8 @@ std::string emitKernelHeader(const KernelPlan& p, const EmitOptions& o) {
         std::string extra;
         if (a.name == "A") extra = a.role == ArgPlan::Role::OperandIn ? (layout == "row" ? "m x k, row-major" : "m x k, column-major") : "";
         else if (a.name == "B") extra = layout == "row" ? "k x n, row-major" : "k x n, column-major";
-        else if (a.name == "C") extra = "m x n; may be null (reads as 0)";
-        else extra = "m x n";
-        if (a.layout == Layout::Col && a.name != "A" && a.name != "B") extra += ", column-major";
+        else extra = std::string("m x n") + (a.layout == Layout::Col ? ", column-major" : "") +
+                     (a.name == "C" ? "; may be null (reads as 0)" : "");
         if (a.name == "A" && a.role != ArgPlan::Role::OperandIn) extra = "m x n";
         if (a.role == ArgPlan::Role::BlockScale) {
           const bool ofA = a.name == "scale_A";

@@ -18,7 +18,7 @@ struct Arguments {
   int batch = 1;
   const ::__nv_bfloat16* A = nullptr; ::int64_t lda = 0; ::int64_t batch_stride_A = 0;  // bf16 m x k, row-major
   const ::__nv_bfloat16* B = nullptr; ::int64_t ldb = 0; ::int64_t batch_stride_B = 0;  // bf16 k x n, column-major
-  const ::__nv_bfloat16* C = nullptr; ::int64_t ldc = 0; ::int64_t batch_stride_C = 0;  // bf16 m x n; may be null (reads as 0), column-major
+  const ::__nv_bfloat16* C = nullptr; ::int64_t ldc = 0; ::int64_t batch_stride_C = 0;  // bf16 m x n, column-major; may be null (reads as 0)
   ::__nv_bfloat16* D = nullptr; ::int64_t ldd = 0; ::int64_t batch_stride_D = 0;  // bf16 m x n
   ::__nv_bfloat16* Z = nullptr; ::int64_t ldz = 0; ::int64_t batch_stride_Z = 0;  // bf16 m x n, column-major
 };
