@@ -913,8 +913,15 @@ void runRejections(Harness& h, KernelUnderTest& k) {
   {
     kdl_gemm_shape s = shape;
     s.m = INT_MAX;  // the C ABI's own limit: the kernel's int tile arithmetic would overflow
+    // A column-major C, D or Z needs ld >= m to be a valid m x n matrix: give it one, so that the size
+    // is the only thing wrong (can_implement reads no memory).
+    std::vector<kdl_arg> a = cb.args;
+    for (size_t i = 0; i < k.args.size(); ++i)
+      if ((k.args[i].role == Role::C || k.args[i].role == Role::D || k.args[i].role == Role::OutTensor) &&
+          cb.bufs[i].layout == Layout::Col)
+        a[i].ld = INT_MAX;
     // "too large for 32-bit tile arithmetic" (the host wrapper), "problem too large" (GemmSm90's own check).
-    expectReject("m=INT_MAX(32-bit overflow)", s, cb.args, "too large");
+    expectReject("m=INT_MAX(32-bit overflow)", s, a, "too large");
   }
   // Item 13: with nothing to compute, run() still zeroes amax outputs, so their pointers are checked.
   for (size_t i = 0; i < k.args.size(); ++i) {
