@@ -1,5 +1,7 @@
-// Lowering step: the operands. Element types, layouts, alignment, element sizes and the C++ names of
-// A, B, C, D and the epilogue's extra outputs; the accumulator and the MMA instruction they imply.
+// Lowering steps: the orientation (a column-major D is computed as D^T = B^T A^T, so the device
+// template's A and B are B^T and A^T) and the operands: element types, layouts, alignment, element
+// sizes and the C++ names of A, B, C, D and the epilogue's extra outputs; the accumulator and the MMA
+// instruction they imply.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
