@@ -59,8 +59,14 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
   w.close("};");
   w.blank();
 
+  const std::string dName = e.outputs.at(0).name;
+  const std::string dType = cppQualified(p.d.cppType);
+  // compute<V>: everything but D's store (the sm90a template stores D itself, through a TMA store);
+  // apply<V>: compute<V>, then D's store. D is row-major in the coordinates (a column-major D is
+  // computed as D^T), so both read it as p.D, p.ldd, rows of the kernel's output.
+  w.line("using ElementD = {};", dType);
   w.line("template <int V>");
-  w.open("__device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {{");
+  w.open("__device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_{})[V]) const {{", dName);
   if (!anyAmax) w.line("(void)s;");
   if (e.usesSource) {
     w.line("float src_C[V];");
@@ -76,8 +82,8 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
       w.line("float in_{0}[V]; ::kdl::load_{2}_broadcast<{1}, V>(p.{0}, p.batch_stride_{0}, c, in_{0});", in.name, t,
              (in.broadcast == Broadcast::Row) != p.transposed ? "row" : "col");
   }
-  for (const EpiOutput& o : e.outputs)
-    if (o.kind != EpiOutput::Kind::AmaxReduction) w.line("float out_{}[V];", o.name);
+  for (size_t i = 1; i < e.outputs.size(); ++i)
+    if (e.outputs[i].kind != EpiOutput::Kind::AmaxReduction) w.line("float out_{}[V];", e.outputs[i].name);
   w.line("#pragma unroll");
   w.open("for (int i = 0; i < V; ++i) {{");
   for (const EpiLet& l : e.lets)
@@ -95,11 +101,16 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
     w.line("if (i < c.valid) ::kdl::amax_accumulate(s.amax_{}, {});", o.name, v);
   }
   w.close();
-  w.line("::kdl::store_tile{}<{}, V>(p.D, p.ldd, p.batch_stride_D, c, out_{});", tileAccess(p, p.d.layout),
-         cppQualified(p.d.cppType), e.outputs.at(0).name);
   for (const OperandPlan& z : p.extraOutputs)
     w.line("::kdl::store_tile{4}<{0}, V>(p.{1}, p.{2}, p.{3}, c, out_{1});", cppQualified(z.cppType), z.name, z.ldName,
            z.batchStrideName, tileAccess(p, z.layout));
+  w.close();
+  w.blank();
+  w.line("template <int V>");
+  w.open("__device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {{");
+  w.line("float out_{}[V];", dName);
+  w.line("compute<V>(p, s, c, acc, out_{});", dName);
+  w.line("::kdl::store_tile<{}, V>(p.D, p.ldd, p.batch_stride_D, c, out_{});", dType, dName);
   w.close();
   w.blank();
   w.open("__device__ __forceinline__ void finish(const Params& p, State& s) const {{");

@@ -159,7 +159,7 @@ bool lowerSm90Pipeline(Lowering& l) {
   }
   const int deepest = gemm_sm90_max_stages(shape, limit, 8);
   std::string fit = fmt::format("{} B of shared memory per block ({} x {} B stages, {} B of full/empty mbarriers and "
-                                "alignment, {} B epilogue staging, 1 KB to align the base; the {} limit is {} B)",
+                                "alignment, {} B epilogue buffer (TMA store of D), 1 KB to align the base; the {} limit is {} B)",
                                 p.smemBytes, p.stages, gemm_sm90_stage_bytes(shape),
                                 gemm_sm90_epilogue_offset(shape) - gemm_sm90_barrier_offset(shape), p.epilogueSmemBytes,
                                 p.archName, limit);

@@ -63,19 +63,26 @@
 //     all walkers and added in the same workspace protocol as split-K (unit_at).
 //   * Residues: TMA zero-fills what lies outside M, N, K (3-D tensor maps: K, rows, batch);
 //     the epilogue stores in range only.
-//   * Epilogue: each consumer warp stages its 16 rows of the accumulator through a dedicated
-//     shared-memory buffer (not the mainloop stages), 32 columns at a time (16 x 32 f32, rows
-//     padded to 40 floats: conflict-free float2 writes and 16-byte reads), and hands V
-//     consecutive in-range columns at a time (V = Epilogue::kVectorWidth when declared, else 8)
-//     to Epilogue::apply<V>, so a store_tile becomes one 16-byte store; every thread of the block
-//     then calls finish. The buffer is per warp, so the epilogue needs only __syncwarp (the two
-//     consumer warpgroups never wait on each other). Meanwhile the producer, gated only by the
-//     empty barriers, has already filled up to Stages k-tiles of the next tile. A TMA store that
-//     overlaps the next tile's mainloop is later work.
+//   * Epilogue, TMA store (a functor that hands D's values back: Epilogue::ElementD and
+//     compute<V>, see detail::EpilogueD; every functor kdlc emits does): per m64 block of its rows,
+//     each consumer warpgroup passes its accumulator pairs to compute<2> (which loads C and the
+//     broadcasts, stores extra outputs and accumulates amax itself), converts D to its type into
+//     boxes of 64 rows x 128 bytes in its own part of the epilogue buffer (128-byte swizzle), and
+//     one thread stores the boxes with TMA (clipped at M and N) without waiting for them: the stores
+//     run under the next tile's mainloop, and a buffer is only rewritten once TMA has read it.
+//     run() takes this path when TMA can describe D (16-byte aligned, ld and batch stride
+//     multiples of 16 bytes); otherwise, and for functors with apply<V> only, the staged path:
+//     each consumer warp stages its 16 rows of the accumulator through the buffer, 32 columns at a
+//     time (16 x 32 f32, rows padded to 40 floats: conflict-free float2 writes and 16-byte reads),
+//     and hands V consecutive in-range columns at a time (V = Epilogue::kVectorWidth when
+//     declared, else 8) to Epilogue::apply<V>, so a store_tile becomes one 16-byte store. Either
+//     way every thread of the block then calls finish. The two consumer warpgroups never wait on
+//     each other in the epilogue; meanwhile the producer, gated only by the empty barriers, has
+//     already filled up to Stages k-tiles of the next tile.
 //
-// Shared memory: Stages x (A tile, B tile), every tile 1024-byte aligned (the swizzle atom),
-// then full[Stages] and empty[Stages] barriers, then the epilogue's staging buffer (8 consumer
-// warps x 16 x 40 f32 = 20 KB); 1 KB slack aligns the dynamic base.
+// Shared memory (kdl/gemm_sm90_smem.h): Stages x (A tile, B tile), every tile 1024-byte aligned (the
+// swizzle atom), then full[Stages] and empty[Stages] barriers, then the epilogue buffer (1024-byte
+// aligned; 16 KB per consumer warpgroup where that fits, else 10 KB); 1 KB slack aligns the dynamic base.
 // The kernel needs the sm_90a target (-gencode=arch=compute_90a,code=sm_90a); built for any
 // other target its body traps, and run() refuses devices that are not compute capability 9.x.
 #pragma once
@@ -101,6 +108,28 @@ namespace detail {
 template <class E> struct is_fp8 { static constexpr bool value = false; };
 template <> struct is_fp8<__nv_fp8_e4m3> { static constexpr bool value = true; };
 template <> struct is_fp8<__nv_fp8_e5m2> { static constexpr bool value = true; };
+
+// The epilogue's D when the functor hands D's values back instead of storing them (it declares
+// `using ElementD` and `compute<V>(params, state, coord, acc, out_D)`, and its Params name D, ldd and
+// batch_stride_D): the template then stores D itself, through shared memory and a TMA store.
+// Otherwise `apply<V>` stores everything.
+template <class E, class = void>
+struct EpilogueD {
+  static constexpr bool kComputes = false;
+  using Element = uint8_t;
+};
+template <class E>
+struct EpilogueD<E, decltype((void)sizeof(typename E::ElementD))> {
+  static constexpr bool kComputes = true;
+  using Element = typename E::ElementD;
+};
+// D's TMA element type: the operands' (16-bit types, float, bytes), and s32.
+template <class E>
+struct Sm90StoreDtype : Sm90TmaDtype<E> {};
+template <>
+struct Sm90StoreDtype<int32_t> {
+  static constexpr CUtensorMapDataType value = CU_TENSOR_MAP_DATA_TYPE_INT32;
+};
 }  // namespace detail
 
 namespace sm90 {
@@ -201,12 +230,26 @@ struct GemmSm90 {
   static constexpr int kEpiVecPerRow = kEpiCols / kEpiV;
   static constexpr int kEpiItems = 16 * kEpiVecPerRow;  // V-vectors per warp per pass
   static_assert(kEpiItems % 32 == 0, "GemmSm90: epilogue items must be a multiple of the warp");
-  static constexpr int kEpiOffset = (kBarOffset + 2 * Stages * 8 + 127) & ~127;
-  static constexpr int kEpiBytes = kConsumers * 4 * kEpiWarpFloats * 4;
-  static constexpr int kSmemBytes = 1024 + kEpiOffset + kEpiBytes;
   static constexpr GemmSm90SmemShape kSmemShape{int(sizeof(ElementA)), int(sizeof(ElementB)), TileM, TileN, TileK,
                                                 Stages, int(Schedule)};
+  static constexpr int kEpiOffset = gemm_sm90_epilogue_offset(kSmemShape);  // 1024-byte aligned
+  static constexpr int kEpiBytes = gemm_sm90_epilogue_smem_bytes(kSmemShape);
+  static constexpr int kEpiWgBytes = kEpiBytes / kConsumers;  // one consumer warpgroup's part
+  static_assert(kEpiOffset >= kBarOffset + 2 * Stages * 8 && kEpiWgBytes >= 4 * kEpiWarpFloats * 4 &&
+                    kEpiWgBytes % 1024 == 0,
+                "GemmSm90: the epilogue buffer must follow the barriers and hold 4 warps' staging");
+  static constexpr int kSmemBytes = 1024 + kEpiOffset + kEpiBytes;
   static_assert(kSmemBytes == gemm_sm90_smem_bytes(kSmemShape), "GemmSm90: kdl/gemm_sm90_smem.h disagrees");
+  // The TMA store of D (a functor that computes D, D in boxes of 64 rows x 128 bytes with the 128-byte
+  // swizzle, kChunkBoxes of them per pass through the warpgroup's buffer).
+  using ElementD = typename detail::EpilogueD<Epilogue>::Element;
+  static constexpr int kBoxCols = 128 / int(sizeof(ElementD));
+  static constexpr int kBoxBytes = 64 * 128;
+  static constexpr bool kTmaStoreD = detail::EpilogueD<Epilogue>::kComputes && TileN % kBoxCols == 0;
+  static constexpr int kBoxesPerBlock = kTmaStoreD ? TileN / kBoxCols : 1;
+  static constexpr int kChunkBoxes = kBoxesPerBlock < kEpiWgBytes / kBoxBytes ? kBoxesPerBlock : kEpiWgBytes / kBoxBytes;
+  static_assert(kChunkBoxes >= 1 && kBoxesPerBlock % kChunkBoxes == 0, "GemmSm90: D's boxes per chunk");
+  static constexpr int kEpiBarrier = kTurnBarrier + 4;  // named barriers 5, 6: consumer 0's, 1's epilogue buffer
   static constexpr int kMinSmemBytes = kSmemBytes;  // kdl::GemmHost's device check (no smaller fallback)
   static_assert(kSmemBytes <= 232448,
                 "GemmSm90: Stages x (TileM + TileN) x 128 B + the epilogue buffer exceeds the 227 KB of shared memory");
@@ -214,6 +257,8 @@ struct GemmSm90 {
   struct KernelParams {
     CUtensorMap tmA;  // TileA::encode: {K, M, batch} (row-major) or {M, K, batch} (column-major)
     CUtensorMap tmB;  // TileB::encode: {K, N, batch} (column-major) or {N, K, batch} (row-major)
+    CUtensorMap tmD;  // kTmaStoreD and store_d: D {N, M, batch}, box kBoxCols x 64, 128-byte swizzle
+    int store_d;      // 1: D goes through tmD (run() could describe it to TMA); 0: apply<V> stores it
     int m, n, batch;
     int tiles_m, tiles_n, ktiles;
     int split;            // serial split-K slices (1: none)
@@ -519,10 +564,22 @@ struct GemmSm90 {
           if (!reduce_slices(P, w, acc, consumer, wg_thread)) continue;
         }
 
-        // ---- epilogue: registers -> per-warp staging (16 x 32 f32) -> Epilogue::apply<V>, in range only ----
-        store_tile_epilogue(P, epilogue, state, acc, kdl_sm90_smem + (base - raw) + kEpiOffset, consumer, warp_in_wg,
-                            w.batch, w.tm * TileM + row_off + warp_in_wg * 16, w.tn * TileN);
+        // ---- epilogue: registers -> Epilogue::compute<2> -> swizzled boxes of D -> TMA store (not waited for);
+        //      or registers -> per-warp staging (16 x 32 f32) -> Epilogue::apply<V>, in range only ----
+        uint8_t* const epi_smem = kdl_sm90_smem + (base - raw) + kEpiOffset;
+        if constexpr (kTmaStoreD) {
+          if (P.store_d) {
+            store_tile_tma(P, epilogue, state, acc, epi_smem + consumer * kEpiWgBytes, consumer, wg_thread, w.batch,
+                           w.tm * TileM + row_off, w.tn * TileN);
+            continue;
+          }
+        }
+        store_tile_epilogue(P, epilogue, state, acc, epi_smem, consumer, warp_in_wg, w.batch,
+                            w.tm * TileM + row_off + warp_in_wg * 16, w.tn * TileN);
       }
+      // The last TMA stores have read their boxes and written D before the block's shared memory goes.
+      if constexpr (kTmaStoreD)
+        if (wg_thread == 0) sm90::tma_store_wait<0>();
     }
     __syncwarp();
     epilogue.finish(P.ep, state);
@@ -667,6 +724,96 @@ struct GemmSm90 {
     }
   }
 
+  // One consumer warpgroup's epilogue through the TMA store of D: per m64 block of its rows, kChunkBoxes
+  // boxes (64 rows x 128 bytes of D) at a time, every thread hands its accumulator pairs (row g / g + 8,
+  // columns 8j + 2t + {0, 1}) to Epilogue::compute<2> (in range only), converts the results to D's type
+  // and writes them into the warpgroup's buffer with the 128-byte swizzle (16-byte unit u of row r at
+  // u ^ (r % 8): conflict-free); then one thread issues the boxes' TMA stores (clipped at M and N) and
+  // goes on without waiting, so the stores run under the next tile's mainloop. The buffer is reused
+  // once TMA has read it (the wait at the top of each pass).
+  __device__ __forceinline__ static void store_tile_tma(const KernelParams& P, Epilogue& epilogue,
+                                                        typename Epilogue::State& state, const Acc (&acc)[kMmaM][kAccRegs],
+                                                        uint8_t* buf, int consumer, int wg_thread, int batch, int row0,
+                                                        int col0) {
+    const int bar = kEpiBarrier + consumer;
+#pragma unroll
+    for (int i = 0; i < kMmaM; ++i) {
+      const int block_row = row0 + i * 64;
+      if (block_row >= P.m) continue;  // warpgroup-uniform
+#pragma unroll
+      for (int ch = 0; ch < kBoxesPerBlock / kChunkBoxes; ++ch) {
+        const int chunk_col = col0 + ch * kChunkBoxes * kBoxCols;
+        if (chunk_col >= P.n) continue;  // warpgroup-uniform
+        if (wg_thread == 0) sm90::tma_store_wait_read<0>();  // the previous pass's boxes have been read
+        sm90::named_barrier_sync(bar, 128);
+        // Interior chunks (all of it inside M and N, the common case) skip the per-pair range checks.
+        if (block_row + 64 <= P.m && chunk_col + kChunkBoxes * kBoxCols <= P.n)
+          write_chunk<true>(P, epilogue, state, acc[i], buf, ch, wg_thread, batch, block_row, chunk_col);
+        else
+          write_chunk<false>(P, epilogue, state, acc[i], buf, ch, wg_thread, batch, block_row, chunk_col);
+        sm90::fence_proxy_async_shared();  // the writes are visible to the TMA (async proxy)
+        sm90::named_barrier_sync(bar, 128);
+        if (wg_thread == 0) {
+#pragma unroll
+          for (int bx = 0; bx < kChunkBoxes; ++bx)
+            if (chunk_col + bx * kBoxCols < P.n) sm90::tma_store_3d(&P.tmD, buf + bx * kBoxBytes, chunk_col + bx * kBoxCols, block_row, batch);
+          sm90::tma_store_commit();
+        }
+      }
+    }
+  }
+  // Chunk ch of one m64 block's accumulator (a) through Epilogue::compute<2> into the chunk's boxes in
+  // buf (128-byte swizzle: 16-byte unit u of row r at u ^ (r % 8)). Full: the chunk lies inside M and N.
+  template <bool Full>
+  __device__ __forceinline__ static void write_chunk(const KernelParams& P, Epilogue& epilogue,
+                                                     typename Epilogue::State& state, const Acc (&a)[kAccRegs], uint8_t* buf,
+                                                     int ch, int wg_thread, int batch, int block_row, int chunk_col) {
+    const int lane = wg_thread % 32, warp = wg_thread / 32;
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int bx = 0; bx < kChunkBoxes; ++bx) {
+#pragma unroll
+      for (int jj = 0; jj < kBoxCols / 8; ++jj) {
+        const int j = (ch * kChunkBoxes + bx) * (kBoxCols / 8) + jj;  // the accumulator's 8-column group
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = warp * 16 + g + 8 * h;  // row in the box
+          const int cb = jj * 8 + 2 * t;        // column in the box
+          const int row = block_row + r, col = chunk_col + bx * kBoxCols + cb;
+          const float v[2] = {float(a[4 * j + 2 * h]), float(a[4 * j + 2 * h + 1])};
+          float d[2] = {0.f, 0.f};
+          if (Full) {
+            epilogue.template compute<2>(P.ep, state, EpilogueCoord{batch, row, col, 2}, v, d);
+          } else if (row < P.m && col < P.n) {
+            epilogue.template compute<2>(P.ep, state, EpilogueCoord{batch, row, col, (P.n - col) < 2 ? (P.n - col) : 2}, v, d);
+          }
+          const int byte = cb * int(sizeof(ElementD));
+          store_pair(buf + bx * kBoxBytes + r * 128 + ((((byte >> 4) ^ (r & 7)) << 4) | (byte & 15)), d);
+        }
+      }
+    }
+  }
+  // Two consecutive elements of D, converted, to shared memory.
+  __device__ __forceinline__ static void store_pair(uint8_t* dst, const float (&d)[2]) {
+    const ElementD e0 = convert_out<ElementD>(d[0]), e1 = convert_out<ElementD>(d[1]);
+    if constexpr (sizeof(ElementD) == 1) {
+      uint16_t v;
+      memcpy(&v, &e0, 1);
+      memcpy(reinterpret_cast<uint8_t*>(&v) + 1, &e1, 1);
+      *reinterpret_cast<uint16_t*>(dst) = v;
+    } else if constexpr (sizeof(ElementD) == 2) {
+      uint32_t v;
+      memcpy(&v, &e0, 2);
+      memcpy(reinterpret_cast<uint8_t*>(&v) + 2, &e1, 2);
+      *reinterpret_cast<uint32_t*>(dst) = v;
+    } else {
+      uint2 v;
+      memcpy(&v.x, &e0, 4);
+      memcpy(&v.y, &e1, 4);
+      *reinterpret_cast<uint2*>(dst) = v;
+    }
+  }
+
   // ------------------------------------------------------------------ host ----
   static constexpr long long kMaxDim = 0x7fffffffLL - 256;
 
@@ -747,6 +894,28 @@ struct GemmSm90 {
                                     int(sizeof(ElementB)), msg, sizeof(msg)))
       return e;
     return nullptr;
+  }
+
+  // D's tensor map for the TMA store ({N, M, batch}, box kBoxCols x 64, 128-byte swizzle), when TMA can
+  // describe D (16-byte aligned base, ld and batch stride multiples of 16 bytes, no zero batch stride);
+  // false: the epilogue stores D through apply<V> instead.
+  template <class Params>
+  static bool encode_d(CUtensorMap* map, const GemmProblem& p, const Params& ep) {
+    const DriverApi& api = driver_api();
+    if (api.cuTensorMapEncodeTiled == nullptr || ep.D == nullptr) return false;
+    constexpr int kElem = int(sizeof(ElementD));
+    const uint64_t row_bytes = (uint64_t)ep.ldd * kElem;
+    if (reinterpret_cast<uintptr_t>(ep.D) % 16 || ep.ldd < p.n || row_bytes % 16 || row_bytes >= (1ull << 40)) return false;
+    if (p.batch > 1 && (ep.batch_stride_D <= 0 || ((uint64_t)ep.batch_stride_D * kElem) % 16)) return false;
+    const uint64_t bstride = detail::sm90_batch_stride_bytes(ep.ldd, ep.batch_stride_D, p.m, p.batch, kElem);
+    if (bstride % 16 || bstride >= (1ull << 40)) return false;
+    cuuint64_t dims[3] = {(cuuint64_t)p.n, (cuuint64_t)p.m, (cuuint64_t)p.batch};
+    cuuint64_t strides[2] = {(cuuint64_t)row_bytes, (cuuint64_t)bstride};
+    cuuint32_t box[3] = {(cuuint32_t)kBoxCols, 64, 1};
+    cuuint32_t estr[3] = {1, 1, 1};
+    return api.cuTensorMapEncodeTiled(map, detail::Sm90StoreDtype<ElementD>::value, 3, ep.D, dims, strides, box, estr,
+                                      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                      CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
   }
 
   static size_t tiles_total(const GemmProblem& p) { return (size_t)tiles_m_of(p) * (size_t)tiles_n_of(p) * (size_t)p.batch; }
@@ -841,6 +1010,7 @@ struct GemmSm90 {
       if (cudaError_t e = cudaMemsetAsync(kp.semaphores, 0, slots * sizeof(int), stream); e != cudaSuccess) return e;
     }
     kp.ep = ep;
+    if constexpr (kTmaStoreD) kp.store_d = encode_d(&kp.tmD, p, ep) ? 1 : 0;
     const long long units = (long long)((kp.tiles_m + ClusterM - 1) / ClusterM) * ((kp.tiles_n + ClusterN - 1) / ClusterN) *
                             p.batch * p.split_k;
     if constexpr (kClusterSize == 1) {

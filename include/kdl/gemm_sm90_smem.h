@@ -5,7 +5,8 @@
 // Layout (from a 1024-byte aligned base; 1 KB of slack aligns the dynamic base):
 //   Stages x (A tile: TileM x TileK, B tile: TileN x TileK), each tile 1024-byte aligned (the swizzle atom)
 //   full[Stages] and empty[Stages] mbarriers (8 bytes each)
-//   the epilogue's staging buffer, 128-byte aligned: per consumer warp 16 rows x 40 f32
+//   the epilogue's buffer, 1024-byte aligned: per consumer warpgroup 16 KB where it fits, else 10 KB
+//   (the TMA store's boxes of D, or the per-warp staging of the functor's vectors: 16 rows x 40 f32 per warp)
 #pragma once
 
 namespace kdl {
@@ -31,11 +32,17 @@ constexpr int gemm_sm90_stage_bytes(const GemmSm90SmemShape& s) {
 }
 constexpr int gemm_sm90_barrier_offset(const GemmSm90SmemShape& s) { return s.stages * gemm_sm90_stage_bytes(s); }
 constexpr int gemm_sm90_epilogue_offset(const GemmSm90SmemShape& s) {
-  return (gemm_sm90_barrier_offset(s) + 2 * s.stages * 8 + 127) & ~127;
+  return (gemm_sm90_barrier_offset(s) + 2 * s.stages * 8 + 1023) & ~1023;
 }
-// Per consumer warp 16 rows x (32 + 8) floats.
+// The shared memory an sm_90 block may have (227 KB).
+constexpr int kGemmSm90SmemLimit = 232448;
+// The epilogue's buffer: 16 KB per consumer warpgroup (two 64 x 128-byte boxes of D for the TMA
+// store) where that fits beside the stages, else 10 KB (one box; also what the per-warp staging of
+// 16 rows x (32 + 8) floats needs: 4 warps x 2560 bytes).
 constexpr int gemm_sm90_epilogue_smem_bytes(const GemmSm90SmemShape& s) {
-  return gemm_sm90_consumer_warpgroups(s) * 4 * 16 * 40 * 4;
+  return 1024 + gemm_sm90_epilogue_offset(s) + gemm_sm90_consumer_warpgroups(s) * 16384 <= kGemmSm90SmemLimit
+             ? gemm_sm90_consumer_warpgroups(s) * 16384
+             : gemm_sm90_consumer_warpgroups(s) * 4 * 16 * 40 * 4;
 }
 // What kdl::GemmSm90 launches with (GemmSm90::kSmemBytes).
 constexpr int gemm_sm90_smem_bytes(const GemmSm90SmemShape& s) {

@@ -22,7 +22,7 @@
 template <class TOut, class TC>
 struct TestEpilogue {
   struct Params {
-    TOut* D; int64_t ldd, bsD;
+    TOut* D; int64_t ldd, batch_stride_D;
     const TC* C; int64_t ldc, bsC;
     const float* bias; int64_t bsBias;   // per column n
     const float* rowb;                    // per row m (batch stride 0)
@@ -32,15 +32,17 @@ struct TestEpilogue {
     float* amax;                          // zeroed by the host before launch
   };
   struct State { float amax = 0.f; };
+  // D's values (GemmSm90 stores them through a TMA store); apply<V> below stores them itself.
+  using ElementD = TOut;
   template <int V>
-  __device__ __forceinline__ void apply(const Params& p, State& s, const kdl::EpilogueCoord& co, const float (&acc)[V]) const {
+  __device__ __forceinline__ void compute(const Params& p, State& s, const kdl::EpilogueCoord& co, const float (&acc)[V],
+                                          float (&d)[V]) const {
     float c[V], b[V], r[V];
     if (p.C) kdl::load_tile<TC, V>(p.C, p.ldc, p.bsC, co, c); else for (int i = 0; i < V; ++i) c[i] = 0.f;
     if (p.bias) kdl::load_col_broadcast<float, V>(p.bias, p.bsBias, co, b); else for (int i = 0; i < V; ++i) b[i] = 0.f;
     if (p.rowb) kdl::load_row_broadcast<float, V>(p.rowb, 0, co, r); else for (int i = 0; i < V; ++i) r[i] = 0.f;
     float alpha = p.alpha;
     if (p.alpha_ptr) alpha *= kdl::load_scalar<float>(p.alpha_ptr);
-    float d[V];
 #pragma unroll
     for (int i = 0; i < V; ++i) {
       float x = alpha * acc[i] + p.beta * c[i] + b[i] + r[i];
@@ -49,24 +51,40 @@ struct TestEpilogue {
       d[i] = x;
       if (i < co.valid) kdl::amax_accumulate(s.amax, x);
     }
-    kdl::store_tile<TOut, V>(p.D, p.ldd, p.bsD, co, d);
+  }
+  template <int V>
+  __device__ __forceinline__ void apply(const Params& p, State& s, const kdl::EpilogueCoord& co, const float (&acc)[V]) const {
+    float d[V];
+    compute<V>(p, s, co, acc, d);
+    kdl::store_tile<TOut, V>(p.D, p.ldd, p.batch_stride_D, co, d);
   }
   __device__ __forceinline__ void finish(const Params& p, State& s) const {
     if (p.amax) kdl::amax_finish(p.amax, s.amax);
   }
 };
 
-// Minimal epilogue for benchmarking: D = alpha * acc (bf16/half/float out).
+// Minimal epilogue for benchmarking: D = alpha * acc (bf16/half/float out), stored by apply<V> (the
+// staged path of GemmSm90 and the sm80 templates).
 template <class TOut>
-struct StoreEpilogue {
-  struct Params { TOut* D; int64_t ldd, bsD; float alpha; };
+struct StoreEpilogueApply {
+  struct Params { TOut* D; int64_t ldd, batch_stride_D; float alpha; };
   struct State {};
   template <int V>
-  __device__ __forceinline__ void apply(const Params& p, State&, const kdl::EpilogueCoord& co, const float (&acc)[V]) const {
-    float d[V];
+  __device__ __forceinline__ void compute(const Params& p, State&, const kdl::EpilogueCoord&, const float (&acc)[V],
+                                          float (&d)[V]) const {
 #pragma unroll
     for (int i = 0; i < V; ++i) d[i] = p.alpha * acc[i];
-    kdl::store_tile<TOut, V>(p.D, p.ldd, p.bsD, co, d);
+  }
+  template <int V>
+  __device__ __forceinline__ void apply(const Params& p, State& s, const kdl::EpilogueCoord& co, const float (&acc)[V]) const {
+    float d[V];
+    compute<V>(p, s, co, acc, d);
+    kdl::store_tile<TOut, V>(p.D, p.ldd, p.batch_stride_D, co, d);
   }
   __device__ __forceinline__ void finish(const Params&, State&) const {}
+};
+// The same, handing D's values to GemmSm90 (ElementD: its TMA store of D).
+template <class TOut>
+struct StoreEpilogue : StoreEpilogueApply<TOut> {
+  using ElementD = TOut;
 };

@@ -23,16 +23,22 @@ struct Epilogue {
   struct State {
   };
 
+  using ElementD = ::__nv_bfloat16;
   template <int V>
-  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
+  __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
     (void)s;
     float in_sa[V]; ::kdl::load_col_broadcast<float, V>(p.sa, p.batch_stride_sa, c, in_sa);
     float in_sb[V]; ::kdl::load_row_broadcast<float, V>(p.sb, p.batch_stride_sb, c, in_sb);
-    float out_D[V];
     #pragma unroll
     for (int i = 0; i < V; ++i) {
       out_D[i] = ((acc[i] * in_sa[i]) * in_sb[i]);
     }
+  }
+
+  template <int V>
+  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
+    float out_D[V];
+    compute<V>(p, s, c, acc, out_D);
     ::kdl::store_tile<::__nv_bfloat16, V>(p.D, p.ldd, p.batch_stride_D, c, out_D);
   }
 

@@ -24,9 +24,9 @@ struct Epilogue {
     float amax_amax = 0.0f;
   };
 
+  using ElementD = ::half;
   template <int V>
-  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
-    float out_D[V];
+  __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
     float out_Z[V];
     #pragma unroll
     for (int i = 0; i < V; ++i) {
@@ -34,8 +34,14 @@ struct Epilogue {
       out_Z[i] = acc[i];
       if (i < c.valid) ::kdl::amax_accumulate(s.amax_amax, out_D[i]);
     }
-    ::kdl::store_tile<::half, V>(p.D, p.ldd, p.batch_stride_D, c, out_D);
     ::kdl::store_tile<float, V>(p.Z, p.ldz, p.batch_stride_Z, c, out_Z);
+  }
+
+  template <int V>
+  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
+    float out_D[V];
+    compute<V>(p, s, c, acc, out_D);
+    ::kdl::store_tile<::half, V>(p.D, p.ldd, p.batch_stride_D, c, out_D);
   }
 
   __device__ __forceinline__ void finish(const Params& p, State& s) const {

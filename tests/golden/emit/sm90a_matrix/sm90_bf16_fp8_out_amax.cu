@@ -22,15 +22,21 @@ struct Epilogue {
     float amax_amax_d = 0.0f;
   };
 
+  using ElementD = ::__nv_fp8_e4m3;
   template <int V>
-  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
+  __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
     const float in_scale = ::kdl::load_scalar<float>(p.scale);
-    float out_D[V];
     #pragma unroll
     for (int i = 0; i < V; ++i) {
       out_D[i] = (acc[i] * in_scale);
       if (i < c.valid) ::kdl::amax_accumulate(s.amax_amax_d, out_D[i]);
     }
+  }
+
+  template <int V>
+  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
+    float out_D[V];
+    compute<V>(p, s, c, acc, out_D);
     ::kdl::store_tile<::__nv_fp8_e4m3, V>(p.D, p.ldd, p.batch_stride_D, c, out_D);
   }
 

@@ -20,18 +20,24 @@ struct Epilogue {
   struct State {
   };
 
+  using ElementD = ::half;
   template <int V>
-  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
+  __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
     (void)s;
-    float out_D[V];
     float out_pre[V];
     #pragma unroll
     for (int i = 0; i < V; ++i) {
       out_D[i] = ::kdl::relu(acc[i]);
       out_pre[i] = acc[i];
     }
-    ::kdl::store_tile<::half, V>(p.D, p.ldd, p.batch_stride_D, c, out_D);
     ::kdl::store_tile<::__nv_bfloat16, V>(p.pre, p.ldpre, p.batch_stride_pre, c, out_pre);
+  }
+
+  template <int V>
+  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
+    float out_D[V];
+    compute<V>(p, s, c, acc, out_D);
+    ::kdl::store_tile<::half, V>(p.D, p.ldd, p.batch_stride_D, c, out_D);
   }
 
   __device__ __forceinline__ void finish(const Params& p, State& s) const {

@@ -23,21 +23,27 @@ struct Epilogue {
   struct State {
   };
 
+  using ElementD = ::half;
   template <int V>
-  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
+  __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
     (void)s;
     float src_C[V];
     if (p.C != nullptr) ::kdl::load_tile<::half, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);
     else for (int i = 0; i < V; ++i) src_C[i] = 0.0f;
-    float out_D[V];
     float out_Z[V];
     #pragma unroll
     for (int i = 0; i < V; ++i) {
       out_D[i] = ((p.alpha * acc[i]) + (p.beta * src_C[i]));
       out_Z[i] = acc[i];
     }
-    ::kdl::store_tile<::half, V>(p.D, p.ldd, p.batch_stride_D, c, out_D);
     ::kdl::store_tile<float, V>(p.Z, p.ldz, p.batch_stride_Z, c, out_Z);
+  }
+
+  template <int V>
+  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
+    float out_D[V];
+    compute<V>(p, s, c, acc, out_D);
+    ::kdl::store_tile<::half, V>(p.D, p.ldd, p.batch_stride_D, c, out_D);
   }
 
   __device__ __forceinline__ void finish(const Params& p, State& s) const {

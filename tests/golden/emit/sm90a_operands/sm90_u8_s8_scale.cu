@@ -20,15 +20,21 @@ struct Epilogue {
   struct State {
   };
 
+  using ElementD = float;
   template <int V>
-  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
+  __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
     (void)s;
     float in_scale[V]; ::kdl::load_row_broadcast<float, V>(p.scale, p.batch_stride_scale, c, in_scale);
-    float out_D[V];
     #pragma unroll
     for (int i = 0; i < V; ++i) {
       out_D[i] = (acc[i] * in_scale[i]);
     }
+  }
+
+  template <int V>
+  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
+    float out_D[V];
+    compute<V>(p, s, c, acc, out_D);
     ::kdl::store_tile<float, V>(p.D, p.ldd, p.batch_stride_D, c, out_D);
   }
 

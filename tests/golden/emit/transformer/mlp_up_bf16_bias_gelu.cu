@@ -20,15 +20,21 @@ struct Epilogue {
   struct State {
   };
 
+  using ElementD = ::__nv_bfloat16;
   template <int V>
-  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
+  __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
     (void)s;
     float in_bias[V]; ::kdl::load_col_broadcast<float, V>(p.bias, p.batch_stride_bias, c, in_bias);
-    float out_D[V];
     #pragma unroll
     for (int i = 0; i < V; ++i) {
       out_D[i] = ::kdl::gelu((acc[i] + in_bias[i]));
     }
+  }
+
+  template <int V>
+  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
+    float out_D[V];
+    compute<V>(p, s, c, acc, out_D);
     ::kdl::store_tile<::__nv_bfloat16, V>(p.D, p.ldd, p.batch_stride_D, c, out_D);
   }
 
