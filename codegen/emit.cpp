@@ -66,9 +66,16 @@ std::string emitManifest(const std::vector<KernelPlan>& plans, const EmitOptions
            q("kdl_kernels::" + p.name), q("kdl_kernels::" + p.name + "::Arguments"),
            q("kdl_kernels::" + p.name + "::can_implement"), q("kdl_kernels::" + p.name + "::workspace_size"),
            q("kdl_kernels::" + p.name + "::run"));
-    w.line("\"c\": {{\"info\": {}, \"can_implement\": {}, \"workspace_size\": {}, \"run\": {}}}", q("kdl_" + p.name + "_info"),
-           q("kdl_" + p.name + "_can_implement"), q("kdl_" + p.name + "_workspace_size"), q("kdl_" + p.name + "_run"));
+    w.line("\"c\": {{\"info\": {}, \"can_implement\": {}, \"workspace_size\": {}, \"run\": {}{}}}", q("kdl_" + p.name + "_info"),
+           q("kdl_" + p.name + "_can_implement"), q("kdl_" + p.name + "_workspace_size"), q("kdl_" + p.name + "_run"),
+           p.fallback ? fmt::format(", \"path\": {}", q("kdl_" + p.name + "_path")) : std::string());
     w.close("},");
+    // fallback = sm80: the sm80-path kernel the host side runs where this one cannot (codegen/lower_fallback.cpp).
+    if (const KernelPlan* f = p.fallback.get())
+      w.line("\"fallback\": {{\"arch\": {}, \"path\": {}, \"template\": {}, \"instance\": {}, \"tile\": [{}, {}, {}], "
+             "\"warps\": [{}, {}], \"stages\": {}, \"smem_bytes\": {}}},",
+             q(f->archName), q(pathWord(f->path)), q(pathTemplate(f->path)), q(f->templateInstance()), f->tileM, f->tileN,
+             f->tileK, f->warpsM, f->warpsN, f->stages, f->smemBytes);
     w.open("\"parameters\": {{");
     auto operand = [&](const OperandPlan& x) {
       return fmt::format("{{\"name\": {}, \"dtype\": {}, \"cpp_type\": {}, \"layout\": {}, \"align\": {}}}", q(x.name),

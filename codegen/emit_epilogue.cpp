@@ -56,8 +56,23 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
       w.line("float amax_{} = 0.0f;", e.outputs[i].name);
       anyAmax = true;
     }
+  bool anyScalar = false;
+  for (const EpiInput& in : e.inputs)
+    if (in.broadcast == Broadcast::Scalar) {
+      w.line("float in_{} = 0.0f;  // loaded by prepare", in.name);
+      anyScalar = true;
+    }
   w.close("};");
   w.blank();
+  if (anyScalar) {
+    // Device scalars ([] inputs) are read once per block, not per element.
+    w.open("__device__ __forceinline__ void prepare(const Params& p, State& s) const {{");
+    for (const EpiInput& in : e.inputs)
+      if (in.broadcast == Broadcast::Scalar)
+        w.line("s.in_{0} = ::kdl::load_scalar<{1}>(p.{0});", in.name, cppQualified(cppElementType(in.dtype)));
+    w.close();
+    w.blank();
+  }
 
   const std::string dName = e.outputs.at(0).name;
   const std::string dType = cppQualified(p.d.cppType);
@@ -67,7 +82,7 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
   w.line("using ElementD = {};", dType);
   w.line("template <int V>");
   w.open("__device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_{})[V]) const {{", dName);
-  if (!anyAmax) w.line("(void)s;");
+  if (!anyAmax && !anyScalar) w.line("(void)s;");
   if (e.usesSource) {
     w.line("float src_C[V];");
     w.line("if (p.C != nullptr) ::kdl::load_tile{}<{}, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);",
@@ -77,7 +92,7 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
   for (const EpiInput& in : e.inputs) {
     const std::string t = cppQualified(cppElementType(in.dtype));
     if (in.broadcast == Broadcast::Scalar)
-      w.line("const float in_{0} = ::kdl::load_scalar<{1}>(p.{0});", in.name, t);
+      w.line("const float in_{0} = s.in_{0};", in.name);
     else  // [row]: one per row of D, which is a coordinate column when the kernel computes D^T
       w.line("float in_{0}[V]; ::kdl::load_{2}_broadcast<{1}, V>(p.{0}, p.batch_stride_{0}, c, in_{0});", in.name, t,
              (in.broadcast == Broadcast::Row) != p.transposed ? "row" : "col");

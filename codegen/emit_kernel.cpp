@@ -102,6 +102,7 @@ std::string emitKernelHeader(const KernelPlan& p, const EmitOptions& o) {
   CodeWriter w;
   w.raw(generatedComment(p, o));
   w.line("// {}", kernelDoc(p));
+  if (p.fallback) w.line("// Fallback (fallback = sm80): {}", kernelDoc(*p.fallback));
   w.line("// Epilogue: {}", renderEpilogueSummary(p.epilogue));
   w.raw("// Host API; plain C++ (needs the CUDA include directory, no device code). Sizes and strides are in");
   w.raw("// elements; every tensor is row-major unless its comment says otherwise.");
@@ -163,6 +164,13 @@ std::string emitKernelHeader(const KernelPlan& p, const EmitOptions& o) {
   w.raw("::size_t workspace_size(const Arguments& args);");
   w.raw("// Enqueues the kernel on `stream`; cudaErrorInvalidValue when can_implement() rejects the arguments.");
   w.raw("::cudaError_t run(const Arguments& args, void* workspace = nullptr, ::cudaStream_t stream = nullptr);");
+  if (p.fallback) {
+    w.line("// fallback = sm80: which kernel run() launches for these arguments on the current device: \"{}\" (this",
+           p.archName);
+    w.line("// kernel), \"{}\" (its sm80-path fallback, where this one cannot run them), or nullptr when", p.fallback->archName);
+    w.raw("// can_implement() refuses them.");
+    w.raw("const char* path(const Arguments& args);");
+  }
   w.blank();
   w.raw(fmt::format("}}  // namespace kdl_kernels::{}", p.name));
   return w.take();
@@ -172,26 +180,12 @@ std::string emitKernelHeader(const KernelPlan& p, const EmitOptions& o) {
 // The Epilogue functor, the template instance and the argument table; kdl::GemmHost (include/kdl/gemm_host.h)
 // is the rest of the host side.
 
-std::string emitKernelSource(const KernelPlan& p, const EmitOptions& o) {
-  CodeWriter w;
-  const std::string& N = p.name;
-  const std::string ns = "::kdl_kernels::" + N;
-  w.raw(generatedComment(p, o));
-  w.line("// {}", kernelDoc(p));
-  w.line("// Compile: nvcc -std=c++17 {} -I<kdl include dir> -c {}.cu", fmt::join(p.gencode, " "), N);
-  w.line("#include \"{}.h\"", N);
-  w.blank();
-  w.raw("#include <kdl/activations.cuh>");
-  w.raw("#include <kdl/epilogue.cuh>");
-  w.raw("#include <kdl/gemm_host.h>");
-  w.line("#include <{}>", pathHeader(p.path));
-  if (p.transposed) w.raw("#include <kdl/gemm_transposed.h>");
-  w.raw("#include <kdl/numeric.cuh>");
-  w.blank();
-  w.line("namespace kdl_kernels::{}::detail {{", N);
-  w.blank();
-  w.lines(emitEpilogueFunctor(p, 0));
-  w.blank();
+namespace {
+
+// The description of one kernel for kdl::GemmHost (include/kdl/gemm_host.h): its template instance and
+// its arguments in C ABI order. `epilogueNs`: the namespace of its Epilogue functor.
+void kernelStruct(CodeWriter& w, const KernelPlan& p, const std::string& epilogueNs) {
+  const std::string ns = "::kdl_kernels::" + p.name;
   for (const Decision& d : p.decisions)
     if (d.what == "orientation" || d.what == "warps" || d.what == "mma" || d.what == "schedule" || d.what == "cluster" ||
         d.what == "stages")
@@ -199,10 +193,10 @@ std::string emitKernelSource(const KernelPlan& p, const EmitOptions& o) {
   w.raw("// The kernel for kdl::GemmHost: its template instance and its arguments in C ABI order.");
   w.open("struct Kernel {{");
   w.line("using Arguments = {}::Arguments;", ns);
-  w.line("using Epilogue = {}::detail::Epilogue;", ns);
+  w.line("using Epilogue = {}::Epilogue;", epilogueNs);
   w.raw("using Params = Epilogue::Params;");
   w.line("using Gemm = {};", gemmInstance(p));
-  w.line("static constexpr const char* kName = \"{}\";", N);
+  w.line("static constexpr const char* kName = \"{}\";", p.name);
   w.line("static constexpr const char* kOp = \"{}\";", opWord(p.spec.op.value));
   w.line("static constexpr ::kdl::KernelTarget kTarget = {{\"{}\", {}, {}}};", p.archName, p.minComputeCapability,
          p.exactComputeCapability ? "true" : "false");
@@ -211,7 +205,51 @@ std::string emitKernelSource(const KernelPlan& p, const EmitOptions& o) {
   for (size_t i = 0; i < p.args.size(); ++i)
     w.line("    {}{}", argTableEntry(p, p.args[i]), i + 1 < p.args.size() ? "," : ");");
   w.close("};");
-  w.raw("using Host = ::kdl::GemmHost<Kernel>;");
+}
+
+}  // namespace
+
+std::string emitKernelSource(const KernelPlan& p, const EmitOptions& o) {
+  CodeWriter w;
+  const std::string& N = p.name;
+  const std::string ns = "::kdl_kernels::" + N;
+  const KernelPlan* fb = p.fallback.get();
+  w.raw(generatedComment(p, o));
+  w.line("// {}", kernelDoc(p));
+  if (fb) w.line("// Fallback (fallback = sm80): {}", kernelDoc(*fb));
+  w.line("// Compile: nvcc -std=c++17 {} -I<kdl include dir> -c {}.cu", fmt::join(p.gencode, " "), N);
+  w.line("#include \"{}.h\"", N);
+  w.blank();
+  w.raw("#include <kdl/activations.cuh>");
+  w.raw("#include <kdl/epilogue.cuh>");
+  if (fb) w.raw("#include <kdl/gemm_fallback.h>");
+  w.raw("#include <kdl/gemm_host.h>");
+  if (fb && std::string(pathHeader(fb->path)) < pathHeader(p.path)) w.line("#include <{}>", pathHeader(fb->path));
+  w.line("#include <{}>", pathHeader(p.path));
+  if (fb && std::string(pathHeader(fb->path)) > pathHeader(p.path)) w.line("#include <{}>", pathHeader(fb->path));
+  if (p.transposed || (fb && fb->transposed)) w.raw("#include <kdl/gemm_transposed.h>");
+  w.raw("#include <kdl/numeric.cuh>");
+  w.blank();
+  w.line("namespace kdl_kernels::{}::detail {{", N);
+  w.blank();
+  w.lines(emitEpilogueFunctor(p, 0));
+  w.blank();
+  kernelStruct(w, p, ns + "::detail");
+  if (fb) {
+    w.blank();
+    w.raw("// fallback = sm80: the sm80-path kernel run() launches where the sm90a one cannot (another GPU than");
+    w.raw("// compute capability 9.0, or A / B that TMA cannot describe); kdl::GemmHostWithFallback picks.");
+    w.raw("namespace fallback {");
+    w.blank();
+    w.lines(emitEpilogueFunctor(*fb, 0));
+    w.blank();
+    kernelStruct(w, *fb, ns + "::detail::fallback");
+    w.blank();
+    w.raw("}  // namespace fallback");
+    w.raw("using Host = ::kdl::GemmHostWithFallback<Kernel, fallback::Kernel>;");
+  } else {
+    w.raw("using Host = ::kdl::GemmHost<Kernel>;");
+  }
   w.blank();
   w.line("}}  // namespace kdl_kernels::{}::detail", N);
   w.blank();
@@ -220,6 +258,7 @@ std::string emitKernelSource(const KernelPlan& p, const EmitOptions& o) {
   w.line("::size_t workspace_size(const Arguments& a) {{ return {}::detail::Host::workspace_size(a); }}", ns);
   w.line("::cudaError_t run(const Arguments& a, void* workspace, ::cudaStream_t stream) {{ return {}::detail::Host::run(a, workspace, stream); }}",
          ns);
+  if (fb) w.line("const char* path(const Arguments& a) {{ return {}::detail::Host::path(a); }}", ns);
   w.line("}}  // namespace kdl_kernels::{}", N);
   w.blank();
   w.raw("// ---- C ABI (include/kdl/abi.h) ----");
@@ -232,6 +271,10 @@ std::string emitKernelSource(const KernelPlan& p, const EmitOptions& o) {
   w.line("extern \"C\" int kdl_{}_run(const ::kdl_gemm_shape* shape, const ::kdl_arg* args, ::int32_t nargs, void* workspace, "
          "::size_t workspace_bytes, void* stream) {{ return {}::detail::Host::abi_run(shape, args, nargs, workspace, workspace_bytes, stream); }}",
          N, ns);
+  if (fb)
+    w.line("extern \"C\" const char* kdl_{}_path(const ::kdl_gemm_shape* shape, const ::kdl_arg* args, ::int32_t nargs) {{ "
+           "return {}::detail::Host::abi_path(shape, args, nargs); }}",
+           N, ns);
   return w.take();
 }
 

@@ -113,9 +113,13 @@ bool lowerWith(const KernelSpec& s, KernelPlan& p, DiagEngine& diags, const Lowe
   return true;
 }
 
-bool lowerGemmSm80(const KernelSpec& s, KernelPlan& p, DiagEngine& diags) {
+}  // namespace
+
+bool lowerGemmSm80Plan(const KernelSpec& s, KernelPlan& p, DiagEngine& diags) {
   return lowerWith(s, p, diags, std::begin(kGemmSm80Steps), std::end(kGemmSm80Steps));
 }
+
+namespace {
 
 bool lowerGemmSm90(const KernelSpec& s, KernelPlan& p, DiagEngine& diags) {
   p.path = KernelPath::GemmSm90;
@@ -131,7 +135,8 @@ std::vector<KernelPlan> lower(const std::vector<KernelSpec>& specs, DiagEngine& 
     // multistage schedule the sm80 one.
     if (!checkSupported(s, diags)) continue;
     KernelPlan p;
-    bool ok = isWgmmaSchedule(s.schedule.value) ? lowerGemmSm90(s, p, diags) : lowerGemmSm80(s, p, diags);
+    bool ok = isWgmmaSchedule(s.schedule.value) ? lowerGemmSm90(s, p, diags) && lowerFallback(s, p, diags)
+                                                : lowerGemmSm80Plan(s, p, diags);
     if (ok) plans.push_back(std::move(p));
   }
   return plans;

@@ -58,6 +58,8 @@ std::string canonicalText(const KernelPlan& p) {
                      name(s.splitK.value), s.splitKSlices.value);
   // Written when not 0 (`fast`, and the value of every non-fp8 kernel), so other kernels keep their hash.
   if (s.promoteEvery.value != 0) out += fmt::format("promotion {}\n", s.promoteEvery.value);
+  // Written when set, so kernels without a fallback keep their hash.
+  if (s.fallback.value != Fallback::None) out += fmt::format("fallback {}\n", name(s.fallback.value));
   out += fmt::format("filter {} {}\nstride {} {}\n", s.filter.value[0], s.filter.value[1], s.stride.value[0],
                      s.stride.value[1]);
   writeEpilogue(out, s.epilogue);

@@ -64,6 +64,13 @@ void decideMainloopOperand(Lowering& l, const OperandPlan& o, const char* alignW
 // row <-> col.
 Layout transposedLayout(Layout l);
 
+// codegen/lower.cpp: a whole sm80-path (multistage) plan of a spec, as lower() makes one.
+bool lowerGemmSm80Plan(const KernelSpec& s, KernelPlan& p, DiagEngine& diags);
+// codegen/lower_fallback.cpp: `fallback = sm80` of an sm90a plan: the sm80-path plan (plan.fallback),
+// the merged nvcc targets and the decision; false after [unsupported] errors at the field for what
+// the sm80 path does not generate.
+bool lowerFallback(const KernelSpec& s, KernelPlan& plan, DiagEngine& diags);
+
 // codegen/lower_hash.cpp: sha256 of what determines the kernel's emitted files (its resolved spec,
 // without source locations, and the kdlc version); the header line of NAME.h and NAME.cu.
 std::string kernelHash(const KernelPlan& p);

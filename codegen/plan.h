@@ -2,6 +2,7 @@
 // each decided once here and explained (`decisions`), so emitters only write what the plan says.
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,11 @@ struct KernelPlan {
   int promoteEvery = 0;                   // fp8: 0 = fast accumulation, N = promote every N k-tiles
   bool blockScaling = false;              // kdl::sm90::BlockScaling<blockMA, blockNB, blockK>
   int blockMA = 0, blockNB = 0, blockK = 0;
+
+  // fallback = sm80 (an sm90a wgmma kernel's spec): the sm80-path kernel its host side runs where this
+  // one cannot (codegen/lower_fallback.cpp); null without one. Its own plan: the same operands,
+  // epilogue and arguments, lowered by the sm80 path's steps.
+  std::shared_ptr<const KernelPlan> fallback;
 
   Epilogue epilogue;                      // the typed expression tree (spec.epilogue)
   std::vector<ArgPlan> args;              // ABI order

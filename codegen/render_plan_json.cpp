@@ -23,7 +23,9 @@ std::string planJson(const KernelPlan& p) {
       p.tileK, p.warpsM, p.warpsN, p.threads, quoted(p.mmaShape), p.stages, p.maxSplitK, p.smemBytes,
       quoted(p.templateInstance()));
   for (size_t i = 0; i < p.decisions.size(); ++i) out += (i ? "," : "") + decisionJson(p.decisions[i]);
-  out += "]}";
+  out += "]";
+  if (p.fallback) out += ",\"fallback\":" + planJson(*p.fallback);  // fallback = sm80: its own plan
+  out += "}";
   return out;
 }
 

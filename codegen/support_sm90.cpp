@@ -193,12 +193,14 @@ void checkSm90Supported(const KernelSpec& s, const Operand& A, const Operand& B,
                                           "tile K = {} ({} bytes, one 128-byte swizzled row)",
                                           s.tile.value[2], dtypeWord(A.dtype), ml->tileK, ml->tileK * bytesOf(A.dtype)));
   }
+  // With `fallback = sm80` rows TMA cannot load (A or B less aligned) run on the fallback instead.
   for (const Operand* o : {&A, &B}) {
     int bytes = o->align * bytesOf(o->dtype);
-    if (bytes % kSm90OperandAlignBytes)
+    if (bytes % kSm90OperandAlignBytes && s.fallback.value == Fallback::None)
       unsupported(o->alignLoc.valid() ? o->alignLoc : o->loc,
                   fmt::format("align {} ({} bytes) for `{}`: the sm90a path loads A and B with TMA, which needs "
-                              "{}-byte aligned rows; use align {}",
+                              "{}-byte aligned rows; use align {}, or `fallback = sm80` to run rows TMA cannot load on "
+                              "the sm80 path",
                               o->align, bytes, o->name, kSm90OperandAlignBytes, kSm90OperandAlignBytes / bytesOf(o->dtype)));
   }
 
@@ -294,6 +296,8 @@ std::string renderSm90Table() {
     out += fmt::format("  {:<9}  {}\n", onWord(e.generated), e.mode == SplitKMode::None ? "1" : "serial(n)");
   out += fmt::format("fp8 promotion = N:\n  {}\nblock scales (scale (BM, BK)):\n  {}\n", onWord(t.promotion),
                      onWord(t.blockScaling));
+  // codegen/lower_fallback.cpp: the sm80-path kernel of the same GEMM where the sm90a one cannot run.
+  out += "fallback = sm80 (inputs the sm80 path multiplies: f16, bf16, tf32, s8):\n  generated\n";
   out += fmt::format("limits: at most {} f32 accumulator registers per consumer thread ({} when promoting); A and B "
                      "rows {}-byte aligned (TMA); C, D and extra outputs row- or column-major (a column-major D "
                      "is computed as D^T = B^T A^T; not with block scales)\n",

@@ -66,6 +66,14 @@ const char* name(Raster r) {
   return "?";
 }
 
+const char* name(Fallback f) {
+  switch (f) {
+    case Fallback::None: return "none";
+    case Fallback::Sm80: return "sm80";
+  }
+  return "?";
+}
+
 const char* name(SplitKMode m) {
   switch (m) {
     case SplitKMode::None: return "none";

@@ -18,6 +18,10 @@ enum class Op { Gemm, Conv2dFprop, Conv2dDgrad, Conv2dWgrad };
 enum class Schedule { Multistage, Cooperative, Pingpong };
 enum class Raster { AlongM, AlongN };
 enum class SplitKMode { None, Serial, Parallel, StreamK };
+// `fallback = none | sm80`: what an sm90a kernel's host side runs where the sm90a kernel cannot (a GPU
+// other than compute capability 9.0, arguments TMA cannot describe): nothing (can_implement refuses)
+// or an sm80-path (multistage) kernel of the same operands and epilogue.
+enum class Fallback { None, Sm80 };
 
 const char* name(DType);
 const char* name(Layout);
@@ -26,6 +30,7 @@ const char* name(Op);
 const char* name(Schedule);
 const char* name(Raster);
 const char* name(SplitKMode);
+const char* name(Fallback);  // "none", "sm80"
 int bitsOf(DType);
 inline int bytesOf(DType t) { return (bitsOf(t) + 7) / 8; }
 bool isFloat8(DType);
@@ -144,6 +149,8 @@ struct KernelSpec {
   // the wgmma accumulator sums the whole K). Default: 0, or 1 with block scales (every k-block).
   // Meaningless (0) for other input types.
   Field<int> promoteEvery;
+  // sm90a wgmma kernels only: the sm80-path kernel run() falls back to (Fallback::None: none, the default).
+  Field<Fallback> fallback;
   // conv only: compile-time fixed filter (R, S) and stride, 0 = runtime
   Field<std::array<int, 2>> filter;
   Field<std::array<int, 2>> stride;

@@ -15,7 +15,7 @@ const std::vector<WordInfo>& builtinWords() {
       {"conv2d_fprop", C::Op}, {"conv2d_dgrad", C::Op}, {"conv2d_wgrad", C::Op},
       {"multistage", C::Schedule}, {"cooperative", C::Schedule}, {"pingpong", C::Schedule},
       {"along_m", C::Raster}, {"along_n", C::Raster}, {"stream_k", C::SplitK},
-      {"fast", C::Promotion},
+      {"fast", C::Promotion}, {"none", C::Fallback},
   };
   return words;
 }
@@ -43,6 +43,7 @@ const char* categoryName(WordCategory c) {
     case WordCategory::Raster: return "raster";
     case WordCategory::SplitK: return "split-k mode";
     case WordCategory::Promotion: return "promotion";
+    case WordCategory::Fallback: return "fallback";
     case WordCategory::Other: return "word";
   }
   return "word";

@@ -137,6 +137,7 @@ KernelSpec assemble(const KernelCheck& c) {
   s.splitK = *c.splitK;
   s.splitKSlices = Field<int>{c.splitKSlices, c.splitK->loc, c.splitK->origin};
   s.promoteEvery = *c.promotion;
+  s.fallback = *c.fallback;
   s.filter = c.filter ? *c.filter : c.defaulted(std::array<int, 2>{0, 0});
   s.stride = c.stride ? *c.stride : c.defaulted(std::array<int, 2>{0, 0});
   s.epilogue = c.epilogue;
@@ -147,7 +148,7 @@ KernelSpec assemble(const KernelCheck& c) {
 // Every field a finished check must have resolved; a pass that left one unset reported why.
 bool complete(const KernelCheck& c) {
   return c.op && c.arch && c.accum && c.tile && c.cluster && c.stages && c.schedule && c.raster && c.splitK &&
-         c.promotion && !c.operandsBroken;
+         c.promotion && c.fallback && !c.operandsBroken;
 }
 
 std::optional<KernelSpec> validateKernel(const RawKernel& k, DiagEngine& diags) {
@@ -158,6 +159,7 @@ std::optional<KernelSpec> validateKernel(const RawKernel& k, DiagEngine& diags) 
   validation::defaultBlockScaledTile(c);
   validation::checkArchRules(c);
   validation::checkScaling(c);
+  validation::checkFallback(c);
   validation::checkEpilogue(c);
   if (diags.errorCount() != errorsBefore) return std::nullopt;
   if (!complete(c)) {

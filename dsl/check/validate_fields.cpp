@@ -12,7 +12,7 @@ namespace {
 const std::vector<std::string>& knownFields() {
   static const std::vector<std::string> fields = {"op",      "arch",   "accum",  "tile",     "cluster",
                                                   "stages",  "schedule", "raster", "split_k", "promotion",
-                                                  "filter",  "stride"};
+                                                  "fallback", "filter",  "stride"};
   return fields;
 }
 
@@ -205,6 +205,8 @@ void readField(KernelCheck& c, const RawField& f) {
     readSplitK(c, f);
   } else if (n == "promotion") {
     readPromotion(c, f);
+  } else if (n == "fallback") {
+    readFallback(c, f);
   } else if (n == "filter") {
     readPair(c, f, c.filter);
   } else if (n == "stride") {
@@ -251,6 +253,7 @@ void readFields(KernelCheck& c) {
   if (!c.given("cluster")) c.cluster = c.defaulted(std::array<int, 3>{1, 1, 1});
   if (!c.given("raster")) c.raster = c.defaulted(Raster::AlongN);
   if (!c.given("split_k")) c.splitK = c.defaulted(SplitKMode::None);
+  if (!c.given("fallback")) c.fallback = c.defaulted(Fallback::None);
   if (!c.given("stages")) {
     c.stagesAuto = true;
     c.stagesAutoLoc = c.raw.nameLoc;

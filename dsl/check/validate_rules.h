@@ -69,6 +69,8 @@ struct KernelCheck {
   int splitKSlices = 1;
   // promotion: set when given and valid, or (when not given) by checkScaling's default.
   std::optional<Field<int>> promotion;
+  // fallback: `none` by default; unset when the value is broken (reported).
+  std::optional<Field<Fallback>> fallback;
   std::optional<Field<std::array<int, 2>>> filter;
   std::optional<Field<std::array<int, 2>>> stride;
 
@@ -121,5 +123,10 @@ void defaultBlockScaledTile(KernelCheck& c);
 // After checkArchRules: where block scales may go (fp8 gemm A and B, both, supported blocks, sm90a
 // wgmma, tile K = the blocks' K), and `promotion`'s rules and default.
 void checkScaling(KernelCheck& c);
+// validate_fallback.cpp: the `fallback` field's value, and where it may go (sm90a wgmma kernels whose
+// inputs the sm80 path can run). What the sm80 path does not generate yet (an epilogue's types, ...)
+// is codegen's [unsupported], at the field (codegen/lower_fallback.cpp).
+void readFallback(KernelCheck& c, const RawField& f);
+void checkFallback(KernelCheck& c);
 
 }  // namespace kdl::validation

@@ -12,7 +12,7 @@ struct Stmt;
 }
 
 // Built-in words are values of their own kind, grouped by category.
-enum class WordCategory { DType, Layout, Arch, Op, Schedule, Raster, SplitK, Promotion, Other };
+enum class WordCategory { DType, Layout, Arch, Op, Schedule, Raster, SplitK, Promotion, Fallback, Other };
 
 class Value {
  public:

@@ -13,6 +13,14 @@
  *        returns 0 on success, KDL_ERR_INVALID when can_implement rejects the arguments, or
  *        KDL_ERR_CUDA + the cudaError_t of a failed launch.
  *
+ * A kernel whose spec sets `fallback = sm80` (an sm90a kernel with an sm80-path kernel to fall back to,
+ * kdl/gemm_fallback.h) also exports
+ *   const char* kdl_NAME_path(const kdl_gemm_shape* shape, const kdl_arg* args, int32_t nargs);
+ *        which kernel kdl_NAME_run launches for these arguments on the current device: "sm90a" (the
+ *        kernel itself), "sm80" (the fallback: a GPU other than compute capability 9.0, or A / B that
+ *        TMA cannot describe), or NULL when kdl_NAME_can_implement refuses them. Static strings.
+ *        Kernels without a fallback do not export it: they run their own code or refuse.
+ *
  * Arguments (`args`, `nargs` of them) come in the order of kdl_kernel_info::arg_names, which is the
  * order kdlc documents and manifest.json lists: the op's operands in declaration order (gemm: A, B,
  * [C], D; with fp8 block scales A, scale_A, B, scale_B, [C], D, each scale_X a KDL_ARG_TENSOR of f32),

@@ -1,9 +1,14 @@
 // kdl/epilogue.cuh -- helpers called by generated epilogue functors.
 //
-// The GEMM kernel stages its accumulators through shared memory and then calls
-//   Epilogue::apply<V>(params, state, coord, acc[V])
-// for V consecutive output columns coord.n .. coord.n+V-1 of row coord.m
-// (coord.valid of them are < N; rows >= M are never passed), and finally
+// The GEMM kernel calls, on every thread that runs the epilogue,
+//   Epilogue::prepare(params, state)                 (when the functor has it: epilogue_prepare below)
+// once before its first tile (the functor loads its device scalars into the state there), then per
+// V consecutive output columns coord.n .. coord.n+V-1 of row coord.m (coord.valid of them are < N;
+// rows >= M are never passed) either
+//   Epilogue::apply<V>(params, state, coord, acc[V])                 (computes and stores D), or
+//   Epilogue::compute<V>(params, state, coord, acc[V], out_D[V])     (computes D, stores the rest;
+//                                                                     the kernel stores D: GemmSm90)
+// and finally
 //   Epilogue::finish(params, state)
 // once on every thread of the block.
 //
@@ -143,6 +148,20 @@ __device__ __forceinline__ void load_row_broadcast(const T* vec, int64_t batch_s
 // A device scalar.
 template <class T>
 __device__ __forceinline__ float load_scalar(const T* p) { return to_float<T>(*p); }
+
+// Calls e.prepare(p, s) when the functor declares it (loads its device scalars once per block).
+template <class E, class = void>
+struct HasEpiloguePrepare {
+  static constexpr bool value = false;
+};
+template <class E>
+struct HasEpiloguePrepare<E, decltype((void)&E::prepare)> {
+  static constexpr bool value = true;
+};
+template <class E>
+__device__ __forceinline__ void epilogue_prepare(const E& e, const typename E::Params& p, typename E::State& s) {
+  if constexpr (HasEpiloguePrepare<E>::value) e.prepare(p, s);
+}
 
 // ---- amax -------------------------------------------------------------------
 // Per-thread running max of |v|. NaNs are ignored (fmaxf semantics).

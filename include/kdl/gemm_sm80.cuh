@@ -471,6 +471,7 @@ struct GemmSm80 {
                                                       int nw, int warp, int lane) {
     Epilogue ep{};
     typename Epilogue::State st{};
+    epilogue_prepare(ep, params, st);
     float* stg = smem + warp * 16 * kStgStride;
     const int g = lane >> 2, t = lane & 3;
     constexpr int kVecPerRow = kWarpN / kV;

@@ -421,6 +421,7 @@ struct GemmSm90 {
 
     Epilogue epilogue{};
     typename Epilogue::State state{};
+    epilogue_prepare(epilogue, P.ep, state);  // the functor's device scalars, loaded once
 
     if (warpgroup == 0) {
       // ---- producer ----

@@ -33,6 +33,7 @@ KernelEntry KernelLibrary::lookup(const std::string& kernel, std::string& missin
   k.canImplement = reinterpret_cast<decltype(k.canImplement)>(sym("can_implement"));
   k.workspaceSize = reinterpret_cast<decltype(k.workspaceSize)>(sym("workspace_size"));
   k.run = reinterpret_cast<decltype(k.run)>(sym("run"));
+  if (handle_) k.path = reinterpret_cast<decltype(k.path)>(dlsym(handle_, ("kdl_" + kernel + "_path").c_str()));
   return k;
 }
 

@@ -45,6 +45,8 @@ struct KernelEntry {
   const char* (*canImplement)(const kdl_gemm_shape*, const kdl_arg*, int32_t) = nullptr;
   size_t (*workspaceSize)(const kdl_gemm_shape*) = nullptr;
   int (*run)(const kdl_gemm_shape*, const kdl_arg*, int32_t, void*, size_t, void*) = nullptr;
+  // kdl_NAME_path: exported by kernels with `fallback = sm80` only (null for the others).
+  const char* (*path)(const kdl_gemm_shape*, const kdl_arg*, int32_t) = nullptr;
   bool complete() const { return info && canImplement && workspaceSize && run; }
 };
 
@@ -52,7 +54,8 @@ struct KernelEntry {
 class KernelLibrary {
  public:
   bool open(const std::string& path, std::string& error);
-  // Looks up kdl_NAME_{info,can_implement,workspace_size,run}; `missing` names what is absent.
+  // Looks up kdl_NAME_{info,can_implement,workspace_size,run}; `missing` names what is absent. Also
+  // kdl_NAME_path, which only kernels with a fallback export (not missing when absent).
   KernelEntry lookup(const std::string& kernel, std::string& missing) const;
 
  private:

@@ -290,6 +290,11 @@ struct Case {
   bool defaultParams = false;
   bool optional = false;     // a rejection is a SKIP, not a failure (exploratory cases)
   std::string note;
+  // fallback = sm80 cases (runFallback): A's leading dimension (0: the usual), A shared by every batch
+  // (batch stride 0), and the kernel kdl_NAME_path must name ("": not checked).
+  int64_t ldA = 0;
+  bool broadcastA = false;
+  std::string wantPath;
 };
 
 // A strided batched matrix on host and device.
@@ -324,14 +329,16 @@ double paddingValue(DType t) {
   return t == DType::S32 ? 1e6 : 100;
 }
 
+// `ld`: the leading dimension when given (>= the contiguous extent), else the extent rounded up to the
+// alignment (plus two alignments with `pad`).
 Buffer makeMatrix(std::mt19937_64& rng, DType t, Layout layout, int64_t rows, int64_t cols, int64_t batch, int align,
-                  bool pad, bool fill, double scale) {
+                  bool pad, bool fill, double scale, int64_t ld = 0) {
   Buffer b;
   b.layout = layout;
   b.rows = rows, b.cols = cols;
   const int64_t contig = layout == Layout::Row ? cols : rows;
   const int64_t other = layout == Layout::Row ? rows : cols;
-  b.ld = roundUp(std::max<int64_t>(contig, 1), align) + (pad ? 2 * align : 0);
+  b.ld = ld > 0 ? ld : roundUp(std::max<int64_t>(contig, 1), align) + (pad ? 2 * align : 0);
   b.batchStride = roundUp(b.ld * std::max<int64_t>(other, 1) + (pad ? align : 0), align);
   const int64_t total = b.batchStride * batch;
   b.host.dtype = t;
@@ -576,7 +583,11 @@ CaseBuffers prepare(Harness& h, const KernelUnderTest& k, const Case& c, std::mt
     a = kdl_arg{nullptr, 0, 0, 0.0};
     Buffer& b = cb.bufs[i];
     switch (r.role) {
-      case Role::A: b = makeMatrix(rng, r.dtype, k.A->layout, c.m, c.k, c.batch, k.A->align, c.padLd, true, 1.0); break;
+      case Role::A:
+        b = makeMatrix(rng, r.dtype, k.A->layout, c.m, c.k, c.broadcastA ? 1 : c.batch, k.A->align, c.padLd, true, 1.0,
+                       c.ldA);
+        if (c.broadcastA) b.batchStride = 0;  // one A for every batch
+        break;
       case Role::B: b = makeMatrix(rng, r.dtype, k.B->layout, c.k, c.n, c.batch, k.B->align, c.padLd, true, 1.0); break;
       case Role::C: b = makeMatrix(rng, r.dtype, k.C->layout, c.m, c.n, c.batch, k.C->align, c.padLd, true, 2.0); break;
       case Role::D: b = makeMatrix(rng, r.dtype, k.D->layout, c.m, c.n, c.batch, k.D->align, c.padLd, false, 0); break;
@@ -637,6 +648,21 @@ void runCase(Harness& h, const KernelUnderTest& k, const Case& c) {
     const std::string m = msg;
     if (c.optional) skip(label + " can_implement declined: " + m);
     else report(false, label + " can_implement rejected a valid case: " + m);
+    cb.release();
+    return;
+  }
+  // A kernel with a fallback says which of its kernels runs the case; a case that names one checks it.
+  std::string pathText;
+  if (k.entry.path) {
+    const char* p = k.entry.path(&shape, cb.args.data(), (int32_t)cb.args.size());
+    pathText = std::string(" path=") + (p ? p : "(null)");
+    if (!c.wantPath.empty() && (!p || c.wantPath != p)) {
+      report(false, label + " kdl_" + k.spec->name + "_path says " + (p ? p : "(null)") + ", expected " + c.wantPath);
+      cb.release();
+      return;
+    }
+  } else if (!c.wantPath.empty()) {
+    report(false, label + " the library lacks kdl_" + k.spec->name + "_path (the spec sets fallback = sm80)");
     cb.release();
     return;
   }
@@ -780,6 +806,7 @@ void runCase(Harness& h, const KernelUnderTest& k, const Case& c) {
     }
   }
   if (viaCublas) text += " (acc: cuBLASLt)";
+  text += pathText;
   report(ok, label + text + (ok ? "" : "  seed=" + std::to_string(h.opt.seed)));
   if (ws) cudaFree(ws);
   cb.release();
@@ -910,6 +937,18 @@ void runRejections(Harness& h, KernelUnderTest& k) {
     a[(size_t)ib].batch_stride = -roundUp(64, k.B->align);
     expectReject("negative-batch_stride_B", s, a, "batch_stride_B (" + std::to_string(a[(size_t)ib].batch_stride) + ") is negative");
   }
+  // The sm90a kernel loads A and B with TMA, which cannot describe a zero batch stride (one A for every
+  // batch): a kernel without `fallback` refuses the problem and says why; one with `fallback = sm80`
+  // runs it on the sm80 path (runFallback checks its result and kdl_NAME_path).
+  if (k.spec->schedule.value != Schedule::Multistage && k.spec->fallback.value == Fallback::None) {
+    std::vector<kdl_arg> a = cb.args;
+    kdl_gemm_shape s = shape;
+    s.batch = 2;
+    a[(size_t)id].batch_stride = base.m * a[(size_t)id].ld;
+    a[(size_t)ia].batch_stride = 0;
+    expectReject("batch-2-batch_stride_A-0(no fallback: TMA cannot describe it)", s, a,
+                 "batch_stride_A is 0 (broadcast); TMA cannot describe a zero stride");
+  }
   {
     kdl_gemm_shape s = shape;
     s.m = INT_MAX;  // the C ABI's own limit: the kernel's int tile arithmetic would overflow
@@ -948,6 +987,52 @@ void runRejections(Harness& h, KernelUnderTest& k) {
                  s, cb.args);
   }
   cb.release();
+}
+
+// ---- fallback = sm80 ----------------------------------------------------------------------------
+
+// Issue 7, item 6: an sm90a kernel with `fallback = sm80` runs its own (sm90a) kernel where TMA can
+// describe the operands on a compute capability 9.0 GPU, and its sm80-path kernel elsewhere, each
+// checked against the reference with the kernel kdl_NAME_path names: a problem TMA can load; A's
+// leading dimension not a multiple of 16 bytes (where the spec's alignment allows one); A shared by
+// both batches (batch stride 0). The same zero-stride problem on a kernel without a fallback is a
+// rejection (runRejections).
+void runFallback(Harness& h, const KernelUnderTest& k) {
+  const std::string who = k.spec->name;
+  if (!k.entry.path) {
+    report(false, who + " fallback: the library lacks kdl_" + who + "_path (the spec sets fallback = sm80)");
+    return;
+  }
+  const int64_t al = k.kQuantum();
+  const int64_t eb = (int64_t)storageBytes(k.A->dtype);
+  const std::string own = h.deviceCC == 90 ? "sm90a" : "sm80";  // the sm90a kernel runs on 9.0 only
+  auto tmaRow = [&](int64_t elements) { return (elements * eb) % 16 == 0; };
+  {
+    // M, N and K multiples of 16 elements: every leading dimension is a multiple of 16 bytes.
+    Case c{272, 144, roundUp(272, std::max<int64_t>(al, 16))};
+    c.note = "fallback: TMA-aligned";
+    c.wantPath = own;
+    runCase(h, k, c);
+  }
+  if (tmaRow(al)) {
+    skip(who + " fallback: A's alignment is 16 bytes, so every valid leading dimension is one TMA describes");
+  } else {
+    int64_t kk = roundUp(330, al);
+    while (tmaRow(kk)) kk += al;
+    Case c{127, 269, kk};
+    c.ldA = roundUp(k.A->layout == Layout::Row ? kk : c.m, al) + al;  // A's contiguous extent, padded
+    while (tmaRow(c.ldA)) c.ldA += al;
+    c.note = "fallback: lda=" + std::to_string(c.ldA) + " not a multiple of 16 bytes";
+    c.wantPath = "sm80";
+    runCase(h, k, c);
+  }
+  {
+    Case c{127, 269, roundUp(64, al), 2};
+    c.broadcastA = true;
+    c.note = "fallback: batch_stride_A=0";
+    c.wantPath = "sm80";
+    runCase(h, k, c);
+  }
 }
 
 // ---- the size matrix -----------------------------------------------------------------------------
@@ -1150,7 +1235,9 @@ void testFile(Harness& h, const std::string& specPath, const std::string& libPat
         report(false, spec.name + ": the library lacks " + missing + " (not in not-built.list either)");
       continue;
     }
-    if (!runsOn(spec.arch.value, h.deviceCC)) {
+    // A kernel with `fallback = sm80` runs everywhere the sm80 path does (its own code on 9.0 only).
+    const bool hasFallback = spec.fallback.value == Fallback::Sm80;
+    if (!runsOn(hasFallback ? Arch::SM80 : spec.arch.value, h.deviceCC)) {
       skip(spec.name + ": needs " + name(spec.arch.value) + " (" +
            (spec.arch.value == Arch::SM90a ? "sm_90a code runs on compute capability 9.0 only" : "or newer") +
            "), the device is sm" + std::to_string(h.deviceCC));
@@ -1174,6 +1261,7 @@ void testFile(Harness& h, const std::string& specPath, const std::string& libPat
     }
     for (const Case& c : casesFor(k, h.opt.quick, h.opt.tiny)) runCase(h, k, c);
     runRejections(h, k);
+    if (hasFallback) runFallback(h, k);
     runOnDevices(h, k);
   }
 }

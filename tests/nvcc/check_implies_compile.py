@@ -4,9 +4,10 @@
 gencode flags of its manifest). `check` refuses what this version cannot generate ([unsupported]: the
 sm90a table of codegen/support_sm90.cpp, split_k = stream_k), so nothing that passes it may fail later.
 
-Random kernels over the whole space of dtypes, layouts (of A and B, and of C, D and Z), tiles, stages, alignments, split-K and epilogues
-on the sm80 path, and of types, tiles, schedules, clusters, raster and split-K on the sm90a path (many
-of them invalid or not generated on purpose) go through `kdlc check` one by one; the valid ones are
+Random kernels over the whole space of dtypes, layouts (of A and B, and of C, D and Z), tiles, stages,
+alignments, split-K and epilogues on the sm80 path, and of types, tiles, schedules, clusters, raster,
+split-K and `fallback = sm80` on the sm90a path (many of them invalid or not generated on purpose) go
+through `kdlc check` one by one; the valid ones are
 emitted, and a sample of them (half sm90a when there are some) is compiled. Usage:
   check_implies_compile.py --kdlc KDLC --include INCLUDE_DIR [--count N] [--compile N] [--seed S] [--nvcc NVCC]
 It never passes without testing the promise: it fails when no random kernel passed `check` (or none
@@ -57,9 +58,14 @@ def random_sm90_kernel(rng, i):
     tk = k if rng.random() < 0.8 else rng.choice([32, 64, 128])
     la, lb = ("row", "col") if rng.random() < 0.8 else (rng.choice(["row", "col"]), rng.choice(["row", "col"]))
     out = rng.choice(["bf16", "f16", "f32", "e4m3", "s8"])
+    # `fallback = sm80` now and then, with A's alignment below TMA's 16 bytes (or an illegal one) at times.
+    fallback = rng.random() < 0.2
+    align_a = " align %d" % rng.choice([1, 2, 4]) if fallback and rng.random() < 0.5 else ""
     body = [
-        "op = gemm;", "arch = sm90a;", "A : %s %s;" % (dt, la), "B : %s %s;" % (dt, lb),
+        "op = gemm;", "arch = sm90a;", "A : %s %s%s;" % (dt, la, align_a), "B : %s %s;" % (dt, lb),
     ]
+    if fallback:
+        body.append("fallback = sm80;")
     if rng.random() < 0.3:
         body.append("C : %s %s;" % (out, matrix_layout(rng)))
     body += ["D : %s %s;" % (out, matrix_layout(rng)), "tile = (%d, %d, %d);" % (tm, tn, tk),

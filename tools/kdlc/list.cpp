@@ -39,6 +39,11 @@ bool showsPromotion(const KernelSpec& s) {
   return s.op.value == Op::Gemm && s.schedule.value != Schedule::Multistage && a && isFloat8(a->dtype);
 }
 
+// `fallback` means something for sm90a kernels on the wgmma path only (sm80-path kernels run everywhere).
+bool showsFallback(const KernelSpec& s) {
+  return s.op.value == Op::Gemm && s.arch.value == Arch::SM90a && s.schedule.value != Schedule::Multistage;
+}
+
 std::string locText(const SourceManager& sm, SourceLoc loc) {
   if (!loc.valid()) return "";
   return fmt::format("{}:{}:{}", sm.path(loc.file), loc.line, loc.col);
@@ -175,6 +180,7 @@ void kernelText(std::string& out, const SourceManager& sm, const KernelSpec& s) 
   fieldLine(out, sm, "raster", name(s.raster.value), s.raster);
   fieldLine(out, sm, "split_k", splitKText(s), s.splitK);
   if (showsPromotion(s)) fieldLine(out, sm, "promotion", promotionText(s.promoteEvery), s.promoteEvery);
+  if (showsFallback(s)) fieldLine(out, sm, "fallback", name(s.fallback.value), s.fallback);
   if (s.op.value != Op::Gemm) {
     fieldLine(out, sm, "filter", pairOrRuntime(s.filter.value), s.filter);
     fieldLine(out, sm, "stride", pairOrRuntime(s.stride.value), s.stride);
@@ -267,6 +273,7 @@ std::string kernelJson(const SourceManager& sm, const KernelSpec& s) {
          fmt::format("{{\"value\":\"{}\",\"slices\":{},\"origin\":\"{}\",{}}}", name(s.splitK.value),
                      s.splitKSlices.value, name(s.splitK.origin), jsonLoc(sm, s.splitK.loc));
   if (showsPromotion(s)) out += ",\"promotion\":" + jsonField(sm, jsonString(promotionText(s.promoteEvery)), s.promoteEvery);
+  if (showsFallback(s)) out += ",\"fallback\":" + jsonField(sm, jsonString(name(s.fallback.value)), s.fallback);
   if (s.op.value != Op::Gemm) {
     auto pair = [](const std::array<int, 2>& v) { return v[0] == 0 ? std::string("null") : jsonInts(v.data(), 2); };
     out += ",\"filter\":" + jsonField(sm, pair(s.filter.value), s.filter);

@@ -20,12 +20,17 @@ struct Epilogue {
   };
   struct State {
     float amax_amax_d = 0.0f;
+    float in_scale = 0.0f;  // loaded by prepare
   };
+
+  __device__ __forceinline__ void prepare(const Params& p, State& s) const {
+    s.in_scale = ::kdl::load_scalar<float>(p.scale);
+  }
 
   using ElementD = ::__nv_fp8_e4m3;
   template <int V>
   __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
-    const float in_scale = ::kdl::load_scalar<float>(p.scale);
+    const float in_scale = s.in_scale;
     #pragma unroll
     for (int i = 0; i < V; ++i) {
       out_D[i] = (acc[i] * in_scale);

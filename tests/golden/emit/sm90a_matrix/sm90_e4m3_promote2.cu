@@ -19,14 +19,20 @@ struct Epilogue {
     const float* scale_b;  // []
   };
   struct State {
+    float in_scale_a = 0.0f;  // loaded by prepare
+    float in_scale_b = 0.0f;  // loaded by prepare
   };
+
+  __device__ __forceinline__ void prepare(const Params& p, State& s) const {
+    s.in_scale_a = ::kdl::load_scalar<float>(p.scale_a);
+    s.in_scale_b = ::kdl::load_scalar<float>(p.scale_b);
+  }
 
   using ElementD = ::__nv_bfloat16;
   template <int V>
   __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
-    (void)s;
-    const float in_scale_a = ::kdl::load_scalar<float>(p.scale_a);
-    const float in_scale_b = ::kdl::load_scalar<float>(p.scale_b);
+    const float in_scale_a = s.in_scale_a;
+    const float in_scale_b = s.in_scale_b;
     #pragma unroll
     for (int i = 0; i < V; ++i) {
       out_D[i] = ((acc[i] * in_scale_a) * in_scale_b);
