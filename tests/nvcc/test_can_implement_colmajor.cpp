@@ -1,6 +1,7 @@
 // A column-major kernel's generated can_implement on the CPU (no GPU needed): each epilogue tensor
 // is checked in its layout (a column-major D needs ld >= m and spans (n-1)*ld + m per batch), and a
-// refusal of the device template, which runs the transposed problem (kdl::TransposedGemm), says so.
+// refusal of the device template, which runs the transposed problem (kdl::TransposedGemm), names the
+// arguments as the caller passed them.
 // Built and run by tests/nvcc/run_can_implement.py against the kernel of tests/nvcc/colmajor_args.kdl.
 #include <cuda_runtime_api.h>
 
@@ -83,9 +84,9 @@ int main() {
     a.batch_stride_D = 27200;
     a.Z = a.D + 2 * 27200;
     expect_arguments_ok("batch 2, batch_stride_D = (n-1)*ld + m", a);
-    a.batch_stride_B = 0;  // the template's A (B^T): refused in its words, with the translation
+    a.batch_stride_B = 0;  // the template's A (B^T): refused in the arguments' names
     expect_rejected("batch 2, batch_stride_B = 0", a,
-                    "batch_stride_A is 0 (broadcast); TMA cannot describe a zero stride (D is column-major");
+                    "batch_stride_B is 0 (broadcast); TMA cannot describe a zero stride (the kernel computes D^T");
   }
   // Two outputs must not share memory: D's column-major extent is 27200 elements.
   {
@@ -95,14 +96,14 @@ int main() {
     a.Z = a.D + 27200;
     expect_arguments_ok("Z right after D", a);
   }
-  // The device template runs D^T = B^T A^T: its A is B. A column-major B with ldb < k is refused by
-  // it, in its words, with the translation.
+  // The device template runs D^T = B^T A^T: its A is B^T. A column-major B with ldb < k is refused by
+  // it, reworded in the arguments' names.
   {
     Arguments a = valid();
     a.ldb = 56;
     expect_rejected("column-major B with ldb < k", a,
-                    "lda (56) < k (64) for row-major A (D is column-major: the kernel computes D^T = B^T A^T, so its "
-                    "A, B, m, n, lda, ldb are the arguments' B, A, n, m, ldb, lda)");
+                    "args_colmajor: kdl gemm sm90: ldb (56) < k (64) for column-major B (the kernel computes D^T = "
+                    "B^T A^T for the column-major D)");
   }
   // The mainloop operands keep their own names and alignment in the host's checks.
   {
