@@ -81,7 +81,7 @@ std::string emitManifest(const std::vector<KernelPlan>& plans, const EmitOptions
       return fmt::format("{{\"name\": {}, \"dtype\": {}, \"cpp_type\": {}, \"layout\": {}, \"align\": {}}}", q(x.name),
                          q(dtypeWord(x.dtype)), q(x.cppType), q(layoutWord(x.layout)), x.align);
     };
-    std::vector<std::string> ops = {operand(p.a), operand(p.b)};
+    std::vector<std::string> ops = {operand(p.argA), operand(p.argB)};  // as the caller passes them
     if (p.hasSource) ops.push_back(operand(p.c));
     ops.push_back(operand(p.d));
     w.open("\"operands\": [");

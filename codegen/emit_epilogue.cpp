@@ -1,5 +1,8 @@
 // The generated Epilogue functor: the spec's expression tree in f32, per V output columns, with
-// loads and stores through the helpers of include/kdl/epilogue.cuh.
+// loads and stores through the helpers of include/kdl/epilogue.cuh. Its coordinates are the kernel's:
+// those of D^T when the kernel computes it (KernelPlan::transposed, a column-major D), where a [row]
+// input is one per coordinate column and a [col] one per coordinate row, and a tensor laid out unlike
+// the kernel's output is addressed transposed.
 #include <fmt/format.h>
 
 #include "codegen/emit_internal.h"
@@ -8,11 +11,23 @@
 
 namespace kdl::codegen {
 
+namespace {
+
+// "" when a tensor of `layout` runs along the coordinates' rows, "_transposed" when across them.
+const char* tileAccess(const KernelPlan& p, Layout layout) {
+  const Layout kernelRows = p.transposed ? Layout::Col : Layout::Row;  // the layout of the kernel's output
+  return layout == kernelRows ? "" : "_transposed";
+}
+
+}  // namespace
+
 std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
   const Epilogue& e = p.epilogue;
   CodeWriter w;
   for (int i = 0; i < indent; ++i) w.indent();
   w.line("// {}", renderEpilogueSummary(e));
+  if (p.transposed)
+    w.raw("// D is column-major: the kernel computes D^T, so c.m is a column of D and c.n.. are rows of it.");
   w.open("struct Epilogue {{");
   // The templates' default is 8 columns per apply call; lowering narrows it where registers are short.
   if (p.epilogueVectorWidth != 8) w.line("static constexpr int kVectorWidth = {};", p.epilogueVectorWidth);
@@ -64,23 +79,25 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
   const std::string dName = e.outputs.at(0).name;
   const std::string dType = cppQualified(p.d.cppType);
   // compute<V>: everything but D's store (the sm90a template stores D itself, through a TMA store);
-  // apply<V>: compute<V>, then D's store.
+  // apply<V>: compute<V>, then D's store. D is row-major in the coordinates (a column-major D is
+  // computed as D^T), so both read it as p.D, p.ldd, rows of the kernel's output.
   w.line("using ElementD = {};", dType);
   w.line("template <int V>");
   w.open("__device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_{})[V]) const {{", dName);
   if (!anyAmax && !anyScalar) w.line("(void)s;");
   if (e.usesSource) {
     w.line("float src_C[V];");
-    w.line("if (p.C != nullptr) ::kdl::load_tile<{}, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);", cppQualified(p.c.cppType));
+    w.line("if (p.C != nullptr) ::kdl::load_tile{}<{}, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);",
+           tileAccess(p, p.c.layout), cppQualified(p.c.cppType));
     w.line("else for (int i = 0; i < V; ++i) src_C[i] = 0.0f;");
   }
   for (const EpiInput& in : e.inputs) {
     const std::string t = cppQualified(cppElementType(in.dtype));
     if (in.broadcast == Broadcast::Scalar)
       w.line("const float in_{0} = s.in_{0};", in.name);
-    else
+    else  // [row]: one per row of D, which is a coordinate column when the kernel computes D^T
       w.line("float in_{0}[V]; ::kdl::load_{2}_broadcast<{1}, V>(p.{0}, p.batch_stride_{0}, c, in_{0});", in.name, t,
-             in.broadcast == Broadcast::Row ? "row" : "col");
+             (in.broadcast == Broadcast::Row) != p.transposed ? "row" : "col");
   }
   for (size_t i = 1; i < e.outputs.size(); ++i)
     if (e.outputs[i].kind != EpiOutput::Kind::AmaxReduction) w.line("float out_{}[V];", e.outputs[i].name);
@@ -102,7 +119,8 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
   }
   w.close();
   for (const OperandPlan& z : p.extraOutputs)
-    w.line("::kdl::store_tile<{0}, V>(p.{1}, p.{2}, p.{3}, c, out_{1});", cppQualified(z.cppType), z.name, z.ldName, z.batchStrideName);
+    w.line("::kdl::store_tile{4}<{0}, V>(p.{1}, p.{2}, p.{3}, c, out_{1});", cppQualified(z.cppType), z.name, z.ldName,
+           z.batchStrideName, tileAccess(p, z.layout));
   w.close();
   w.blank();
   w.line("template <int V>");

@@ -68,7 +68,7 @@ std::string argTableEntry(const KernelPlan& p, const ArgPlan& a) {
     case ArgPlan::Kind::Tensor:
       if (a.role == ArgPlan::Role::OperandIn && (a.name == "A" || a.name == "B"))
         return fmt::format("::kdl::arg::mainloop(\"{0}\", \"{1}\", &Arguments::{0}, &Arguments::{2}, &Arguments::batch_stride_{0}, {3})",
-                           a.name, dt, a.ldName, a.name == "A" ? p.a.align : p.b.align);
+                           a.name, dt, a.ldName, a.name == "A" ? p.argA.align : p.argB.align);
       if (a.role == ArgPlan::Role::BlockScale) {
         const bool ofA = a.name == "scale_A";
         return fmt::format("::kdl::arg::block_scales(\"{0}\", '{1}', {2}, &Arguments::{0}, &Arguments::{3}, "
@@ -76,8 +76,8 @@ std::string argTableEntry(const KernelPlan& p, const ArgPlan& a) {
                            a.name, ofA ? 'm' : 'n', ofA ? p.blockMA : p.blockNB, a.ldName);
       }
       return fmt::format("::kdl::arg::tensor(\"{0}\", \"{1}\", &Arguments::{0}, &Arguments::{2}, &Arguments::batch_stride_{0}, "
-                         "&Params::{0}, &Params::{2}, &Params::batch_stride_{0})",
-                         a.name, dt, a.ldName);
+                         "&Params::{0}, &Params::{2}, &Params::batch_stride_{0}{3})",
+                         a.name, dt, a.ldName, a.layout == Layout::Col ? ", ::kdl::arg::kColMajor" : "");
     case ArgPlan::Kind::Vector:
       return fmt::format("::kdl::arg::vector(\"{0}\", \"{1}\", \"{2}\", &Arguments::{0}, &Arguments::batch_stride_{0}, &Params::{0}, "
                          "&Params::batch_stride_{0})",
@@ -130,8 +130,8 @@ std::string emitKernelHeader(const KernelPlan& p, const EmitOptions& o) {
         std::string extra;
         if (a.name == "A") extra = a.role == ArgPlan::Role::OperandIn ? (layout == "row" ? "m x k, row-major" : "m x k, column-major") : "";
         else if (a.name == "B") extra = layout == "row" ? "k x n, row-major" : "k x n, column-major";
-        else if (a.name == "C") extra = "m x n; may be null (reads as 0)";
-        else extra = "m x n";
+        else extra = std::string("m x n") + (a.layout == Layout::Col ? ", column-major" : "") +
+                     (a.name == "C" ? "; may be null (reads as 0)" : "");
         if (a.name == "A" && a.role != ArgPlan::Role::OperandIn) extra = "m x n";
         if (a.role == ArgPlan::Role::BlockScale) {
           const bool ofA = a.name == "scale_A";
@@ -187,7 +187,8 @@ namespace {
 void kernelStruct(CodeWriter& w, const KernelPlan& p, const std::string& epilogueNs) {
   const std::string ns = "::kdl_kernels::" + p.name;
   for (const Decision& d : p.decisions)
-    if (d.what == "warps" || d.what == "mma" || d.what == "schedule" || d.what == "cluster" || d.what == "stages")
+    if (d.what == "orientation" || d.what == "warps" || d.what == "mma" || d.what == "schedule" || d.what == "cluster" ||
+        d.what == "stages")
       w.line("// {}: {}", d.what, d.value);
   w.raw("// The kernel for kdl::GemmHost: its template instance and its arguments in C ABI order.");
   w.open("struct Kernel {{");
@@ -226,6 +227,7 @@ std::string emitKernelSource(const KernelPlan& p, const EmitOptions& o) {
   if (fb && std::string(pathHeader(fb->path)) < pathHeader(p.path)) w.line("#include <{}>", pathHeader(fb->path));
   w.line("#include <{}>", pathHeader(p.path));
   if (fb && std::string(pathHeader(fb->path)) > pathHeader(p.path)) w.line("#include <{}>", pathHeader(fb->path));
+  if (p.transposed || (fb && fb->transposed)) w.raw("#include <kdl/gemm_transposed.h>");
   w.raw("#include <kdl/numeric.cuh>");
   w.blank();
   w.line("namespace kdl_kernels::{}::detail {{", N);

@@ -65,30 +65,36 @@ const char* pathHeader(KernelPath p) {
 
 std::string KernelPlan::templateInstance(std::string (*spell)(const std::string&)) const {
   auto s = [&](const std::string& name) { return spell ? spell(name) : name; };
-  if (path == KernelPath::GemmSm90) {
-    // GemmSm90<ElementA, LayoutA, ElementB, LayoutB, ElementAccum, TileM, TileN, TileK, Stages, Schedule,
-    //          ClusterM, ClusterN, RasterAlongM, PromoteEvery, BlockScaling, Epilogue>
-    std::string scaling = blockScaling ? fmt::format("{}<{}, {}, {}>", s("kdl::sm90::BlockScaling"), blockMA, blockNB, blockK)
-                                       : s("kdl::sm90::NoBlockScaling");
-    return fmt::format("{}<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}::{}, {}, {}, {}, {}, {}, Epilogue>", s(pathTemplate(path)),
-                       s(a.cppType), s(a.cppLayout), s(b.cppType), s(b.cppLayout), s(accumCpp), tileM, tileN, tileK, stages,
-                       s("kdl::Sm90Schedule"), schedule == Schedule::Pingpong ? "Pingpong" : "Cooperative", clusterM,
-                       clusterN, rasterAlongM ? "true" : "false", promoteEvery, scaling);
-  }
-  return fmt::format("{}<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, Epilogue>", s(pathTemplate(path)),
-                     s(a.cppType), s(a.cppLayout), a.align, s(b.cppType), s(b.cppLayout), b.align, s(accumCpp), tileM,
-                     tileN, tileK, warpsM, warpsN, stages, rasterAlongM ? "true" : "false");
+  // The device template's instance; a transposed kernel runs it on D^T = B^T A^T.
+  auto device = [&]() -> std::string {
+    if (path == KernelPath::GemmSm90) {
+      // GemmSm90<ElementA, LayoutA, ElementB, LayoutB, ElementAccum, TileM, TileN, TileK, Stages, Schedule,
+      //          ClusterM, ClusterN, RasterAlongM, PromoteEvery, BlockScaling, Epilogue>
+      std::string scaling = blockScaling ? fmt::format("{}<{}, {}, {}>", s("kdl::sm90::BlockScaling"), blockMA, blockNB, blockK)
+                                         : s("kdl::sm90::NoBlockScaling");
+      return fmt::format("{}<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}::{}, {}, {}, {}, {}, {}, Epilogue>", s(pathTemplate(path)),
+                         s(a.cppType), s(a.cppLayout), s(b.cppType), s(b.cppLayout), s(accumCpp), tileM, tileN, tileK, stages,
+                         s("kdl::Sm90Schedule"), schedule == Schedule::Pingpong ? "Pingpong" : "Cooperative", clusterM,
+                         clusterN, rasterAlongM ? "true" : "false", promoteEvery, scaling);
+    }
+    return fmt::format("{}<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, Epilogue>", s(pathTemplate(path)),
+                       s(a.cppType), s(a.cppLayout), a.align, s(b.cppType), s(b.cppLayout), b.align, s(accumCpp), tileM,
+                       tileN, tileK, warpsM, warpsN, stages, rasterAlongM ? "true" : "false");
+  };
+  return transposed ? fmt::format("{}<{}>", s("kdl::TransposedGemm"), device()) : device();
 }
 
 namespace {
 
 // The sm80 multistage GEMM (include/kdl/gemm_sm80.cuh, gemm_sm80_tma.cuh), in the order its
 // decisions depend on each other: the warps need the operands, the shared memory needs the warps.
-constexpr LoweringStep kGemmSm80Steps[] = {lowerTarget, lowerOperands, lowerTiling, lowerPipeline, lowerArguments};
+constexpr LoweringStep kGemmSm80Steps[] = {lowerTarget,   lowerOrientation, lowerOperands,
+                                           lowerTiling,   lowerPipeline,    lowerArguments};
 // The sm90a warp-specialized GEMM (include/kdl/gemm_sm90.cuh): the schedule needs the operands (tile
 // K), the stages need the schedule (the epilogue's shared memory), the epilogue's vector width needs
-// the accumulator (tile, schedule, promotion).
-constexpr LoweringStep kGemmSm90Steps[] = {lowerTarget,       lowerSm90Operands, lowerSm90Tiling,
+// the accumulator (tile, schedule, promotion). On both paths the orientation (a column-major D is
+// computed transposed) comes before the operands it swaps.
+constexpr LoweringStep kGemmSm90Steps[] = {lowerTarget,       lowerOrientation,  lowerSm90Operands, lowerSm90Tiling,
                                            lowerSm90Pipeline, lowerSm90Epilogue, lowerArguments};
 
 bool runSteps(Lowering& l, const LoweringStep* first, const LoweringStep* last) {

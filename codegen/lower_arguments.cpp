@@ -38,12 +38,13 @@ void addOperandArgs(const KernelSpec& s, KernelPlan& p) {
     ArgPlan& a = addArg(p, name, ArgPlan::Kind::Tensor, ArgPlan::Role::BlockScale, DType::F32, index);
     a.ldName = "ld_" + name;
   };
-  addArg(p, "A", ArgPlan::Kind::Tensor, ArgPlan::Role::OperandIn, p.a.dtype, 0);
+  // The spec's A and B (argA, argB), also when the kernel computes the transpose (plan.transposed).
+  addArg(p, "A", ArgPlan::Kind::Tensor, ArgPlan::Role::OperandIn, p.argA.dtype, 0).layout = p.argA.layout;
   addScales("A", 0);
-  addArg(p, "B", ArgPlan::Kind::Tensor, ArgPlan::Role::OperandIn, p.b.dtype, 1);
+  addArg(p, "B", ArgPlan::Kind::Tensor, ArgPlan::Role::OperandIn, p.argB.dtype, 1).layout = p.argB.layout;
   addScales("B", 1);
-  if (s.operand("C")) addArg(p, "C", ArgPlan::Kind::Tensor, ArgPlan::Role::OperandIn, p.c.dtype, 2);
-  addArg(p, "D", ArgPlan::Kind::Tensor, ArgPlan::Role::OperandOut, p.d.dtype, 3);
+  if (s.operand("C")) addArg(p, "C", ArgPlan::Kind::Tensor, ArgPlan::Role::OperandIn, p.c.dtype, 2).layout = p.c.layout;
+  addArg(p, "D", ArgPlan::Kind::Tensor, ArgPlan::Role::OperandOut, p.d.dtype, 3).layout = p.d.layout;
 }
 
 // The epilogue's params, inputs and extra outputs in declaration order (declarations without a
@@ -74,7 +75,7 @@ void addEpilogueArgs(const Epilogue& e, KernelPlan& p) {
       if (o.kind == EpiOutput::Kind::AmaxReduction)
         addArg(p, o.name, ArgPlan::Kind::DeviceScalar, ArgPlan::Role::AmaxOutput, DType::F32, d.index);
       else
-        addArg(p, o.name, ArgPlan::Kind::Tensor, ArgPlan::Role::TensorOutput, o.dtype, d.index);
+        addArg(p, o.name, ArgPlan::Kind::Tensor, ArgPlan::Role::TensorOutput, o.dtype, d.index).layout = o.layout;
     }
   }
 }

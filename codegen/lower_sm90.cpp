@@ -130,8 +130,8 @@ bool lowerSm90Operands(Lowering& l) {
   KernelPlan& p = l.plan;
   planOperands(s, p);
   const char* alignWhy = "defaults to 16 bytes, what TMA needs";
-  decideMainloopOperand(l, p.a, *s.operand("A"), alignWhy);
-  decideMainloopOperand(l, p.b, *s.operand("B"), alignWhy);
+  decideMainloopOperand(l, p.a, alignWhy);
+  decideMainloopOperand(l, p.b, alignWhy);
   const Sm90Mainloop* ml = findSm90Mainloop(p.a.dtype, p.b.dtype, p.a.layout, p.b.layout);
   if (p.a.dtype == DType::F32 || p.a.dtype == DType::TF32)
     l.decide("precision", "tf32 multiply, f32 accumulate",

@@ -26,6 +26,9 @@ using LoweringStep = bool (*)(Lowering&);
 
 // codegen/lower_target.cpp: arch, the nvcc -gencode flags, the compute capabilities the code runs on.
 bool lowerTarget(Lowering& l);
+// codegen/lower_operands.cpp: the orientation, before the operands of either path: a column-major D
+// makes the kernel compute D^T = B^T A^T (KernelPlan::transposed), with the reason.
+bool lowerOrientation(Lowering& l);
 // codegen/lower_operands.cpp: A, B, C, D and the extra outputs (types, layouts, alignment, element
 // sizes, leading-dimension names), the accumulator and the MMA instruction.
 bool lowerOperands(Lowering& l);
@@ -55,10 +58,14 @@ bool lowerSm90Epilogue(Lowering& l);
 
 // codegen/lower_operands.cpp: one operand's plan (type, layout, alignment, C++ names).
 OperandPlan operandPlan(const std::string& name, DType dt, Layout layout, int align);
-// A, B, C, D and the epilogue's extra outputs of the spec into the plan (no decisions).
+// A, B, C, D and the epilogue's extra outputs of the spec into the plan (no decisions); the device
+// template's a and b are B^T and A^T when plan.transposed (lowerOrientation ran first).
 void planOperands(const KernelSpec& s, KernelPlan& p);
-// The decision that records a mainloop operand (A or B); `alignWhy` explains a default alignment.
-void decideMainloopOperand(Lowering& l, const OperandPlan& o, const Operand& so, const char* alignWhy);
+// The decision that records a mainloop operand of the device template (plan.a or plan.b, and the spec
+// operand it holds); `alignWhy` explains a default alignment.
+void decideMainloopOperand(Lowering& l, const OperandPlan& o, const char* alignWhy);
+// row <-> col.
+Layout transposedLayout(Layout l);
 
 // codegen/lower.cpp: a whole sm80-path (multistage) plan of a spec, as lower() makes one.
 bool lowerGemmSm80Plan(const KernelSpec& s, KernelPlan& p, DiagEngine& diags);

@@ -26,6 +26,8 @@ struct OperandPlan {
   int align = 1;          // elements
   int elementBytes = 2;   // bytes of one element in memory (bytesOf(dtype))
   bool contigK = false;   // A and B: K is the contiguous dimension (A row-major, B column-major)
+  std::string source;     // the spec's operand it holds: its own name, or "B" / "A" for the B^T / A^T of a
+                          // transposed kernel (KernelPlan::transposed)
   // C++ member names in Arguments / Epilogue::Params
   std::string ldName;           // "lda"
   std::string batchStrideName;  // "batch_stride_A"
@@ -42,6 +44,7 @@ struct ArgPlan {
   DType dtype = DType::F32;
   std::string cppType;        // element type ("float" for params)
   std::string broadcast;      // "row" | "col" | "" (vectors only)
+  Layout layout = Layout::Row;  // tensors of the epilogue (C, D, extra outputs): as declared
   double defaultValue = 0;    // params only
   int index = -1;             // into operands / epilogue params / inputs / outputs
   // C++ member names it declares besides `name` ("" where the kind has none)
@@ -75,11 +78,20 @@ struct KernelPlan {
 
   bool sm90() const { return path == KernelPath::GemmSm90; }
 
-  // Operands and mainloop
+  // Orientation: a column-major D is computed as its transpose, D^T = B^T A^T, an n x m problem with
+  // a row-major output (codegen/lower_operands.cpp, lowerOrientation). Then the kernel's M is D's n
+  // and its N is D's m: `a` and `b` below, the tile, the warps, the cluster, the raster and the
+  // epilogue's coordinates are those of D^T; the arguments keep the spec's meaning (argA, argB) and
+  // kdl::TransposedGemm (include/kdl/gemm_transposed.h) swaps the problem at run time.
+  bool transposed = false;
+
+  // Operands and mainloop. `a` and `b` are the device template's A and B: the spec's A and B, or B^T
+  // and A^T when transposed; argA and argB are the spec's A and B as the caller passes them.
   OperandPlan a, b, d;
+  OperandPlan argA, argB;
   bool hasSource = false;
   OperandPlan c;
-  std::vector<OperandPlan> extraOutputs;  // epilogue `output Z : dt row = ...`, by output index
+  std::vector<OperandPlan> extraOutputs;  // epilogue `output Z : dt row|col = ...`, by output index
   std::string accumCpp;                   // "float" | "int32_t"
   int tileM = 128, tileN = 128, tileK = 32;
   int warpsM = 2, warpsN = 2;
@@ -114,7 +126,8 @@ struct KernelPlan {
   std::vector<ArgPlan> args;              // ABI order
   std::vector<Decision> decisions;
 
-  // "kdl::GemmSm80Tma<..., Epilogue>" or "kdl::GemmSm90<..., Epilogue>" (the template of `path`); `spell`, when given, spells each type and
+  // "kdl::GemmSm80Tma<..., Epilogue>" or "kdl::GemmSm90<..., Epilogue>" (the template of `path`), inside
+  // "kdl::TransposedGemm<...>" when transposed; `spell`, when given, spells each type and
   // template name (the emitter qualifies them from the global namespace: "::kdl::GemmSm80Tma<::half, ...>").
   std::string templateInstance(std::string (*spell)(const std::string&) = nullptr) const;
 };

@@ -95,14 +95,22 @@ bool checkSupported(const KernelSpec& s, DiagEngine& diags) {
     checkSm90Supported(s, *A, *B, unsupported);  // the validator admits wgmma schedules on sm90a only
   else
     checkSm80Supported(s, *A, *B, unsupported);
+  // C, D and extra outputs may each be row- or column-major: a column-major D is computed as D^T =
+  // B^T A^T (codegen/lower_operands.cpp, lowerOrientation), which swaps A and B and flips their
+  // layouts; both mainloop tables are closed under that swap (tests/unit/test_codegen.cpp checks it).
   for (const Operand* o : {C, D}) {
     if (!o) continue;
-    if (o->layout != Layout::Row)
-      unsupported(o->loc, fmt::format("operand {} is {}; only row-major C and D are generated yet", o->name,
-                                      layoutWord(o->layout)));
     if (!isEpilogueElementType(o->dtype))
       unsupported(o->loc, fmt::format("operand {} of type {} is not generated yet", o->name, dtypeWord(o->dtype)));
   }
+  // Block scales of a transposed kernel: its B is A^T, whose `scale (1, BK)` blocks would need one scale
+  // per column of the kernel's tile; the sm90a template applies one B scale per tile and k-block.
+  if (D->layout == Layout::Col && A->scaleBlock)
+    unsupported(D->loc, fmt::format("D is column-major, which the kernel computes as D^T = B^T A^T, and block scales "
+                                    "(`scale (...)` on A and B) do not follow that swap yet: A's {} x {} blocks would "
+                                    "become per-column scales of the kernel's B, which the sm90a template applies one "
+                                    "per tile; use a row-major D with block scales",
+                                    (*A->scaleBlock)[0], (*A->scaleBlock)[1]));
   for (const EpiInput& in : s.epilogue.inputs) {
     if (in.broadcast == Broadcast::Channel)
       unsupported(in.loc, fmt::format("input `{}`: [channel] broadcasts belong to convolutions", in.name));
@@ -112,9 +120,6 @@ bool checkSupported(const KernelSpec& s, DiagEngine& diags) {
   for (size_t i = 1; i < s.epilogue.outputs.size(); ++i) {
     const EpiOutput& o = s.epilogue.outputs[i];
     if (o.kind == EpiOutput::Kind::Tensor) {
-      if (o.layout != Layout::Row)
-        unsupported(o.loc, fmt::format("extra output `{}` is {}; only row-major extra outputs are generated yet", o.name,
-                                       layoutWord(o.layout)));
       if (!isEpilogueElementType(o.dtype))
         unsupported(o.loc, fmt::format("extra output `{}` of type {} is not generated yet", o.name, dtypeWord(o.dtype)));
     } else if (o.kind == EpiOutput::Kind::AmaxReduction && o.dtype != DType::F32) {

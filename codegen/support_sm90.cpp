@@ -299,7 +299,8 @@ std::string renderSm90Table() {
   // codegen/lower_fallback.cpp: the sm80-path kernel of the same GEMM where the sm90a one cannot run.
   out += "fallback = sm80 (inputs the sm80 path multiplies: f16, bf16, tf32, s8):\n  generated\n";
   out += fmt::format("limits: at most {} f32 accumulator registers per consumer thread ({} when promoting); A and B "
-                     "rows {}-byte aligned (TMA); C and D row-major\n",
+                     "rows {}-byte aligned (TMA); C, D and extra outputs row- or column-major (a column-major D "
+                     "is computed as D^T = B^T A^T; not with block scales)\n",
                      t.maxAccumRegs, t.maxAccumRegsPromoted, t.operandAlignBytes);
   return out;
 }

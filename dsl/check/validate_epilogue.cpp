@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "dsl/check/cpp_names.h"
 #include "dsl/check/validate_rules.h"
@@ -280,15 +281,20 @@ class EpilogueBuilder {
     if (out.kind == EpiOutput::Kind::Tensor) claimLeadingDimension(item.name, item.nameLoc);
   }
 
-  // Extra tensors are written like the main output: row-major matrices (gemm) or NHWC (conv).
+  // Extra tensors are matrices like the main output: row- or column-major (gemm), NHWC (conv).
   Layout readOutputLayout(const RawEpilogueItem& item) {
-    Layout want = op_ == Op::Gemm ? Layout::Row : Layout::NHWC;
+    const std::vector<Layout> allowed =
+        op_ == Op::Gemm ? std::vector<Layout>{Layout::Row, Layout::Col} : std::vector<Layout>{Layout::NHWC};
     const Value& v = item.layout;
-    if (v.isWord(WordCategory::Layout) && v.asString() == name(want)) return want;
-    std::string msg = "extra output `" + item.name + "` must be `" + name(want) + "` for now, not " + describe(v);
+    if (v.isWord(WordCategory::Layout))
+      for (Layout l : allowed)
+        if (v.asString() == name(l)) return l;
+    std::string msg = "extra output `" + item.name + "` must be `" + name(allowed[0]) + "`" +
+                      (allowed.size() > 1 ? std::string(" or `") + name(allowed[1]) + "`" : std::string()) +
+                      (op_ == Op::Gemm ? ", a matrix" : " for now") + ", not " + describe(v);
     if (!v.isWord(WordCategory::Layout)) msg += wordHint(v, wordsOf(WordCategory::Layout));
     c_.diags.error(DiagKind::OperandLayout, item.layoutLoc.valid() ? item.layoutLoc : item.loc, msg);
-    return want;
+    return allowed[0];
   }
 
   void declare(const RawEpilogueItem& item) {

@@ -12,8 +12,14 @@
 //   Epilogue::finish(params, state)
 // once on every thread of the block.
 //
-// All tensors addressed here are row-major: element (b, m, n) lives at
-//   base + b * batch_stride + m * ld + n        (strides in elements).
+// Coordinates are those of the kernel's output. Tensors laid out like it (load_tile, store_tile) hold
+// element (b, m, n) at
+//   base + b * batch_stride + m * ld + n        (strides in elements);
+// tensors laid out transposed to it (load_tile_transposed, store_tile_transposed: a column-major C or
+// extra output beside a row-major D, or a row-major one beside a column-major D, whose kernel computes
+// D^T, kdl/gemm_transposed.h) hold it at
+//   base + b * batch_stride + n * ld + m
+// and are accessed one element at a time (strided: correct, slower than the vector accesses).
 #pragma once
 #include <stdint.h>
 #include "kdl/numeric.cuh"
@@ -102,6 +108,25 @@ __device__ __forceinline__ void store_tile(T* base, int64_t ld, int64_t batch_st
     for (int i = 0; i < V; ++i)
       if (i < c.valid) p[i] = convert_out<T>(v[i]);
   }
+}
+
+// A tensor laid out transposed to the coordinates: out[i] = base[b, n+i, m] for i < c.valid, else 0.
+template <class T, int V>
+__device__ __forceinline__ void load_tile_transposed(const T* base, int64_t ld, int64_t batch_stride,
+                                                     const EpilogueCoord& c, float (&out)[V]) {
+  const T* p = base + (int64_t)c.batch * batch_stride + (int64_t)c.n * ld + c.m;
+#pragma unroll
+  for (int i = 0; i < V; ++i) out[i] = (i < c.valid) ? to_float<T>(p[(int64_t)i * ld]) : 0.f;
+}
+
+// A tensor laid out transposed to the coordinates: base[b, n+i, m] = convert_out<T>(v[i]) for i < c.valid.
+template <class T, int V>
+__device__ __forceinline__ void store_tile_transposed(T* base, int64_t ld, int64_t batch_stride,
+                                                      const EpilogueCoord& c, const float (&v)[V]) {
+  T* p = base + (int64_t)c.batch * batch_stride + (int64_t)c.n * ld + c.m;
+#pragma unroll
+  for (int i = 0; i < V; ++i)
+    if (i < c.valid) p[(int64_t)i * ld] = convert_out<T>(v[i]);
 }
 
 // Per-column vector (length N per batch): out[i] = vec[b * batch_stride + n + i].

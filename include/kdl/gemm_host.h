@@ -80,8 +80,9 @@ constexpr BlockScales<Args> block_scales(const char* name, char along, int block
   return {name, along, block, data, ld, batch_stride};
 }
 
-// An m x n row-major tensor of the epilogue: C (T const: read; may be null, reads as 0), D and
-// extra outputs (T not const: written, so their batches must not overlap).
+// An m x n tensor of the epilogue: C (T const: read; may be null, reads as 0), D and extra outputs
+// (T not const: written, so their batches must not overlap); row-major unless made with kColMajor.
+constexpr bool kColMajor = true;
 template <class Args, class Params, class T>
 struct Tensor {
   const char* name;
@@ -92,13 +93,14 @@ struct Tensor {
   T* Params::*p_data;
   int64_t Params::*p_ld;
   int64_t Params::*p_batch_stride;
+  bool col_major;  // element (m, n) at n * ld + m
   static constexpr bool kWritten = !std::is_const<T>::value;
 };
 template <class Args, class Params, class T>
 constexpr Tensor<Args, Params, T> tensor(const char* name, const char* dtype, T* Args::*data, int64_t Args::*ld,
                                          int64_t Args::*batch_stride, T* Params::*p_data, int64_t Params::*p_ld,
-                                         int64_t Params::*p_batch_stride) {
-  return {name, dtype, data, ld, batch_stride, p_data, p_ld, p_batch_stride};
+                                         int64_t Params::*p_batch_stride, bool col_major = false) {
+  return {name, dtype, data, ld, batch_stride, p_data, p_ld, p_batch_stride, col_major};
 }
 
 // A broadcast vector input ([row]: length m, [col]: length n), one per batch or shared (stride 0).
@@ -254,7 +256,7 @@ template <class A> const char* check(const BlockScales<A>& e, const char* kernel
 template <class A, class P, class T> const char* check(const Tensor<A, P, T>& e, const char* kernel, const A& a) {
   using Self = Tensor<A, P, T>;
   return check_epilogue_tensor(kernel, e.name, a.*e.data, a.*e.ld, a.*e.batch_stride, a.m, a.n, a.batch,
-                               /*optional=*/!Self::kWritten, /*written=*/Self::kWritten);
+                               /*optional=*/!Self::kWritten, /*written=*/Self::kWritten, e.col_major);
 }
 template <class A, class P, class T> const char* check(const Vector<A, P, T>& e, const char* kernel, const A& a) {
   return check_vector_input(kernel, e.name, a.*e.data, a.*e.batch_stride, a.batch);
@@ -274,7 +276,8 @@ struct ByteRange {
 template <class E, class A> ByteRange written_range(const E&, const A&) { return {}; }
 template <class A, class P, class T> ByteRange written_range(const Tensor<A, P, T>& e, const A& a) {
   if (!Tensor<A, P, T>::kWritten || a.*e.data == nullptr || a.m == 0 || a.n == 0) return {};
-  const int64_t extent = row_major_extent(a.m, a.n, a.*e.ld) + (int64_t)(a.batch - 1) * a.*e.batch_stride;
+  const int64_t extent = (e.col_major ? row_major_extent(a.n, a.m, a.*e.ld) : row_major_extent(a.m, a.n, a.*e.ld)) +
+                         (int64_t)(a.batch - 1) * a.*e.batch_stride;
   const uintptr_t begin = reinterpret_cast<uintptr_t>(a.*e.data);
   return {begin, begin + (uintptr_t)extent * sizeof(T), e.name};
 }

@@ -71,7 +71,8 @@
 //     one thread stores the boxes with TMA (clipped at M and N) without waiting for them: the stores
 //     run under the next tile's mainloop, and a buffer is only rewritten once TMA has read it.
 //     run() takes this path when TMA can describe D (16-byte aligned, ld and batch stride
-//     multiples of 16 bytes); otherwise, and for functors with apply<V> only, the staged path:
+//     multiples of 16 bytes) and N x sizeof(D) is a multiple of 16 bytes (the TMA store clips at N in
+//     16-byte granules); otherwise, and for functors with apply<V> only, the staged path:
 //     each consumer warp stages its 16 rows of the accumulator through the buffer, 32 columns at a
 //     time (16 x 32 f32, rows padded to 40 floats: conflict-free float2 writes and 16-byte reads),
 //     and hands V consecutive in-range columns at a time (V = Epilogue::kVectorWidth when
@@ -421,7 +422,6 @@ struct GemmSm90 {
 
     Epilogue epilogue{};
     typename Epilogue::State state{};
-    epilogue_prepare(epilogue, P.ep, state);  // the functor's device scalars, loaded once
 
     if (warpgroup == 0) {
       // ---- producer ----
@@ -568,6 +568,7 @@ struct GemmSm90 {
         // ---- epilogue: registers -> Epilogue::compute<2> -> swizzled boxes of D -> TMA store (not waited for);
         //      or registers -> per-warp staging (16 x 32 f32) -> Epilogue::apply<V>, in range only ----
         uint8_t* const epi_smem = kdl_sm90_smem + (base - raw) + kEpiOffset;
+        epilogue_prepare(epilogue, P.ep, state);  // the functor's device scalars, once per tile (not live in the mainloop)
         if constexpr (kTmaStoreD) {
           if (P.store_d) {
             store_tile_tma(P, epilogue, state, acc, epi_smem + consumer * kEpiWgBytes, consumer, wg_thread, w.batch,
@@ -907,6 +908,9 @@ struct GemmSm90 {
     constexpr int kElem = int(sizeof(ElementD));
     const uint64_t row_bytes = (uint64_t)ep.ldd * kElem;
     if (reinterpret_cast<uintptr_t>(ep.D) % 16 || ep.ldd < p.n || row_bytes % 16 || row_bytes >= (1ull << 40)) return false;
+    // The TMA store clips at N in 16-byte granules (measured on the H100: N = 127 bf16 columns wrote
+    // column 127 too), so rows of D must end on a 16-byte boundary.
+    if (((uint64_t)p.n * kElem) % 16) return false;
     if (p.batch > 1 && (ep.batch_stride_D <= 0 || ((uint64_t)ep.batch_stride_D * kElem) % 16)) return false;
     const uint64_t bstride = detail::sm90_batch_stride_bytes(ep.ldd, ep.batch_stride_D, p.m, p.batch, kElem);
     if (bstride % 16 || bstride >= (1ull << 40)) return false;

@@ -103,24 +103,31 @@ inline int64_t row_major_extent(int64_t rows, int64_t cols, int64_t ld) {
   return (rows - 1) * ld + cols;
 }
 
-// Checks one row-major epilogue tensor (C, D, extra outputs): non-null (unless optional),
-// element-aligned, ld >= n, batch strides non-negative. A written tensor's batches must not
-// overlap (batch_stride >= the extent of one batch), or batches overwrite each other; a read-only
-// one may use batch_stride 0 (one matrix broadcast to every batch).
+// Checks one epilogue tensor (C, D, extra outputs), m x n, row-major (element (m, n) at m * ld + n) or,
+// with col_major, column-major (at n * ld + m): non-null (unless optional), element-aligned, ld at least
+// the contiguous extent, batch strides non-negative. A written tensor's batches must not overlap
+// (batch_stride >= the extent of one batch), or batches overwrite each other; a read-only one may use
+// batch_stride 0 (one matrix broadcast to every batch).
 template <class T>
 inline const char* check_epilogue_tensor(const char* kernel, const char* name, const T* p, int64_t ld,
                                          int64_t batch_stride, int m, int n, int batch, bool optional,
-                                         bool written = false) {
+                                         bool written = false, bool col_major = false) {
   if (m == 0 || n == 0) return nullptr;
   if (p == nullptr) return optional ? nullptr : error_message("%s: %s is null", kernel, name);
   if (!is_aligned(p, sizeof(T))) return error_message("%s: %s is not aligned to its element size (%zu bytes)", kernel, name, sizeof(T));
-  if (ld < n) return error_message("%s: ld of %s (%lld) < n (%d) for a row-major tensor", kernel, name, (long long)ld, n);
-  const int64_t extent = row_major_extent(m, n, ld);
+  // Lines of `contig` elements, `lines` of them: rows of a row-major tensor, columns of a column-major one.
+  const int contig = col_major ? m : n, lines = col_major ? n : m;
+  const char* contigName = col_major ? "m" : "n";
+  if (ld < contig)
+    return error_message("%s: ld of %s (%lld) < %s (%d) for a %s tensor", kernel, name, (long long)ld, contigName, contig,
+                         col_major ? "column-major" : "row-major");
+  const int64_t extent = row_major_extent(lines, contig, ld);
   if (extent < 0) return error_message("%s: ld of %s (%lld) is too large: the matrix extent overflows int64", kernel, name, (long long)ld);
   if (batch > 1 && batch_stride < 0) return error_message("%s: batch_stride_%s (%lld) is negative", kernel, name, (long long)batch_stride);
   if (written && batch > 1 && batch_stride < extent)
-    return error_message("%s: batch_stride_%s (%lld) < (m-1)*ld + n = %lld: the %d batches of %s would overwrite each other",
-                         kernel, name, (long long)batch_stride, (long long)extent, batch, name);
+    return error_message("%s: batch_stride_%s (%lld) < %s = %lld: the %d batches of %s would overwrite each other",
+                         kernel, name, (long long)batch_stride, col_major ? "(n-1)*ld + m" : "(m-1)*ld + n",
+                         (long long)extent, batch, name);
   if (batch > 1 && batch_stride > (INT64_MAX - extent) / (batch - 1))
     return error_message("%s: batch_stride_%s (%lld) is too large: %d batches overflow int64", kernel, name,
                          (long long)batch_stride, batch);

@@ -103,7 +103,8 @@ import json, sys
 built = set(sys.argv[1:])
 sys.exit(0 if any(k["name"] in built and k["arch"]["value"] == "sm90a" for k in json.load(sys.stdin)["kernels"]) else 1)
 ' "${kernels[@]}"; then
-    if ! cuobjdump --list-elf "$out/lib$stem.so" 2>/dev/null | grep -q "sm_90a"; then
+    elfs=$(cuobjdump --list-elf "$out/lib$stem.so" 2>/dev/null)  # whole output first: grep -q under pipefail SIGPIPEs it
+    if ! grep -q "sm_90a" <<<"$elfs"; then
       echo "BUILD FAILED: $spec: its library has no sm_90a machine code (cuobjdump --list-elf)" | tee -a "$CARRY/prepare.log"
       printf '%s\t*\tthe library has no sm_90a machine code (built without -gencode=arch=compute_90a,code=sm_90a?)\n' \
         "$rel_spec" >>"$CARRY/build-failed.list"

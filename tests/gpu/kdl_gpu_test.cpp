@@ -434,7 +434,8 @@ HostTensor asMultiplied(const Buffer& op, const Buffer* scales, BlockScale bs, b
   return t;
 }
 
-// Compares one output tensor (row-major, as the epilogue writes it) against the reference.
+// Compares one output tensor (in its layout: element (b, m, n) of a column-major one at
+// b * batchStride + n * ld + m) against the reference (row-major M x N per batch).
 struct CompareResult {
   bool ok = true;
   std::string text;
@@ -452,10 +453,14 @@ CompareResult compareTensor(const std::string& what, const Buffer& out, const st
   double sumD = 0, sumR = 0, maxD = 0, maxR = 0;
   int64_t nan = 0, unwritten = 0, oob = 0, mismatches = 0, firstBad = -1;
   std::vector<uint8_t> poison(eb, (uint8_t)poisonByte(t));
+  const bool colMajor = out.layout == Layout::Col;
+  auto offsetOf = [&](int64_t b, int64_t m, int64_t n) {
+    return (size_t)(b * out.batchStride + (colMajor ? n * out.ld + m : m * out.ld + n));
+  };
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n) {
-        const size_t off = (size_t)(b * out.batchStride + m * out.ld + n);
+        const size_t off = offsetOf(b, m, n);
         const uint8_t* p = out.host.bytes.data() + off * eb;
         const double v = loadElement(t, p);
         const double rv = ref[(size_t)((b * M + m) * N + n)];
@@ -487,15 +492,17 @@ CompareResult compareTensor(const std::string& what, const Buffer& out, const st
         }
         if (d > maxD) maxD = d;
       }
-  // Padding and the gap between batches must still hold the poison.
+  // Padding and the gap between batches must still hold the poison: `lines` rows (columns, when
+  // column-major) of `contig` elements, each padded to ld.
+  const int64_t lines = colMajor ? N : M, contig = colMajor ? M : N;
   for (int64_t b = 0; b < batch; ++b)
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = N; n < out.ld; ++n) {
-        const size_t off = (size_t)(b * out.batchStride + m * out.ld + n);
+    for (int64_t l = 0; l < lines; ++l)
+      for (int64_t c = contig; c < out.ld; ++c) {
+        const size_t off = (size_t)(b * out.batchStride + l * out.ld + c);
         if (std::memcmp(out.host.bytes.data() + off * eb, poison.data(), eb) != 0) ++oob;
       }
   for (int64_t b = 0; b < batch; ++b)
-    for (int64_t i = M * out.ld; i < out.batchStride; ++i)
+    for (int64_t i = lines * out.ld; i < out.batchStride; ++i)
       if (std::memcmp(out.host.bytes.data() + (size_t)(b * out.batchStride + i) * eb, poison.data(), eb) != 0) ++oob;
 
   const double normR = std::max(std::sqrt(sumR), floorNorm);
@@ -528,14 +535,14 @@ CompareResult compareTensor(const std::string& what, const Buffer& out, const st
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t m = 0; m < M; ++m)
         for (int64_t n = 0; n < N; ++n) {
-          const size_t off = (size_t)(b * out.batchStride + m * out.ld + n);
+          const size_t off = offsetOf(b, m, n);
           const double d = std::fabs(loadElement(t, out.host.bytes.data() + off * eb) - ref[(size_t)((b * M + m) * N + n)]);
           if (d > worst) worst = d, firstBad = (b * M + m) * N + n;
         }
   }
   if (!r.ok && firstBad >= 0) {
     const int64_t b = firstBad / (M * N), m = (firstBad / N) % M, n = firstBad % N;
-    const size_t off = (size_t)(b * out.batchStride + m * out.ld + n);
+    const size_t off = offsetOf(b, m, n);
     std::snprintf(buf, sizeof buf, " first/worst at (b=%lld,m=%lld,n=%lld): got %.6g want %.6g", (long long)b,
                   (long long)m, (long long)n, loadElement(t, out.host.bytes.data() + off * eb), ref[(size_t)firstBad]);
     r.text += buf;
@@ -933,7 +940,9 @@ void runRejections(Harness& h, KernelUnderTest& k) {
     s.batch = 2;
     a[(size_t)id].batch_stride = 0;
     expectReject("batch-2-batch_stride_D-0(batches overwrite each other)", s, a, "batch_stride_D (0) <");
-    a[(size_t)id].batch_stride = (base.m - 1) * a[(size_t)id].ld + base.n - 1;
+    // One element short of a batch: (m-1)*ld + n - 1 row-major, (n-1)*ld + m - 1 column-major.
+    const bool dCol = k.D->layout == Layout::Col;
+    a[(size_t)id].batch_stride = ((dCol ? base.n : base.m) - 1) * a[(size_t)id].ld + (dCol ? base.m : base.n) - 1;
     expectReject("batch-2-batch_stride_D-one-short", s, a, "would overwrite each other");
     for (size_t i = 0; i < k.args.size(); ++i)
       if (k.args[i].role == Role::OutTensor) {
@@ -974,8 +983,15 @@ void runRejections(Harness& h, KernelUnderTest& k) {
   {
     kdl_gemm_shape s = shape;
     s.m = INT_MAX;  // the C ABI's own limit: the kernel's int tile arithmetic would overflow
+    // A column-major C, D or Z needs ld >= m to be a valid m x n matrix: give it one, so that the size
+    // is the only thing wrong (can_implement reads no memory).
+    std::vector<kdl_arg> a = cb.args;
+    for (size_t i = 0; i < k.args.size(); ++i)
+      if ((k.args[i].role == Role::C || k.args[i].role == Role::D || k.args[i].role == Role::OutTensor) &&
+          cb.bufs[i].layout == Layout::Col)
+        a[i].ld = INT_MAX;
     // "too large for 32-bit tile arithmetic" (the host wrapper), "problem too large" (GemmSm90's own check).
-    expectReject("m=INT_MAX(32-bit overflow)", s, cb.args, "too large");
+    expectReject("m=INT_MAX(32-bit overflow)", s, a, "too large");
   }
   // Item 13: with nothing to compute, run() still zeroes amax outputs, so their pointers are checked.
   for (size_t i = 0; i < k.args.size(); ++i) {
@@ -1427,6 +1443,31 @@ int selfTest() {
     check(da.at((size_t)(0 * a.ld + 299)) == 0.5 * 21, "dequantised A (m 0, k 299): scale of block (mb 0, kb 2)");
     check(db.at((size_t)(129 * b.ld + 127)) == -0.25 * 2, "dequantised B (k 127, n 129): scale of block (nb 1, kb 0)");
     check(db.at((size_t)(5 * b.ld + 256)) == -0.25 * 21, "dequantised B (k 256, n 5): scale of block (nb 0, kb 2)");
+  }
+  // compareTensor reads an output in its layout: a column-major 3 x 2 f32 D (ld 4, one padding row per
+  // column, the poison elsewhere) matches its row-major reference, read row-major it does not, and a
+  // write into the padding is caught.
+  {
+    const int64_t M = 3, N = 2;
+    Buffer d;
+    d.layout = Layout::Col, d.rows = M, d.cols = N, d.ld = 4, d.batchStride = d.ld * N + 1;
+    d.host.dtype = DType::F32;
+    d.host.resize((size_t)d.batchStride);
+    std::memset(d.host.bytes.data(), poisonByte(DType::F32), d.host.bytes.size());
+    std::vector<double> ref((size_t)(M * N));
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        ref[(size_t)(m * N + n)] = (double)(1 + m + 10 * n);
+        d.host.set((size_t)(n * d.ld + m), ref[(size_t)(m * N + n)]);
+      }
+    const Tolerance exact{0, 0, true};
+    check(compareTensor("D", d, ref, nullptr, M, N, 1, exact, 0, 0).ok, "column-major output read in its layout");
+    Buffer asRow = d;
+    asRow.layout = Layout::Row;
+    check(!compareTensor("D", asRow, ref, nullptr, M, N, 1, exact, 0, 0).ok, "column-major output read row-major differs");
+    d.host.set((size_t)(1 * d.ld + 3), 0.0);  // padding of column 1
+    const CompareResult cr = compareTensor("D", d, ref, nullptr, M, N, 1, exact, 0, 0);
+    check(!cr.ok && cr.text.find("out-of-bounds-writes=1") != std::string::npos, "write into a column's padding");
   }
   std::printf("self-test: %s\n", bad ? "FAILED" : "ok");
   return bad ? 1 : 0;

@@ -64,13 +64,15 @@ fi
 # shared-memory hazards; synccheck: barrier misuse) of our kernels (hazards inside cuBLASLt's own
 # reference kernels, `nvjet_*`, are not counted: racecheck does not follow their TMA/mbarrier
 # synchronisation; excluding those kernels with --kernel-name-exclude made the sanitizer itself fail).
-# sm80 set (--quick sizes): odd M/N, split-K, amax, every epilogue kind once, a TMA-fed kernel.
+# sm80 set (--quick sizes): odd M/N, split-K, amax, every epilogue kind once, a TMA-fed kernel, a
+# column-major D with a row-major C (transposed, strided reads).
 # sm90a set (--tiny sizes: 127x269, 1x7, a padded batch, split-K): clusters, pingpong, extra outputs,
-# fp8 with scales, block scales, split-K. racecheck on sm90a kernels is run and its report kept in
+# fp8 with scales, block scales, split-K, a column-major D with a row-major C. racecheck on sm90a kernels is run and its report kept in
 # the log, but not counted: it does not follow mbarrier/TMA ordering, which the sm90a mainloop rests on.
-SANITIZED=(mx_bf16_bias_relu mx_bf16_amax mx_bf16_splitk4 mx_s8_saturate mx_tf32_bias_gelu mx_f16_scalar_z_amax mx_f16_leaky_clamp)
+SANITIZED=(mx_bf16_bias_relu mx_bf16_amax mx_bf16_splitk4 mx_s8_saturate mx_tf32_bias_gelu mx_f16_scalar_z_amax mx_f16_leaky_clamp
+           mx_f16_nn_rowC_colD)
 SANITIZED_SM90=(h90_bf16_coop_128x256x64_c2x1 h90_f16_pp_64x256x64_c1x2 h90_bf16_aux_z_amax h90_e4m3_tensor_scales
-                h90_e4m3_block_128x128 h90_bf16_splitk4)
+                h90_e4m3_block_128x128 h90_bf16_splitk4 h90_bf16_rowC_colD_bias)
 SET=${KDL_SANITIZER_SET:-all}
 # sanitize LOG TOOL KERNEL SIZES COUNTED: one compute-sanitizer run of kdl_gpu_test on one kernel,
 # appended to LOG; prints its verdict; returns 1 on a counted failure.

@@ -4,9 +4,10 @@
 gencode flags of its manifest). `check` refuses what this version cannot generate ([unsupported]: the
 sm90a table of codegen/support_sm90.cpp, split_k = stream_k), so nothing that passes it may fail later.
 
-Random kernels over the whole space of dtypes, layouts, tiles, stages, alignments, split-K and epilogues
-on the sm80 path, and of types, tiles, schedules, clusters, raster, split-K and `fallback = sm80` on the
-sm90a path (many of them invalid or not generated on purpose) go through `kdlc check` one by one; the valid ones are
+Random kernels over the whole space of dtypes, layouts (of A and B, and of C, D and Z), tiles, stages,
+alignments, split-K and epilogues on the sm80 path, and of types, tiles, schedules, clusters, raster,
+split-K and `fallback = sm80` on the sm90a path (many of them invalid or not generated on purpose) go
+through `kdlc check` one by one; the valid ones are
 emitted, and a sample of them (half sm90a when there are some) is compiled. Usage:
   check_implies_compile.py --kdlc KDLC --include INCLUDE_DIR [--count N] [--compile N] [--seed S] [--nvcc NVCC]
 It never passes without testing the promise: it fails when no random kernel passed `check` (or none
@@ -39,6 +40,16 @@ EPILOGUES = [
 SM90_DTYPES = ["bf16", "f16", "bf16", "f16", "e4m3", "e5m2", "s8", "tf32"]
 
 
+def matrix_layout(rng):
+    """C, D and extra outputs: mostly row-major; a column-major D is computed as D^T = B^T A^T."""
+    return "row" if rng.random() < 0.7 else "col"
+
+
+def with_layouts(rng, epi):
+    """The epilogue with its extra output Z in a random layout."""
+    return epi.replace("output Z : f32 row", "output Z : f32 %s" % matrix_layout(rng)) if epi else epi
+
+
 def random_sm90_kernel(rng, i):
     """An sm90a GEMM on a wgmma schedule, mostly near what the table generates."""
     dt = rng.choice(SM90_DTYPES)
@@ -56,14 +67,14 @@ def random_sm90_kernel(rng, i):
     if fallback:
         body.append("fallback = sm80;")
     if rng.random() < 0.3:
-        body.append("C : %s row;" % out)
-    body += ["D : %s row;" % out, "tile = (%d, %d, %d);" % (tm, tn, tk),
+        body.append("C : %s %s;" % (out, matrix_layout(rng)))
+    body += ["D : %s %s;" % (out, matrix_layout(rng)), "tile = (%d, %d, %d);" % (tm, tn, tk),
              "schedule = %s;" % rng.choice(["cooperative", "cooperative", "cooperative", "pingpong", "auto"]),
              "stages = %s;" % rng.choice(["auto", "auto", 2, 4, 6]),
              "cluster = %s;" % rng.choice(["(1, 1, 1)", "(1, 1, 1)", "(2, 1, 1)", "(2, 1, 1)", "(1, 2, 1)"]),
              "raster = %s;" % rng.choice(["auto", "auto", "along_n", "along_m"]),
              "split_k = %s;" % rng.choice(["1", "1", "1", "serial(2)"])]
-    epi = rng.choice(EPILOGUES)
+    epi = with_layouts(rng, rng.choice(EPILOGUES))
     if epi and ("C" not in epi):
         body.append("epilogue { %s }" % epi)
     return "kernel k%04d {\n  %s\n}\n" % (i, "\n  ".join(body))
@@ -86,14 +97,14 @@ def random_kernel(rng, i):
         align = " align %d" % rng.choice([1, 2, 4, 8, 16])
     split = rng.choice(["1", "1", "serial(2)", "serial(4)"])
     raster = rng.choice(["auto", "along_m", "along_n"])
-    epi = rng.choice(EPILOGUES)
+    epi = with_layouts(rng, rng.choice(EPILOGUES))
     body = [
         "op = gemm;", "arch = %s;" % rng.choice(["sm80", "sm80", "sm86", "sm89"]),
         "A : %s %s%s;" % (dt, la, align), "B : %s %s;" % (dt, lb),
     ]
     if has_c:
-        body.append("C : %s row;" % out)
-    body += ["D : %s row;" % out, "tile = (%d, %d, %d);" % (tm, tn, tk), "stages = %s;" % stages,
+        body.append("C : %s %s;" % (out, matrix_layout(rng)))
+    body += ["D : %s %s;" % (out, matrix_layout(rng)), "tile = (%d, %d, %d);" % (tm, tn, tk), "stages = %s;" % stages,
              "split_k = %s;" % split, "raster = %s;" % raster]
     if epi:
         body.append("epilogue { %s }" % epi)

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Emits tests/nvcc/arguments.kdl, compiles the kernel's .cu (host and device, sm_80) with
 tests/nvcc/test_can_implement.cpp into one program, and runs it; the same for block_scales.kdl (sm_90a)
-with test_can_implement_block_scales.cpp; and fallback.kdl (sm_90a with its sm_80 fallback) with
-test_can_implement_fallback.cpp. No GPU is needed: argument errors must come before any
+with test_can_implement_block_scales.cpp; fallback.kdl (sm_90a with its sm_80 fallback) with
+test_can_implement_fallback.cpp; and colmajor_args.kdl (column-major D and Z, sm_90a) with
+test_can_implement_colmajor.cpp. No GPU is needed: argument errors must come before any
 device query. Prints SKIP (exit 0) only when nvcc is absent."""
 
 # (spec, kernel, test program, gencode flags separated by spaces)
@@ -11,6 +12,7 @@ PROGRAMS = [
     ("block_scales.kdl", "args_block", "test_can_implement_block_scales.cpp", "-gencode=arch=compute_90a,code=sm_90a"),
     ("fallback.kdl", "args_fallback", "test_can_implement_fallback.cpp",
      "-gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=sm_80"),
+    ("colmajor_args.kdl", "args_colmajor", "test_can_implement_colmajor.cpp", "-gencode=arch=compute_90a,code=sm_90a"),
 ]
 import argparse, os, shutil, subprocess, sys, tempfile
 

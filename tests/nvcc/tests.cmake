@@ -10,6 +10,14 @@ if(Python3_FOUND)
                    --gencode=-gencode=arch=compute_80,code=sm_80 --specs ${CMAKE_CURRENT_LIST_DIR}/clashing_names.kdl)
   set_tests_properties("codegen: kernels with clashing names compile" PROPERTIES LABELS "nvcc" TIMEOUT 600
                        SKIP_REGULAR_EXPRESSION "^SKIP:")
+  # Column-major C, D and extra outputs on the sm80 path (a column-major D computed as D^T = B^T A^T):
+  # compiled for sm_90, which builds both kdl::GemmSm80 and the TMA variant of kdl::GemmSm80Tma.
+  add_test(NAME "codegen: column-major kernels of the sm80 path compile (nvcc sm_90)"
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/compile_emitted.py
+                   --kdlc $<TARGET_FILE:kdlc> --include ${PROJECT_SOURCE_DIR}/include -j 2 --require-all --expect 4
+                   --gencode=-gencode=arch=compute_90,code=sm_90 --specs ${CMAKE_CURRENT_LIST_DIR}/colmajor_sm80.kdl)
+  set_tests_properties("codegen: column-major kernels of the sm80 path compile (nvcc sm_90)" PROPERTIES LABELS "nvcc"
+                       TIMEOUT 600 SKIP_REGULAR_EXPRESSION "^SKIP:")
   # A generated can_implement on the CPU: argument errors (items 12, 13) before device queries.
   add_test(NAME "codegen: generated can_implement checks arguments without a GPU"
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/run_can_implement.py

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "kdl/gemm_transposed.h"
 #include "kdl/per_device.h"
 #include "kdl/runtime.h"
 
@@ -85,6 +86,14 @@ TEST_CASE("argument checks say what is wrong") {
   CHECK(kdl::check_epilogue_tensor<float>("k", "C", f, 8, 0, 4, 8, 2, true, false) == nullptr);
   m = kdl::check_epilogue_tensor<float>("k", "D", f, 8, INT64_MAX / 2, 4, 8, 3, false, true);
   CHECK(m.find("is too large: 3 batches overflow int64") != std::string::npos);
+  // Column-major (m = 4 rows, n = 8 columns): ld >= m, one batch spans (n-1)*ld + m.
+  m = kdl::check_epilogue_tensor<float>("k", "D", f, 3, 64, 4, 8, 1, false, true, /*col_major=*/true);
+  CHECK(m == "k: ld of D (3) < m (4) for a column-major tensor");
+  CHECK(kdl::check_epilogue_tensor<float>("k", "D", f, 4, 32, 4, 8, 2, false, true, true) == nullptr);
+  m = kdl::check_epilogue_tensor<float>("k", "D", f, 4, 31, 4, 8, 2, false, true, true);
+  CHECK(m == "k: batch_stride_D (31) < (n-1)*ld + m = 32: the 2 batches of D would overwrite each other");
+  m = kdl::check_epilogue_tensor<float>("k", "D", f, 4, 8, 4, 8, 1, false, true, false);
+  CHECK(m == "k: ld of D (4) < n (8) for a row-major tensor");
   CHECK(kdl::row_major_extent(3, 5, 8) == 21);
   CHECK(kdl::row_major_extent(3, 5, INT64_MAX / 2) == -1);
 }
@@ -131,4 +140,29 @@ TEST_CASE("per-device set-up runs once per device, from many threads, until it s
   CHECK(answer.get(0, [&] { return ++asked, false; }));
   CHECK(!answer.get(1, [&] { return ++asked, true; }));
   CHECK(asked == 2);
+}
+
+TEST_CASE("a column-major D's transposed problem, and the template's words in the caller's names") {
+  kdl::GemmProblem p{};
+  p.m = 3, p.n = 5, p.k = 7, p.batch = 2, p.split_k = 1;
+  int a = 0, b = 0;
+  const float sa = 0, sb = 0;
+  p.A = &a, p.lda = 7, p.batch_stride_a = 21;
+  p.B = &b, p.ldb = 8, p.batch_stride_b = 40;
+  p.scale_a = &sa, p.ld_scale_a = 3, p.batch_stride_scale_a = 3;
+  p.scale_b = &sb, p.ld_scale_b = 1, p.batch_stride_scale_b = 1;
+  const kdl::GemmProblem t = kdl::transposed_problem(p);
+  CHECK((t.m == 5 && t.n == 3 && t.k == 7 && t.batch == 2 && t.split_k == 1));
+  CHECK((t.A == &b && t.lda == 8 && t.batch_stride_a == 40 && t.B == &a && t.ldb == 7 && t.batch_stride_b == 21));
+  CHECK((t.scale_a == &sb && t.ld_scale_a == 1 && t.scale_b == &sa && t.ld_scale_b == 3));
+  char out[160];
+  kdl::caller_words("kdl gemm sm90: lda (56) < k (64) for row-major A", out, sizeof(out));
+  CHECK(std::string(out) == "kdl gemm sm90: ldb (56) < k (64) for column-major B");
+  kdl::caller_words("problem too large (m=5, n=3); batch_stride_A is 0, ld_scale_B < ceil(n / 128), AlignA", out,
+                    sizeof(out));
+  CHECK(std::string(out) == "problem too large (n=5, m=3); batch_stride_B is 0, ld_scale_A < ceil(m / 128), AlignB");
+  kdl::caller_words("must be a multiple of 16 bytes for TMA", out, sizeof(out));  // nothing to swap
+  CHECK(std::string(out) == "must be a multiple of 16 bytes for TMA");
+  kdl::caller_words("row-major A", out, 6);  // truncated to the buffer
+  CHECK(std::string(out) == "colum");
 }

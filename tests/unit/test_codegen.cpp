@@ -263,9 +263,6 @@ TEST_CASE("unsupported specs are rejected at the responsible field", "[codegen][
   s.arch.value = Arch::SM89;
   CHECK(contains(firstError(s), "e4m3 operands"));
   s = makeGemm("g", DType::BF16, DType::BF16);
-  s.operands.back().layout = Layout::Col;
-  CHECK(contains(firstError(s), "only row-major C and D"));
-  s = makeGemm("g", DType::BF16, DType::BF16);
   s.splitK.value = SplitKMode::StreamK;
   CHECK(contains(firstError(s), "stream_k"));
   s = makeGemm("g", DType::S8, DType::S8, false, {128, 128, 64});
@@ -848,9 +845,11 @@ TEST_CASE("sm90a: what the table does not generate is refused at its field", "[c
   s = makeSm90Gemm("g", DType::BF16);
   s.splitK.value = SplitKMode::StreamK;
   CHECK(contains(firstError(s), "split_k = stream_k"));
-  s = makeSm90Gemm("g", DType::BF16);
+  s = makeSm90Gemm("g", DType::E4M3, {128, 128, 128});
+  s.operands[0].scaleBlock = std::array<int, 2>{1, 128};
+  s.operands[1].scaleBlock = std::array<int, 2>{128, 128};
   s.operands.back().layout = Layout::Col;
-  CHECK(contains(firstError(s), "only row-major C and D"));
+  CHECK(contains(firstError(s), "D is column-major, which the kernel computes as D^T = B^T A^T, and block scales"));
   s = makeSm90Gemm("g", DType::BF16);
   s.schedule.value = Schedule::Pingpong;
   s.tile.value = {64, 128, 64};
@@ -915,4 +914,127 @@ TEST_CASE("every sm90a configuration: validation, the table, lowering and kdl/ge
   // the table generates bf16 and f16 cooperative kernels at least; the grid asks for more than it has
   CHECK(lowered >= 2 * 2 * 3 * 2 * 3);
   CHECK(refused > 0);
+}
+
+// ---- column-major C, D and extra outputs: a column-major D is computed as D^T = B^T A^T ----
+
+TEST_CASE("column-major D: the kernel computes D^T = B^T A^T (sm90a)", "[codegen][lower][colmajor]") {
+  const std::string text = R"(
+kernel t {
+  op = gemm; arch = sm90a;
+  A : e4m3 row; B : e5m2 col; C : bf16 row; D : bf16 col;
+  tile = (128, 128, 128); schedule = cooperative; split_k = serial(4);
+  epilogue {
+    input sa : f32 [row]; input sb : f32 [col];
+    output Z : f32 col = acc;
+    D = acc * sa * sb + C;
+  }
+}
+)";
+  std::vector<KernelPlan> plans = lowerText(text);
+  REQUIRE(plans.size() == 1);
+  const KernelPlan& p = plans[0];
+  CHECK(p.transposed);
+  // The device template's A is B^T (e5m2, B col = B^T row), its B is A^T (e4m3, A row = A^T col).
+  CHECK(p.a.source == "B");
+  CHECK(p.a.dtype == DType::E5M2);
+  CHECK(p.a.layout == Layout::Row);
+  CHECK(p.a.contigK);
+  CHECK(p.b.source == "A");
+  CHECK(p.b.dtype == DType::E4M3);
+  CHECK(p.b.layout == Layout::Col);
+  CHECK(p.b.contigK);
+  // The arguments keep the spec's meaning.
+  CHECK(p.argA.dtype == DType::E4M3);
+  CHECK(p.argB.dtype == DType::E5M2);
+  REQUIRE(p.args.size() >= 2);
+  CHECK(p.args[0].name == "A");
+  CHECK(p.args[0].dtype == DType::E4M3);
+  CHECK(p.args[1].dtype == DType::E5M2);
+  CHECK(p.templateInstance() ==
+        "kdl::TransposedGemm<kdl::GemmSm90<__nv_fp8_e5m2, kdl::RowMajor, __nv_fp8_e4m3, kdl::ColMajor, float, 128, "
+        "128, 128, " + std::to_string(p.stages) +
+            ", kdl::Sm90Schedule::Cooperative, 1, 1, false, 0, kdl::sm90::NoBlockScaling, Epilogue>>");
+  const Decision* o = decision(p, "orientation");
+  REQUIRE(o != nullptr);
+  CHECK(contains(o->value, "D^T = B^T A^T"));
+  CHECK(contains(o->why, "D is col in the spec"));
+  CHECK(contains(o->why, "C row-major, unlike D: read or written transposed"));
+  CHECK(contains(decision(p, "A")->value, "B^T: __nv_fp8_e5m2 kdl::RowMajor"));
+
+  const std::map<std::string, std::string> f = emitText(text);
+  const std::string& cu = f.at("t.cu");
+  const std::string& h = f.at("t.h");
+  CHECK(contains(cu, "#include <kdl/gemm_transposed.h>"));
+  CHECK(contains(cu, "using Gemm = ::kdl::TransposedGemm<::kdl::GemmSm90<::__nv_fp8_e5m2, ::kdl::RowMajor, "
+                     "::__nv_fp8_e4m3, ::kdl::ColMajor"));
+  CHECK(contains(cu, "// orientation: transposed"));
+  // [row] of D is a coordinate column of D^T and [col] a coordinate row.
+  CHECK(contains(cu, "::kdl::load_col_broadcast<float, V>(p.sa, p.batch_stride_sa, c, in_sa);"));
+  CHECK(contains(cu, "::kdl::load_row_broadcast<float, V>(p.sb, p.batch_stride_sb, c, in_sb);"));
+  // D and Z (column-major) are D^T's rows; the row-major C runs across them.
+  CHECK(contains(cu, "::kdl::load_tile_transposed<::__nv_bfloat16, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);"));
+  CHECK(contains(cu, "::kdl::store_tile<::__nv_bfloat16, V>(p.D, p.ldd, p.batch_stride_D, c, out_D);"));
+  CHECK(contains(cu, "::kdl::store_tile<float, V>(p.Z, p.ldz, p.batch_stride_Z, c, out_Z);"));
+  // The host checks each tensor in its layout; A and B keep their alignment and names.
+  CHECK(contains(cu, "::kdl::arg::tensor(\"D\", \"bf16\", &Arguments::D, &Arguments::ldd, &Arguments::batch_stride_D, "
+                     "&Params::D, &Params::ldd, &Params::batch_stride_D, ::kdl::arg::kColMajor)"));
+  CHECK(contains(cu, "::kdl::arg::tensor(\"C\", \"bf16\", &Arguments::C, &Arguments::ldc, &Arguments::batch_stride_C, "
+                     "&Params::C, &Params::ldc, &Params::batch_stride_C)"));
+  CHECK(contains(cu, "::kdl::arg::mainloop(\"A\", \"e4m3\", &Arguments::A, &Arguments::lda, &Arguments::batch_stride_A, 16)"));
+  CHECK(contains(h, "::int64_t ldd = 0; ::int64_t batch_stride_D = 0;  // bf16 m x n, column-major"));
+  CHECK(contains(h, "::int64_t ldz = 0; ::int64_t batch_stride_Z = 0;  // f32 m x n, column-major"));
+  CHECK(contains(h, "::int64_t ldc = 0; ::int64_t batch_stride_C = 0;  // bf16 m x n; may be null (reads as 0)\n"));
+  CHECK(contains(f.at("manifest.json"), "{\"name\": \"A\", \"dtype\": \"e4m3\""));
+}
+
+TEST_CASE("column-major C, D and extra outputs on the sm80 path", "[codegen][lower][colmajor]") {
+  // A col x B col with a column-major D: the kernel multiplies B^T (row) by A^T (row).
+  std::vector<KernelPlan> plans = lowerText(R"(
+kernel nn { op = gemm; arch = sm80; A : f16 col; B : f16 col; D : f16 col; tile = (128, 128, 32); stages = 3; }
+kernel zc {
+  op = gemm; arch = sm80;
+  A : bf16 row; B : bf16 col; C : bf16 col; D : bf16 row;
+  tile = (128, 128, 32); stages = 3;
+  epilogue { input bias : f32 [row]; output Z : bf16 col = acc; D = acc + C + bias; }
+}
+)");
+  REQUIRE(plans.size() == 2);
+  const KernelPlan& nn = plans[0];
+  CHECK(nn.transposed);
+  CHECK(nn.a.layout == Layout::Row);
+  CHECK(nn.b.layout == Layout::Row);
+  CHECK(nn.templateInstance().rfind("kdl::TransposedGemm<kdl::GemmSm80<half, kdl::RowMajor, 8, half, kdl::RowMajor, 8",
+                                    0) == 0);
+  // A row-major D with a column-major C and Z: not transposed; C and Z addressed across its rows.
+  const KernelPlan& zc = plans[1];
+  CHECK(!zc.transposed);
+  CHECK(zc.templateInstance().rfind("kdl::GemmSm80<", 0) == 0);
+  const Decision* o = decision(zc, "orientation");
+  REQUIRE(o != nullptr);
+  CHECK(contains(o->why, "C, Z column-major, unlike D"));
+  CHECK(decision(nn, "orientation") != nullptr);
+  CHECK(decision(lowerOne(makeGemm("g", DType::BF16, DType::BF16)), "orientation") == nullptr);
+  const std::string functor = emitEpilogueFunctor(zc, 0);
+  CHECK(contains(functor, "::kdl::load_tile_transposed<::__nv_bfloat16, V>(p.C"));
+  CHECK(contains(functor, "::kdl::store_tile_transposed<::__nv_bfloat16, V>(p.Z"));
+  CHECK(contains(functor, "::kdl::store_tile<::__nv_bfloat16, V>(p.D"));
+  CHECK(contains(functor, "::kdl::load_row_broadcast<float, V>(p.bias"));
+}
+
+TEST_CASE("the mainloop tables are closed under the transposition of a column-major D", "[codegen][colmajor]") {
+  // D^T = B^T A^T swaps A and B and flips their layouts: every generated line must have its mirror,
+  // or a column-major D with those operands would reach nvcc with a pair the template lacks.
+  // (The sm80 table is closed by construction: one type for A and B, and either every layout pair or
+  // A row x B col only, which is its own mirror.)
+  REQUIRE(transposedLayout(Layout::Row) == Layout::Col);
+  REQUIRE(transposedLayout(Layout::Col) == Layout::Row);
+  for (const Sm90Mainloop& m : sm90Table().mainloops) {
+    if (!m.generated) continue;
+    INFO(dtypeWord(m.a) << " " << layoutWord(m.layoutA) << " x " << dtypeWord(m.b) << " " << layoutWord(m.layoutB));
+    const Sm90Mainloop* t = findSm90Mainloop(m.b, m.a, transposedLayout(m.layoutB), transposedLayout(m.layoutA));
+    REQUIRE(t != nullptr);
+    CHECK(t->generated);
+    CHECK(t->accum == m.accum);
+  }
 }
