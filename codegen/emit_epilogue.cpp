@@ -67,7 +67,7 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
   w.close("};");
   w.blank();
   if (anyScalar) {
-    // Device scalars ([] inputs) are read once per block, not per element.
+    // Device scalars ([] inputs) are read once per tile, not per element.
     w.open("__device__ __forceinline__ void prepare(const Params& p, State& s) const {{");
     for (const EpiInput& in : e.inputs)
       if (in.broadcast == Broadcast::Scalar)

@@ -2,7 +2,7 @@
 //
 // The GEMM kernel calls, on every thread that runs the epilogue,
 //   Epilogue::prepare(params, state)                 (when the functor has it: epilogue_prepare below)
-// once before its first tile (the functor loads its device scalars into the state there), then per
+// once before the epilogue of each output tile (the functor loads its device scalars into the state there), then per
 // V consecutive output columns coord.n .. coord.n+V-1 of row coord.m (coord.valid of them are < N;
 // rows >= M are never passed) either
 //   Epilogue::apply<V>(params, state, coord, acc[V])                 (computes and stores D), or
@@ -149,7 +149,24 @@ __device__ __forceinline__ void load_row_broadcast(const T* vec, int64_t batch_s
 template <class T>
 __device__ __forceinline__ float load_scalar(const T* p) { return to_float<T>(*p); }
 
-// Calls e.prepare(p, s) when the functor declares it (loads its device scalars once per block).
+namespace detail {
+// The epilogue's D when the functor hands D's values back instead of storing them (it declares
+// `using ElementD` and `compute<V>(params, state, coord, acc, out_D)`, and its Params name D, ldd and
+// batch_stride_D): the template then stores D itself, through shared memory and a TMA store.
+// Otherwise `apply<V>` stores everything.
+template <class E, class = void>
+struct EpilogueD {
+  static constexpr bool kComputes = false;
+  using Element = uint8_t;
+};
+template <class E>
+struct EpilogueD<E, decltype((void)sizeof(typename E::ElementD))> {
+  static constexpr bool kComputes = true;
+  using Element = typename E::ElementD;
+};
+}  // namespace detail
+
+// Calls e.prepare(p, s) when the functor declares it (loads its device scalars once per tile).
 template <class E, class = void>
 struct HasEpiloguePrepare {
   static constexpr bool value = false;

@@ -64,7 +64,7 @@
 //   * Residues: TMA zero-fills what lies outside M, N, K (3-D tensor maps: K, rows, batch);
 //     the epilogue stores in range only.
 //   * Epilogue, TMA store (a functor that hands D's values back: Epilogue::ElementD and
-//     compute<V>, see detail::EpilogueD; every functor kdlc emits does): per m64 block of its rows,
+//     compute<V>, see detail::EpilogueD in kdl/epilogue.cuh; every functor kdlc emits does): per m64 block of its rows,
 //     each consumer warpgroup passes its accumulator pairs to compute<2> (which loads C and the
 //     broadcasts, stores extra outputs and accumulates amax itself), converts D to its type into
 //     boxes of 64 rows x 128 bytes in its own part of the epilogue buffer (128-byte swizzle), and
@@ -110,20 +110,6 @@ template <class E> struct is_fp8 { static constexpr bool value = false; };
 template <> struct is_fp8<__nv_fp8_e4m3> { static constexpr bool value = true; };
 template <> struct is_fp8<__nv_fp8_e5m2> { static constexpr bool value = true; };
 
-// The epilogue's D when the functor hands D's values back instead of storing them (it declares
-// `using ElementD` and `compute<V>(params, state, coord, acc, out_D)`, and its Params name D, ldd and
-// batch_stride_D): the template then stores D itself, through shared memory and a TMA store.
-// Otherwise `apply<V>` stores everything.
-template <class E, class = void>
-struct EpilogueD {
-  static constexpr bool kComputes = false;
-  using Element = uint8_t;
-};
-template <class E>
-struct EpilogueD<E, decltype((void)sizeof(typename E::ElementD))> {
-  static constexpr bool kComputes = true;
-  using Element = typename E::ElementD;
-};
 // D's TMA element type: the operands' (16-bit types, float, bytes), and s32.
 template <class E>
 struct Sm90StoreDtype : Sm90TmaDtype<E> {};
@@ -903,19 +889,18 @@ struct GemmSm90 {
   // false: the epilogue stores D through apply<V> instead.
   template <class Params>
   static bool encode_d(CUtensorMap* map, const GemmProblem& p, const Params& ep) {
-    const DriverApi& api = driver_api();
-    if (api.cuTensorMapEncodeTiled == nullptr || ep.D == nullptr) return false;
     constexpr int kElem = int(sizeof(ElementD));
-    const uint64_t row_bytes = (uint64_t)ep.ldd * kElem;
-    if (reinterpret_cast<uintptr_t>(ep.D) % 16 || ep.ldd < p.n || row_bytes % 16 || row_bytes >= (1ull << 40)) return false;
-    // The TMA store clips at N in 16-byte granules (measured on the H100: N = 127 bf16 columns wrote
-    // column 127 too), so rows of D must end on a 16-byte boundary.
-    if (((uint64_t)p.n * kElem) % 16) return false;
-    if (p.batch > 1 && (ep.batch_stride_D <= 0 || ((uint64_t)ep.batch_stride_D * kElem) % 16)) return false;
-    const uint64_t bstride = detail::sm90_batch_stride_bytes(ep.ldd, ep.batch_stride_D, p.m, p.batch, kElem);
-    if (bstride % 16 || bstride >= (1ull << 40)) return false;
+    // A's and B's TMA limits (tma_refusal), and: the TMA store clips at N in 16-byte granules (measured
+    // on the H100: N = 127 bf16 columns wrote column 127 too), so rows of D must end on a 16-byte boundary.
+    char why[200];
+    if (ep.D == nullptr || ep.ldd < p.n || ((uint64_t)p.n * kElem) % 16 ||
+        tma_refusal("D", ep.D, ep.ldd, ep.batch_stride_D, p.m, p.batch, kElem, why, sizeof(why)) != nullptr)
+      return false;
+    const DriverApi& api = driver_api();
+    if (api.cuTensorMapEncodeTiled == nullptr) return false;
     cuuint64_t dims[3] = {(cuuint64_t)p.n, (cuuint64_t)p.m, (cuuint64_t)p.batch};
-    cuuint64_t strides[2] = {(cuuint64_t)row_bytes, (cuuint64_t)bstride};
+    cuuint64_t strides[2] = {(cuuint64_t)ep.ldd * kElem,
+                             (cuuint64_t)detail::sm90_batch_stride_bytes(ep.ldd, ep.batch_stride_D, p.m, p.batch, kElem)};
     cuuint32_t box[3] = {(cuuint32_t)kBoxCols, 64, 1};
     cuuint32_t estr[3] = {1, 1, 1};
     return api.cuTensorMapEncodeTiled(map, detail::Sm90StoreDtype<ElementD>::value, 3, ep.D, dims, strides, box, estr,
