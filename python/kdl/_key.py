@@ -159,7 +159,8 @@ def describe_change(old, new):
         return "new spec"
     what = []
     file_words = {"spec_sources": "spec file", "emitted_files": "emitted file", "kdl_headers": "kdl header"}
-    for name in COMPONENTS:
+    # Causes first: an emitted file changes because a spec, an import or kdlc did.
+    for name in sorted(COMPONENTS, key=lambda n: n == "emitted_files"):
         a, b = old.get(name), new.get(name)
         if a == b:
             continue
