@@ -400,12 +400,17 @@ class Cache:
                     os.unlink(self.lock_path(key))  # waiters notice (FileLock re-opens)
             finally:
                 lock.release()
-        for name in _listdir(self.root):  # entries without a lock file
-            if is_key(name):
-                with self.lock(name):
+        for name in _listdir(self.root):  # entries without a lock file (left above: being built)
+            if is_key(name) and not os.path.lexists(self.lock_path(name)):
+                lock = FileLock(self.lock_path(name))
+                if not lock.acquire(blocking=False):
+                    continue
+                try:
                     if os.path.lexists(self.entry_dir(name)):
                         self.discard(name)
                         removed += 1
+                finally:
+                    lock.release()
         self.sweep_staging()
         remove_tree(os.path.join(self.root, ".specs"))
         return removed
