@@ -256,10 +256,18 @@ class Cache:
             lock.release()
             remove_tree(path)
 
-    def sweep_staging(self):
+    def sweep_staging(self, min_age=60.0):
+        """Removes staging directories whose process died (their lock is free). One younger than
+        min_age seconds is left alone: its process may not have taken its lock yet."""
+        now = time.time()
         for name in _listdir(self.root):
             if name.startswith(".staging-"):
                 path = os.path.join(self.root, name)
+                try:
+                    if now - os.stat(path).st_mtime < min_age:
+                        continue
+                except OSError:
+                    continue
                 lock = FileLock(os.path.join(path, ".lock"))
                 try:
                     if not lock.acquire(blocking=False):
@@ -411,7 +419,7 @@ class Cache:
                         removed += 1
                 finally:
                     lock.release()
-        self.sweep_staging()
+        self.sweep_staging(min_age=0)
         remove_tree(os.path.join(self.root, ".specs"))
         return removed
 

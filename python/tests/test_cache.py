@@ -421,3 +421,22 @@ def test_clear_cache(env):
     env.fresh_process()
     kdl.load(env.spec())
     assert len(env.builds()) == 3
+
+
+def test_a_build_sweeps_abandoned_staging_directories_only(env):
+    os.makedirs(env.cache, mode=0o700)
+    os.chmod(env.cache_root, 0o700)
+    dead, young, live = (os.path.join(env.cache, f".staging-{n}") for n in ("dead", "young", "live"))
+    for d in (dead, young, live):
+        os.makedirs(d)
+    old = time.time() - 3600
+    os.utime(dead, (old, old))
+    os.utime(live, (old, old))
+    holder = _cache.FileLock(os.path.join(live, ".lock"))  # a process still emitting into it
+    assert holder.acquire()
+    try:
+        kdl.load(env.spec())
+        assert not os.path.exists(dead)
+        assert os.path.isdir(young) and os.path.isdir(live)
+    finally:
+        holder.release()
