@@ -95,7 +95,7 @@ def _read_manifest(path):
 
 def key_components(cache, spec_path, kdlc_path, nvcc_path, namespace):
     """Runs kdlc emit --torch into a staging directory of the cache and returns (the key's components,
-    the manifest). SpecError when the spec has errors."""
+    the manifest, {emitted file: sha256}). SpecError when the spec has errors."""
     with cache.staging() as stage:
         emit_dir = os.path.join(stage, "emit")
         depfile = os.path.join(stage, "deps.d")
@@ -106,7 +106,8 @@ def key_components(cache, spec_path, kdlc_path, nvcc_path, namespace):
         ctx = _key.KeyContext(spec=spec_path, deps=_read_depfile(depfile), emit_dir=emit_dir, kdlc=kdlc_path,
                               include_dir=_kdlc.include_dir(kdlc_path), nvcc=nvcc_path,
                               namespace=manifest["torch"]["namespace"])
-        return _key.compose(ctx), manifest
+        emitted = {os.path.relpath(p, emit_dir): _cache.sha256_file(p) for p in _key._walk(emit_dir)}
+        return _key.compose(ctx), manifest, emitted
 
 
 def load(spec, *, namespace=None, kdlc=None, nvcc=None, cache_dir=None, verbose=False, rebuild=False):
@@ -126,7 +127,7 @@ def load(spec, *, namespace=None, kdlc=None, nvcc=None, cache_dir=None, verbose=
     name = os.path.basename(spec_path)
     with _state_lock:
         t0 = time.monotonic()
-        components, manifest = key_components(cache, spec_path, kdlc_path, nvcc_path, namespace)
+        components, manifest, emitted = key_components(cache, spec_path, kdlc_path, nvcc_path, namespace)
         key = _key.digest(components)
         if verbose:
             _say(f"kdl: {name}: key {key[:16]} ({(time.monotonic() - t0) * 1e3:.0f} ms)")
@@ -151,12 +152,13 @@ def load(spec, *, namespace=None, kdlc=None, nvcc=None, cache_dir=None, verbose=
             spec_id = f"{spec_path}\0{namespace or ''}"
             why = ("rebuild=True" if rebuild else f"corrupt entry: {reason}" if state == "corrupt"
                    else _key.describe_change(cache.last_components(spec_id), components))
-            entry = _build(cache, key, spec_path, kdlc_path, nvcc_path, namespace, components, manifest, why, verbose, t0)
+            entry = _build(cache, key, spec_path, kdlc_path, nvcc_path, namespace, components, manifest, emitted, why,
+                           verbose, t0)
             cache.remember_components(spec_id, components)
             return _activate(cache, key, entry)
 
 
-def _build(cache, key, spec_path, kdlc_path, nvcc_path, namespace, components, manifest, why, verbose, t0):
+def _build(cache, key, spec_path, kdlc_path, nvcc_path, namespace, components, manifest, emitted, why, verbose, t0):
     name = os.path.basename(spec_path)
     _say(f"kdl: building {name} (cache miss: {why}) ...")
     cache.sweep_tmp(key)
@@ -170,7 +172,7 @@ def _build(cache, key, spec_path, kdlc_path, nvcc_path, namespace, components, m
                              0, "")
         # The build emitted the spec again: if it (or an import) changed since the key was computed,
         # what was built is not what the key describes.
-        for rel, sha in components["emitted_files"].items():
+        for rel, sha in emitted.items():
             p = os.path.join(tmp, rel)
             if not os.path.isfile(p) or _cache.sha256_file(p) != sha:
                 raise RuntimeError(f"kdl: {name} (or a file it imports) changed while it was being built; load it again")

@@ -440,3 +440,13 @@ def test_a_build_sweeps_abandoned_staging_directories_only(env):
         assert os.path.isdir(young) and os.path.isdir(live)
     finally:
         holder.release()
+
+
+def test_a_replaced_component_function_still_builds_and_hits(env, monkeypatch):
+    monkeypatch.setattr(kdl._key, "emitted_files", lambda ctx: "mine")
+    spec = env.spec()
+    m = kdl.load(spec)
+    assert m.manifest["torch"]["namespace"] == "kdl_mlp"
+    env.fresh_process()
+    kdl.load(spec)
+    assert len(env.builds()) == 1

@@ -11,7 +11,7 @@ from kdl import _cache, _key, _load
 
 def components(env, spec, namespace=None):
     cache = _cache.Cache(_cache.prepare())
-    comps, _manifest = _load.key_components(cache, spec, env.kdlc, env.nvcc, namespace)
+    comps, _manifest, _emitted = _load.key_components(cache, spec, env.kdlc, env.nvcc, namespace)
     return comps
 
 
@@ -63,7 +63,7 @@ def test_build_env_reads_the_variables_the_build_reads(env, monkeypatch):
 
 def test_without_nvcc_the_component_says_none(env, monkeypatch):
     cache = _cache.Cache(_cache.prepare())
-    comps, _ = _load.key_components(cache, env.spec(), env.kdlc, None, None)
+    comps, _, _ = _load.key_components(cache, env.spec(), env.kdlc, None, None)
     assert comps["nvcc"] == "none"
 
 
