@@ -46,10 +46,6 @@ std::string findNvcc(const std::string& option, std::string& tried) {
 
 std::vector<std::string> nvccFlagsFromEnvironment() { return splitWords(getEnv(kNvccFlagsEnv)); }
 
-namespace {
-
-// The directory that holds kdl/ (the device templates): $KDL_INCLUDE_DIR, <exe dir>/../include when
-// installed, else the source tree's include/.
 std::string findIncludeDir(const std::string& sourceIncludeDir) {
   auto holdsTemplates = [](const std::string& d) { return fileExists(d + "/kdl/gemm_sm80.cuh"); };
   if (std::string v = getEnv("KDL_INCLUDE_DIR"); !v.empty() && holdsTemplates(v)) return absolutePath(v);
@@ -63,6 +59,8 @@ std::string findIncludeDir(const std::string& sourceIncludeDir) {
   if (!sourceIncludeDir.empty() && holdsTemplates(sourceIncludeDir)) return sourceIncludeDir;
   return "";
 }
+
+namespace {
 
 // The host compilers nvcc may run: -ccbin/--compiler-bindir in the flags nvcc sees (the last one
 // wins, as in nvcc), else $NVCC_CCBIN, else g++, gcc and cc on PATH.

@@ -109,4 +109,24 @@ std::vector<std::string> nvccFlagsFromEnvironment();
 // Where nvcc is, as buildKernels finds it; empty (and `tried` lists the places) when nowhere.
 std::string findNvcc(const std::string& option, std::string& tried);
 
+// The directory that holds kdl/ (the device templates), as buildKernels finds it: $KDL_INCLUDE_DIR,
+// <exe dir>/../include when installed, else `sourceIncludeDir` (the source tree's include/); empty when
+// none holds them.
+std::string findIncludeDir(const std::string& sourceIncludeDir);
+
+// `kdlc build --torch`: after buildKernels, runs DIR/<stem>_torch_build.py (emitted by --torch) with
+// Python (`python`, else $KDL_PYTHON, else python3 on PATH), the include directory and nvcc that
+// buildKernels used, and DIR/lib<stem>.a for the kernels, into DIR/<stem>_torch.so. A failure reports
+// the command and its output.
+inline constexpr const char* kPythonEnv = "KDL_PYTHON";
+struct TorchBuildRequest {
+  std::string outDir;
+  std::string stem;
+  std::string python;            // --python; empty: $KDL_PYTHON, python3 on PATH
+  std::string nvcc;              // as BuildRequest::nvcc
+  std::string sourceIncludeDir;  // as BuildRequest::sourceIncludeDir
+  int jobs = 1;
+};
+StepResult buildTorchExtension(const TorchBuildRequest& request, const Progress& progress);
+
 }  // namespace kdl::codegen
