@@ -115,14 +115,16 @@ std::string findNvcc(const std::string& option, std::string& tried);
 std::string findIncludeDir(const std::string& sourceIncludeDir);
 
 // `kdlc build --torch`: after buildKernels, runs DIR/<stem>_torch_build.py (emitted by --torch) with
-// Python (`python`, else $KDL_PYTHON, else python3 on PATH), the include directory and nvcc that
-// buildKernels used, and DIR/lib<stem>.a for the kernels, into DIR/<stem>_torch.so. A failure reports
-// the command and its output.
+// Python (findPython), the include directory and nvcc that buildKernels used, and DIR/lib<stem>.a for
+// the kernels, into DIR/<stem>_torch.so. A failure reports the command and its output.
 inline constexpr const char* kPythonEnv = "KDL_PYTHON";
+// The Python that runs the build script: `option` (--python), else $KDL_PYTHON, else python3 on PATH;
+// its absolute path, or empty with `error` saying why.
+std::string findPython(const std::string& option, std::string& error);
 struct TorchBuildRequest {
   std::string outDir;
   std::string stem;
-  std::string python;            // --python; empty: $KDL_PYTHON, python3 on PATH
+  std::string python;            // findPython's
   std::string nvcc;              // as BuildRequest::nvcc
   std::string sourceIncludeDir;  // as BuildRequest::sourceIncludeDir
   int jobs = 1;

@@ -12,20 +12,27 @@ namespace kdl::codegen {
 
 using namespace build_support;
 
-StepResult buildTorchExtension(const TorchBuildRequest& req, const Progress& progress) {
-  std::string python;
-  if (!req.python.empty()) {
-    python = resolveProgram(req.python);
-    if (python.empty()) return failure(fmt::format("cannot run --python {}: not an executable", req.python));
-  } else if (std::string v = getEnv(kPythonEnv); !v.empty()) {
-    python = resolveProgram(v);
-    if (python.empty()) return failure(fmt::format("cannot run ${}={}: not an executable", kPythonEnv, v));
-  } else {
-    python = findOnPath("python3");
-    if (python.empty())
-      return failure("cannot find python3 on PATH to build the PyTorch extension",
-                     fmt::format("pass --python PATH or set ${} (a Python with torch)", kPythonEnv));
+std::string findPython(const std::string& option, std::string& error) {
+  if (!option.empty()) {
+    std::string p = resolveProgram(option);
+    if (p.empty()) error = fmt::format("cannot run --python {}: not an executable", option);
+    return p;
   }
+  if (std::string v = getEnv(kPythonEnv); !v.empty()) {
+    std::string p = resolveProgram(v);
+    if (p.empty()) error = fmt::format("cannot run ${}={}: not an executable", kPythonEnv, v);
+    return p;
+  }
+  std::string p = findOnPath("python3");
+  if (p.empty())
+    error = fmt::format("cannot find python3 on PATH to build the PyTorch extension; pass --python PATH or set ${} "
+                        "(a Python with torch)",
+                        kPythonEnv);
+  return p;
+}
+
+StepResult buildTorchExtension(const TorchBuildRequest& req, const Progress& progress) {
+  const std::string& python = req.python;
   std::string tried;
   const std::string nvcc = findNvcc(req.nvcc, tried);
   const std::string include = findIncludeDir(req.sourceIncludeDir);

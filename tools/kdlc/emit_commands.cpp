@@ -334,6 +334,16 @@ int runEmit(Args& args, bool build) {
     return kInputErrors;
   }
 
+  std::string python;  // build --torch: found before anything compiles
+  if (build && c.torch) {
+    std::string why;
+    python = cg::findPython(c.python, why);
+    if (python.empty()) {
+      std::cerr << "kdlc: error: " << why << "\n";
+      return kInputErrors;
+    }
+  }
+
   cg::InterruptGuard interrupts;
   cg::EmitOptions eo;
   eo.specName = baseName(c.file);
@@ -364,7 +374,7 @@ int runEmit(Args& args, bool build) {
     cg::TorchBuildRequest tr;
     tr.outDir = c.outDir;
     tr.stem = libraryStem(c.file);
-    tr.python = c.python;
+    tr.python = python;
     tr.nvcc = c.nvcc;
     tr.sourceIncludeDir = KDL_SOURCE_INCLUDE_DIR;
     tr.jobs = c.jobs;
