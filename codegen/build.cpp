@@ -410,7 +410,7 @@ int runGatedCompile(const GatedCompile& c, const Progress& progress) {
   return 1;
 }
 
-StepResult buildKernels(const BuildRequest& req, const Progress& progress) {
+StepResult buildKernels(const BuildRequest& req, const Progress& progress, BuiltWith* used) {
   if (req.kernels.empty()) return failure("nothing to build");
   RunDir run(req.outDir, "build");
   if (!run.ok()) return failure(run.error());
@@ -446,6 +446,7 @@ StepResult buildKernels(const BuildRequest& req, const Progress& progress) {
   std::string lib = req.outDir + "/lib" + req.libStem;
   progress(fmt::format("kdlc: built {} kernel{} into {}.a and {}.so", jobs.size(), jobs.size() == 1 ? "" : "s", lib,
                        lib));
+  if (used) *used = {tc.nvcc, tc.includeDir};
   return {};
 }
 

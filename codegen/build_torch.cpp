@@ -33,13 +33,10 @@ std::string findPython(const std::string& option, std::string& error) {
 
 StepResult buildTorchExtension(const TorchBuildRequest& req, const Progress& progress) {
   const std::string& python = req.python;
-  std::string tried;
-  const std::string nvcc = findNvcc(req.nvcc, tried);
-  const std::string include = findIncludeDir(req.sourceIncludeDir);
-  if (nvcc.empty() || include.empty()) return failure("cannot find nvcc or the kdl include directory again");
   const std::string script = req.outDir + "/" + req.stem + "_torch_build.py";
   const std::string library = req.outDir + "/" + req.stem + "_torch.so";
-  std::vector<std::string> argv = {python, script, "--kdl-include", include, "--nvcc", nvcc, "--kernels-lib",
+  std::vector<std::string> argv = {python, script, "--kdl-include", req.kernels.includeDir,
+                                   "--nvcc", req.kernels.nvcc, "--kernels-lib",
                                    req.outDir + "/lib" + req.stem + ".a", "--out", library,
                                    "--jobs", std::to_string(req.jobs)};
   progress(fmt::format("building the PyTorch extension: {}", fmt::join(argv, " ")));

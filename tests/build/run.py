@@ -495,6 +495,66 @@ def case_torch_cli(tmp):
           f"kdlc --include-dir with no include directory: exit {r.returncode}", r.stdout + r.stderr)
 
 
+def case_torch_script(tmp):
+    """The emitted <stem>_torch_build.py's errors that come before any compile (no torch needed)."""
+    env = base_env(tmp)
+    spec = write(os.path.join(tmp, "s.kdl"), kernel("ka"))
+    out = os.path.join(tmp, "out")
+    r = kdlc(["emit", spec, "-o", out, "--torch"], env)
+    check(r.returncode == 0, f"emit --torch: exit {r.returncode}", r.stderr)
+    script = os.path.join(out, "s_torch_build.py")
+    with open(script) as f:
+        text = f.read()
+    check('STEM = "s"' in text and 'KERNELS = [' in text and '("ka", ["-gencode=' in text and "#@KDL_EMITTED@" not in text,
+          "the build script's emitted block", text[:2000])
+    include = os.path.join(SOURCE, "include")
+    cuda = os.path.join(tmp, "cuda")  # a toolkit with nvcc and its headers, but nothing real
+    write(os.path.join(cuda, "include", "cuda_runtime_api.h"), "")
+    nvcc = write(os.path.join(cuda, "bin", "nvcc"), "#!/bin/sh\nexit 1\n")
+    os.chmod(nvcc, 0o755)
+    nowhere = os.path.join(tmp, "nowhere")
+    os.makedirs(nowhere)
+
+    def script_run(*args, extra_env=None):
+        e = dict(env, **(extra_env or {}))
+        for v in ("KDL_INCLUDE_DIR", "KDL_NVCC", "CUDACXX", "CUDA_HOME"):
+            if not extra_env or v not in extra_env:
+                e.pop(v, None)
+        return subprocess.run([sys.executable, script, *args], env=e, cwd=nowhere, capture_output=True, text=True,
+                              timeout=120)
+
+    r = script_run("--help")
+    check(r.returncode == 0 and "--kdl-include" in r.stdout and "--kernels-lib" in r.stdout, "--help", r.stdout + r.stderr)
+    r = script_run("--jobs", "x")
+    check(r.returncode == 2, f"--jobs x: exit {r.returncode}", r.stderr)
+    for args, extra, words in (
+            ((), None, "no kdl include directory: pass --kdl-include DIR or set $KDL_INCLUDE_DIR"),
+            (("--kdl-include", tmp), None, f"{tmp} is not a kdl include directory (it has no kdl/torch_ops.h)"),
+            ((), {"KDL_INCLUDE_DIR": tmp}, "is not a kdl include directory"),
+            (("--kdl-include", include, "--kernels-lib", os.path.join(tmp, "libs.a")), None,
+             "--kernels-lib " + os.path.join(tmp, "libs.a") + ": no such file"),
+            (("--kdl-include", include, "--nvcc", os.path.join(tmp, "no-nvcc")), None, "not an executable"),
+            (("--kdl-include", include, "--nvcc", FAKE_NVCC), None, "cannot find CUDA's headers (cuda_runtime_api.h) beside")):
+        r = script_run(*args, extra_env=extra)
+        check(r.returncode == 1 and "s_torch_build.py: error: " in r.stderr and words in r.stderr,
+              f"build script {' '.join(args)}: exit {r.returncode}, expected the error `{words}`", r.stdout + r.stderr)
+    if subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode != 0:
+        r = script_run("--kdl-include", include, extra_env={"KDL_NVCC": nvcc})
+        check(r.returncode == 1 and f"cannot import torch with {sys.executable}" in r.stderr,
+              f"build script without torch: exit {r.returncode}", r.stdout + r.stderr)
+    else:
+        print(f"note: the build script's `cannot import torch` not checked: {sys.executable} has torch")
+    # no nvcc anywhere: a copy of the script (beside it) whose last resort, /usr/local/cuda/bin/nvcc, is not there
+    nocuda = os.path.join(out, "s_torch_build_nocuda.py")
+    check("/usr/local/cuda/bin/nvcc" in text, "the build script does not try /usr/local/cuda/bin/nvcc")
+    write(nocuda, text.replace("/usr/local/cuda/bin/nvcc", os.path.join(nowhere, "nvcc")))
+    r = subprocess.run([sys.executable, nocuda, "--kdl-include", include], cwd=nowhere, capture_output=True, text=True,
+                       env={k: v for k, v in dict(env, PATH=nowhere).items() if k not in ("KDL_NVCC", "CUDACXX")})
+    check(r.returncode == 1 and "cannot find nvcc (tried $KDL_NVCC, $CUDACXX, nvcc on PATH" in r.stderr,
+          f"build script without nvcc: exit {r.returncode}", r.stdout + r.stderr)
+    check(os.listdir(nowhere) == [], "the build script wrote into the current directory", str(os.listdir(nowhere)))
+
+
 # ---- item 21: compiler launchers -----------------------------------------------------------------
 
 LAUNCHER = """#!/usr/bin/env python3
@@ -838,7 +898,7 @@ def sccache_part(tmp, spec, env, nvcc):
 CASES = {
     "cache-key": case_cache_key, "cache-lru": case_cache_lru, "concurrent": case_concurrent,
     "interrupt": case_interrupt, "no-kernels": case_no_kernels, "emit-dir": case_emit_dir,
-    "emit-atomic": case_emit_atomic, "cache-dir": case_cache_dir, "torch-cli": case_torch_cli,
+    "emit-atomic": case_emit_atomic, "cache-dir": case_cache_dir, "torch-cli": case_torch_cli, "torch-script": case_torch_script,
     "launcher": case_launcher, "distcc": case_distcc, "nvcc-smoke": case_nvcc_smoke,
     "ptxas-gate": case_ptxas_gate, "nvcc-flags": case_nvcc_flags, "nvcc-spill": case_nvcc_spill,
     "nvcc-sm90a": case_nvcc_sm90a,

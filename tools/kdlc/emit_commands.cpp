@@ -368,15 +368,13 @@ int runEmit(Args& args, bool build) {
     return rc;
   }
   auto progress = [](const std::string& line) { std::cerr << line << "\n"; };
-  cg::StepResult r = cg::buildKernels(buildRequest(c, plans, *cap), progress);
+  cg::TorchBuildRequest tr;
+  cg::StepResult r = cg::buildKernels(buildRequest(c, plans, *cap), progress, &tr.kernels);
   if (!r.ok) return reportStep(r);
   if (c.torch) {
-    cg::TorchBuildRequest tr;
     tr.outDir = c.outDir;
     tr.stem = libraryStem(c.file);
     tr.python = python;
-    tr.nvcc = c.nvcc;
-    tr.sourceIncludeDir = KDL_SOURCE_INCLUDE_DIR;
     tr.jobs = c.jobs;
     if (cg::StepResult t = cg::buildTorchExtension(tr, progress); !t.ok) return reportStep(t);
   }

@@ -74,9 +74,7 @@ def find_nvcc(option):
     candidates = [option] if option else [os.environ.get("KDL_NVCC"), os.environ.get("CUDACXX"), "nvcc",
                                           "/usr/local/cuda/bin/nvcc"]
     for c in candidates:
-        if not c:
-            continue
-        path = shutil.which(c) if os.sep not in c else (c if os.access(c, os.X_OK) else None)
+        path = shutil.which(c) if c else None
         if path:
             return os.path.abspath(path)
         if option:
@@ -111,6 +109,8 @@ def listdir(d):
 
 def torch_setup():
     """PyTorch's include and library directories, its C++ ABI and the C++ standard its headers need."""
+    import logging
+    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found": no GPU here
     try:
         import torch
         from torch.utils import cpp_extension
@@ -144,14 +144,14 @@ def run_step(what, argv, verbose):
 
 def build(args):
     kdl_include = find_kdl_include(args.kdl_include)
+    kernels_lib = os.path.abspath(args.kernels_lib) if args.kernels_lib else None
+    if kernels_lib and not os.path.isfile(kernels_lib):
+        fail(f"--kernels-lib {args.kernels_lib}: no such file")
     nvcc = find_nvcc(args.nvcc)
     if not nvcc and not args.kernels_lib:
         fail("cannot find nvcc (tried $KDL_NVCC, $CUDACXX, nvcc on PATH, /usr/local/cuda/bin/nvcc); pass --nvcc PATH")
     cuda_include, cuda_lib = find_cuda(nvcc)
     torch_includes, torch_libs, abi, std = torch_setup()
-    kernels_lib = os.path.abspath(args.kernels_lib) if args.kernels_lib else None
-    if kernels_lib and not os.path.isfile(kernels_lib):
-        fail(f"--kernels-lib {args.kernels_lib}: no such file")
     out = os.path.abspath(args.out or os.path.join(HERE, LIBRARY))
     cxx = shlex.split(os.environ.get("CXX", "")) or ["c++"]
 
