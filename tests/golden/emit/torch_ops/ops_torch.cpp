@@ -164,43 +164,46 @@ ops::Problem check(const ::at::Tensor& A, const ::at::Tensor& B) {
 }  // namespace kdl_torch_ops::t_col_d
 
 // ---- torch.ops.kdl_ops.t_s8 ----
-// t_s8(Tensor A, Tensor B, float alpha=1.0) -> Tensor
-// gemm on sm80: A s8 row, B s8 col, D s32 row
-// Epilogue: D = alpha * acc
+// t_s8(Tensor A, Tensor B, Tensor problem, float args=1.0, float ops=1.0) -> Tensor
+// gemm on sm80: A s8 row, B s8 col, D s32 row, problem f32 [col]
+// Epilogue: D = acc * args * ops + problem
 namespace kdl_torch_ops::t_s8 {
 
 namespace ops = ::kdl::torch_ops;
 namespace kernel = ::kdl_kernels::t_s8;
 
 // The checks of both implementations, before anything runs: devices, dtypes, ranks and sizes.
-ops::Problem check(const ::at::Tensor& A, const ::at::Tensor& B) {
-  ops::Problem problem("kdl_ops.t_s8");
-  problem.matrix_a("A", A, ::at::kChar, "s8");
-  problem.matrix_b("B", B, ::at::kChar, "s8");
-  problem.resolve();
-  return problem;
+ops::Problem check(const ::at::Tensor& A, const ::at::Tensor& B, const ::at::Tensor& problem) {
+  ops::Problem problem_("kdl_ops.t_s8");
+  problem_.matrix_a("A", A, ::at::kChar, "s8");
+  problem_.matrix_b("B", B, ::at::kChar, "s8");
+  problem_.vector("problem", problem, ::at::kFloat, "f32", ops::Broadcast::Col);
+  problem_.resolve();
+  return problem_;
 }
 
 // CUDA tensors: the kernel, on the current stream. (CPU tensors come here too and are refused.)
-::at::Tensor cuda(const ::at::Tensor& A, const ::at::Tensor& B, double alpha) {
-  ops::Problem problem = ::kdl_torch_ops::t_s8::check(A, B);
+::at::Tensor cuda(const ::at::Tensor& A, const ::at::Tensor& B, const ::at::Tensor& problem, double args, double ops) {
+  ops::Problem problem_ = ::kdl_torch_ops::t_s8::check(A, B, problem);
   const ::c10::cuda::CUDAGuard guard(A.device());
-  const ::at::Tensor D = problem.output(ops::Layout::Row, ::at::kInt);
-  kernel::Arguments args;
-  problem.sizes(args);
-  problem.bind_matrix(A, ops::Layout::Row, args.A, args.lda, args.batch_stride_A);
-  problem.bind_matrix(B, ops::Layout::Col, args.B, args.ldb, args.batch_stride_B);
-  problem.bind_matrix(D, ops::Layout::Row, args.D, args.ldd, args.batch_stride_D);
-  args.alpha = static_cast<float>(alpha);
-  problem.launch(args, &kernel::can_implement, &kernel::workspace_size, &kernel::run);
+  const ::at::Tensor D = problem_.output(ops::Layout::Row, ::at::kInt);
+  kernel::Arguments args_;
+  problem_.sizes(args_);
+  problem_.bind_matrix(A, ops::Layout::Row, args_.A, args_.lda, args_.batch_stride_A);
+  problem_.bind_matrix(B, ops::Layout::Col, args_.B, args_.ldb, args_.batch_stride_B);
+  problem_.bind_matrix(D, ops::Layout::Row, args_.D, args_.ldd, args_.batch_stride_D);
+  args_.args = static_cast<float>(args);
+  args_.ops = static_cast<float>(ops);
+  problem_.bind_vector(problem, args_.problem, args_.batch_stride_problem);
+  problem_.launch(args_, &kernel::can_implement, &kernel::workspace_size, &kernel::run);
   return D;
 }
 
 // Meta tensors (torch.compile's tracing): the same checks, and outputs with the shapes, dtypes and strides
 // the kernel would write.
-::at::Tensor meta(const ::at::Tensor& A, const ::at::Tensor& B, double alpha) {
-  const ops::Problem problem = ::kdl_torch_ops::t_s8::check(A, B);
-  return problem.output(ops::Layout::Row, ::at::kInt);
+::at::Tensor meta(const ::at::Tensor& A, const ::at::Tensor& B, const ::at::Tensor& problem, double args, double ops) {
+  const ops::Problem problem_ = ::kdl_torch_ops::t_s8::check(A, B, problem);
+  return problem_.output(ops::Layout::Row, ::at::kInt);
 }
 
 }  // namespace kdl_torch_ops::t_s8
@@ -343,7 +346,7 @@ TORCH_LIBRARY(kdl_ops, m) {
   m.def("t_bias_relu(Tensor A, Tensor B, Tensor bias, float alpha=1.0) -> Tensor");
   m.def("t_source_aux(Tensor A, Tensor B, Tensor C, Tensor rs, Tensor cs, Tensor s, float alpha=1.0, float beta=0.5, int split_k=1) -> (Tensor D, Tensor Z, Tensor amax_d)");
   m.def("t_col_d(Tensor A, Tensor B, float alpha=1.0) -> Tensor");
-  m.def("t_s8(Tensor A, Tensor B, float alpha=1.0) -> Tensor");
+  m.def("t_s8(Tensor A, Tensor B, Tensor problem, float args=1.0, float ops=1.0) -> Tensor");
   m.def("t_fp8_tensor(Tensor A, Tensor B, Tensor scale_a, Tensor scale_b) -> Tensor");
   m.def("t_fp8_block(Tensor A, Tensor scale_A, Tensor B, Tensor scale_B, float alpha=1.0) -> Tensor");
   m.def("t_fallback(Tensor A, Tensor B, float alpha=2.0) -> Tensor");
