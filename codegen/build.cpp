@@ -46,10 +46,6 @@ std::string findNvcc(const std::string& option, std::string& tried) {
 
 std::vector<std::string> nvccFlagsFromEnvironment() { return splitWords(getEnv(kNvccFlagsEnv)); }
 
-namespace {
-
-// The directory that holds kdl/ (the device templates): $KDL_INCLUDE_DIR, <exe dir>/../include when
-// installed, else the source tree's include/.
 std::string findIncludeDir(const std::string& sourceIncludeDir) {
   auto holdsTemplates = [](const std::string& d) { return fileExists(d + "/kdl/gemm_sm80.cuh"); };
   if (std::string v = getEnv("KDL_INCLUDE_DIR"); !v.empty() && holdsTemplates(v)) return absolutePath(v);
@@ -63,6 +59,8 @@ std::string findIncludeDir(const std::string& sourceIncludeDir) {
   if (!sourceIncludeDir.empty() && holdsTemplates(sourceIncludeDir)) return sourceIncludeDir;
   return "";
 }
+
+namespace {
 
 // The host compilers nvcc may run: -ccbin/--compiler-bindir in the flags nvcc sees (the last one
 // wins, as in nvcc), else $NVCC_CCBIN, else g++, gcc and cc on PATH.
@@ -412,7 +410,7 @@ int runGatedCompile(const GatedCompile& c, const Progress& progress) {
   return 1;
 }
 
-StepResult buildKernels(const BuildRequest& req, const Progress& progress) {
+StepResult buildKernels(const BuildRequest& req, const Progress& progress, BuiltWith* used) {
   if (req.kernels.empty()) return failure("nothing to build");
   RunDir run(req.outDir, "build");
   if (!run.ok()) return failure(run.error());
@@ -448,6 +446,7 @@ StepResult buildKernels(const BuildRequest& req, const Progress& progress) {
   std::string lib = req.outDir + "/lib" + req.libStem;
   progress(fmt::format("kdlc: built {} kernel{} into {}.a and {}.so", jobs.size(), jobs.size() == 1 ? "" : "s", lib,
                        lib));
+  if (used) *used = {tc.nvcc, tc.includeDir};
   return {};
 }
 

@@ -88,7 +88,12 @@ struct BuildRequest {
   uint64_t cacheMaxBytes = kDefaultCacheMaxBytes;
 };
 
-StepResult buildKernels(const BuildRequest& request, const Progress& progress);
+// What a build used, for the steps after it (`kdlc build --torch`).
+struct BuiltWith {
+  std::string nvcc;        // absolute path
+  std::string includeDir;  // the directory holding kdl/
+};
+StepResult buildKernels(const BuildRequest& request, const Progress& progress, BuiltWith* used = nullptr);
 
 // `kdlc ptxas-gate`: one compile started by a build system (kdl_add_kernels' compiler launcher),
 // gated like buildKernels' compiles. Runs `argv` (a compile with -Xptxas -v; argv[0] a program on
@@ -108,5 +113,26 @@ std::vector<std::string> nvccFlagsFromEnvironment();
 
 // Where nvcc is, as buildKernels finds it; empty (and `tried` lists the places) when nowhere.
 std::string findNvcc(const std::string& option, std::string& tried);
+
+// The directory that holds kdl/ (the device templates), as buildKernels finds it: $KDL_INCLUDE_DIR,
+// <exe dir>/../include when installed, else `sourceIncludeDir` (the source tree's include/); empty when
+// none holds them.
+std::string findIncludeDir(const std::string& sourceIncludeDir);
+
+// `kdlc build --torch`: after buildKernels, runs DIR/<stem>_torch_build.py (emitted by --torch) with
+// Python (findPython), the include directory and nvcc that buildKernels used (BuiltWith), and
+// DIR/lib<stem>.a for the kernels, into DIR/<stem>_torch.so. A failure reports the command and its output.
+inline constexpr const char* kPythonEnv = "KDL_PYTHON";
+// The Python that runs the build script: `option` (--python), else $KDL_PYTHON, else python3 on PATH;
+// its absolute path, or empty with `error` saying why.
+std::string findPython(const std::string& option, std::string& error);
+struct TorchBuildRequest {
+  std::string outDir;
+  std::string stem;
+  std::string python;  // findPython's
+  BuiltWith kernels;   // what buildKernels used
+  int jobs = 1;
+};
+StepResult buildTorchExtension(const TorchBuildRequest& request, const Progress& progress);
 
 }  // namespace kdl::codegen

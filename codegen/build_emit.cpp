@@ -173,6 +173,11 @@ bool readPreviousOutput(const std::string& dir, PreviousOutput& prev, std::strin
       if (const Json* files = k.get("files"))
         for (const auto& [role, f] : files->members)
           if (f.kind == Json::Kind::String && isEmittedFileName(f.text)) prev.files.push_back(f.text);
+  // --torch: the extension's source and build script (its library is kdlc build's, like lib<stem>.so).
+  if (const Json* torch = m.get("torch"))
+    for (const char* key : {"source", "build_script"})
+      if (const Json* f = torch->get(key); f && f->kind == Json::Kind::String && isEmittedFileName(f->text))
+        prev.files.push_back(f->text);
   return true;
 }
 

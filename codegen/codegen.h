@@ -20,7 +20,15 @@ struct EmittedFile {
 struct EmitOptions {
   std::string specName;   // the spec file as the user named it, for the header comment (no absolute path)
   std::string specHash;   // sha256 of the spec and every file it imports (manifest.json only)
+  // `kdlc emit --torch` (when torchNamespace is not empty): also <torchStem>_torch.cpp, the PyTorch extension
+  // whose ops are torch.ops.<torchNamespace>.KERNEL, and <torchStem>_torch_build.py, which builds it
+  // (codegen/emit_torch.cpp, docs/torch.md); manifest.json describes them under "torch".
+  std::string torchNamespace;
+  std::string torchStem;  // the spec file's name without .kdl
 };
+
+// The default namespace of a spec's PyTorch ops: kdl_<stem>, every character outside [A-Za-z0-9_] made `_`.
+std::string defaultTorchNamespace(const std::string& stem);
 
 // Lowers every spec; specs this version cannot generate yet get an [unsupported] error at the field
 // that makes them so, and no plan.

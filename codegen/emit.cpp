@@ -1,4 +1,4 @@
-// emit(): every plan's NAME.h and NAME.cu, then manifest.json.
+// emit(): every plan's NAME.h and NAME.cu, with --torch the PyTorch extension's two files, then manifest.json.
 #include <fmt/format.h>
 
 #include "codegen/codegen.h"
@@ -127,7 +127,19 @@ std::string emitManifest(const std::vector<KernelPlan>& plans, const EmitOptions
     w.close("]");
     w.close(ki + 1 < plans.size() ? "}," : "}");
   }
-  w.close("]");
+  w.close(o.torchNamespace.empty() ? "]" : "],");
+  if (!o.torchNamespace.empty()) {
+    w.open("\"torch\": {{");
+    w.line("\"namespace\": {},", q(o.torchNamespace));
+    w.line("\"source\": {},", q(o.torchStem + "_torch.cpp"));
+    w.line("\"build_script\": {},", q(o.torchStem + "_torch_build.py"));
+    w.line("\"library\": {},", q(o.torchStem + "_torch.so"));
+    w.open("\"ops\": [");
+    for (size_t i = 0; i < plans.size(); ++i)
+      w.line("{{\"name\": {}, \"schema\": {}}}{}", q(plans[i].name), q(torchSchema(plans[i])), i + 1 < plans.size() ? "," : "");
+    w.close("]");
+    w.close("}");
+  }
   w.close("}");
   return w.take();
 }
@@ -137,6 +149,10 @@ std::vector<EmittedFile> emit(const std::vector<KernelPlan>& plans, const EmitOp
   for (const KernelPlan& p : plans) {
     files.push_back({p.name + ".h", emitKernelHeader(p, options)});
     files.push_back({p.name + ".cu", emitKernelSource(p, options)});
+  }
+  if (!options.torchNamespace.empty()) {
+    files.push_back({options.torchStem + "_torch.cpp", emitTorchExtension(plans, options)});
+    files.push_back({options.torchStem + "_torch_build.py", emitTorchBuildScript(plans, options)});
   }
   files.push_back({"manifest.json", emitManifest(plans, options)});
   return files;

@@ -22,5 +22,10 @@ std::string emitKernelSource(const KernelPlan& p, const EmitOptions& o);  // NAM
 // The Epilogue functor (struct Epilogue { Params, State, apply<V>, finish }).
 std::string emitEpilogueFunctor(const KernelPlan& p, int indent);
 std::string emitManifest(const std::vector<KernelPlan>& plans, const EmitOptions& o);
+// --torch (codegen/emit_torch.cpp): <stem>_torch.cpp, <stem>_torch_build.py, and one op's schema
+// ("NAME(Tensor A, Tensor B, float alpha=1.0) -> Tensor", as TORCH_LIBRARY defines it).
+std::string emitTorchExtension(const std::vector<KernelPlan>& plans, const EmitOptions& o);
+std::string emitTorchBuildScript(const std::vector<KernelPlan>& plans, const EmitOptions& o);
+std::string torchSchema(const KernelPlan& p);
 
 }  // namespace kdl::codegen

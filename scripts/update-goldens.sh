@@ -26,15 +26,20 @@ fi
 KDL_SHARED_DIR="${KDL_SHARED_DIR:-$ROOT/../shared}"
 FAILED=0
 
-# ---- emit: the files `kdlc emit` writes for every sample spec (samples/kernels/*.kdl) and every sm90a
-# test spec (tests/golden/sm90a/*.kdl, into sm90a_<name>) ----
+# ---- emit: the files `kdlc emit` writes for every sample spec (samples/kernels/*.kdl, with --torch: the
+# PyTorch extension too), every sm90a test spec (tests/golden/sm90a/*.kdl, into sm90a_<name>) and every
+# torch test spec (tests/golden/torch/*.kdl with --torch, into torch_<name>) ----
 goldens_emit() {
   local tmp; tmp="$(mktemp -d)"
   trap 'rm -rf "$tmp"' RETURN
-  (cd "$ROOT" && for spec in samples/kernels/*.kdl tests/golden/sm90a/*.kdl; do
+  (cd "$ROOT" && for spec in samples/kernels/*.kdl tests/golden/sm90a/*.kdl tests/golden/torch/*.kdl; do
      local stem; stem="$(basename "$spec" .kdl)"
-     case "$spec" in tests/golden/sm90a/*) stem="sm90a_$stem" ;; esac
-     "$KDLC" emit "$spec" -o "$tmp/$stem" --color=never 2>"$tmp/$stem.log" || { cat "$tmp/$stem.log" >&2; exit 1; }
+     local torch=--torch
+     case "$spec" in
+       tests/golden/sm90a/*) stem="sm90a_$stem"; torch= ;;
+       tests/golden/torch/*) stem="torch_$stem" ;;
+     esac
+     "$KDLC" emit "$spec" -o "$tmp/$stem" $torch --color=never 2>"$tmp/$stem.log" || { cat "$tmp/$stem.log" >&2; exit 1; }
    done) || { FAILED=1; return; }
   if [ "$MODE" = check ]; then
     if diff -ru "$ROOT/tests/golden/emit" "$tmp" -x '*.log'; then

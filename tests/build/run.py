@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests of `kdlc emit`, `kdlc build` and the compile cache (issue 6, items 2, 4, 5, 6, 7, 17, 20, 21).
+"""Tests of `kdlc emit`, `kdlc build` and the compile cache (issue 6, items 2, 4, 5, 6, 7, 17, 21; issue 9: --torch).
 
 Most cases use fake_nvcc.py (a stand-in that compiles a one-function C file with cc), so that they
 are fast and need no CUDA; `nvcc-smoke` uses the real nvcc. Run one case:
@@ -369,18 +369,190 @@ def case_cache_dir(tmp):
           r.stderr)
 
 
-# ---- item 20: --torch is not offered --------------------------------------------------------------
+# ---- issue 9: --torch, --torch-namespace, --python, kdlc --include-dir -----------------------------
 
-def case_no_torch(tmp):
+FAKE_PYTHON = """#!/bin/sh
+# A stand-in for the Python that runs <stem>_torch_build.py: logs its arguments, then fails or succeeds.
+echo "$@" >> "$FAKE_PYTHON_LOG"
+if [ -n "$FAKE_PYTHON_FAIL" ]; then echo "ModuleNotFoundError: No module named 'torch'" >&2; exit 1; fi
+out=""; while [ $# -gt 0 ]; do [ "$1" = --out ] && out="$2"; shift; done
+echo "fake extension" > "$out"; echo "[1/2] c++ x_torch.cpp (0.1 s)"
+"""
+
+
+def case_torch_cli(tmp):
     env = base_env(tmp)
     r = kdlc(["emit", "--help"], env)
-    check(r.returncode == 0 and "--torch" not in r.stdout, "`kdlc emit --help` still offers --torch", r.stdout)
-    spec = write(os.path.join(tmp, "k.kdl"), kernel("ka"))
-    r = kdlc(["emit", spec, "-o", os.path.join(tmp, "out"), "--torch"], env)
-    check(r.returncode == 2 and "unknown option `--torch`" in r.stderr, "--torch is still accepted", r.stderr)
+    check(r.returncode == 0 and "--torch " in r.stdout and "--torch-namespace" in r.stdout,
+          "`kdlc emit --help` does not describe --torch and --torch-namespace", r.stdout)
+    r = kdlc(["build", "--help"], env)
+    check(r.returncode == 0 and "--torch " in r.stdout and "--python PY" in r.stdout and "--kernels-lib" in r.stdout,
+          "`kdlc build --help` does not describe --torch and --python", r.stdout)
     r = kdlc(["--help"], env)
     check("cache --info" in r.stdout and "--launcher" in r.stdout and "KDL_CACHE_MAX_SIZE" in r.stdout,
           "`kdlc --help` does not describe cache, --launcher and KDL_CACHE_MAX_SIZE", r.stdout)
+    check("--include-dir" in r.stdout and "emit --torch" in r.stdout,
+          "`kdlc --help` does not describe --include-dir and emit --torch", r.stdout)
+
+    # emit --torch: the two files, the default namespace, manifest.json's "torch" object
+    spec = write(os.path.join(tmp, "my-spec.kdl"), kernel("ka") + kernel("kb"))
+    out = os.path.join(tmp, "out")
+    r = kdlc(["emit", spec, "-o", out, "--torch"], env)
+    check(r.returncode == 0, f"emit --torch: exit {r.returncode}", r.stderr)
+    check(os.path.isfile(os.path.join(out, "my-spec_torch.cpp")) and os.path.isfile(os.path.join(out, "my-spec_torch_build.py")),
+          "emit --torch did not write my-spec_torch.cpp and my-spec_torch_build.py", str(os.listdir(out)))
+    with open(os.path.join(out, "manifest.json")) as f:
+        torch = json.load(f).get("torch")
+    check(torch == {"namespace": "kdl_my_spec", "source": "my-spec_torch.cpp", "build_script": "my-spec_torch_build.py",
+                    "library": "my-spec_torch.so",
+                    "ops": [{"name": "ka", "schema": "ka(Tensor A, Tensor B, float alpha=1.0) -> Tensor"},
+                            {"name": "kb", "schema": "kb(Tensor A, Tensor B, float alpha=1.0) -> Tensor"}]},
+          "manifest.json's torch object", json.dumps(torch, indent=1))
+    with open(os.path.join(out, "my-spec_torch.cpp")) as f:
+        cpp = f.read()
+    includes = [l for l in cpp.splitlines() if l.startswith("#include")]
+    check("TORCH_LIBRARY(kdl_my_spec, m)" in cpp and "TORCH_LIBRARY_IMPL(kdl_my_spec, Meta, m)" in cpp
+          and '#include "ka.h"' in includes and not any("Python.h" in l or "pybind11" in l for l in includes),
+          "my-spec_torch.cpp", cpp[:3000])
+    r = kdlc(["emit", spec, "-o", out, "--torch", "--torch-namespace", "my_ops", "--kernel", "kb"], env)
+    with open(os.path.join(out, "manifest.json")) as f:
+        torch = json.load(f).get("torch")
+    check(r.returncode == 0 and torch["namespace"] == "my_ops" and [o["name"] for o in torch["ops"]] == ["kb"],
+          "--torch-namespace my_ops --kernel kb", r.stderr + json.dumps(torch))
+    # without --torch the extension's files go, like the files of a kernel the spec no longer has
+    r = kdlc(["emit", spec, "-o", out], env)
+    check(r.returncode == 0 and sorted(os.listdir(out)) == ["ka.cu", "ka.h", "kb.cu", "kb.h", "manifest.json"],
+          "emit without --torch left the extension's files", str(sorted(os.listdir(out))))
+
+    # bad command lines: exit 2
+    for args, words in ((["--torch", "--torch-namespace", "1ops"], "--torch-namespace takes a C identifier"),
+                        (["--torch", "--torch-namespace=my-ops"], "not `my-ops`"),
+                        (["--torch", "--torch-namespace"], "--torch-namespace needs a namespace"),
+                        (["--torch-namespace", "ops"], "--torch-namespace names the ops of --torch; add --torch")):
+        r = kdlc(["emit", spec, "-o", os.path.join(tmp, "bad")] + args, env)
+        check(r.returncode == 2 and words in r.stderr, f"emit {' '.join(args)}: exit {r.returncode}", r.stderr)
+    r = kdlc(["build", spec, "-o", os.path.join(tmp, "bad"), "--python", "python3"], env)
+    check(r.returncode == 2 and "--python runs the PyTorch extension's build script; add --torch" in r.stderr,
+          f"build --python without --torch: exit {r.returncode}", r.stderr)
+    r = kdlc(["emit", spec, "-o", os.path.join(tmp, "bad"), "--python", "python3"], env)
+    check(r.returncode == 2 and "unknown option `--python` for `kdlc emit`" in r.stderr, "emit --python", r.stderr)
+
+    # build --torch runs the build script with kdlc's include dir, its nvcc and lib<stem>.a
+    fake_python = write(os.path.join(tmp, "bin", "fake-python"), FAKE_PYTHON)
+    os.chmod(fake_python, 0o755)
+    env["FAKE_PYTHON_LOG"] = os.path.join(tmp, "python.log")
+    bout = os.path.join(tmp, "bout")
+    r = build(spec, bout, env, "--torch", "--python", fake_python)
+    check(r.returncode == 0, f"build --torch with a Python that succeeds: exit {r.returncode}", r.stderr)
+    with open(env["FAKE_PYTHON_LOG"]) as f:
+        argv = f.read().split()
+    include = os.path.join(SOURCE, "include")
+    check(argv == [os.path.join(bout, "my-spec_torch_build.py"), "--kdl-include", include, "--nvcc", FAKE_NVCC,
+                   "--kernels-lib", os.path.join(bout, "libmy-spec.a"), "--out", os.path.join(bout, "my-spec_torch.so"),
+                   "--jobs", "2"], "the build script's command line", " ".join(argv))
+    check(os.path.isfile(os.path.join(bout, "libmy-spec.a")) and os.path.isfile(os.path.join(bout, "my-spec_torch.so")),
+          "build --torch did not leave lib<stem>.a and <stem>_torch.so", str(os.listdir(bout)))
+    check("[1/2] c++ x_torch.cpp" in r.stderr and "kdlc: built " + os.path.join(bout, "my-spec_torch.so") in r.stderr,
+          "build --torch does not relay the script's progress", r.stderr)
+    # ... with $KDL_PYTHON, and a failure: the command and the output, exit 1
+    env2 = dict(env, KDL_PYTHON=fake_python, FAKE_PYTHON_FAIL="1")
+    r = build(spec, bout, env2, "--torch")
+    check(r.returncode == 1 and "building the PyTorch extension failed (exit 1)" in r.stderr
+          and fake_python + " " + os.path.join(bout, "my-spec_torch_build.py") in r.stderr
+          and "No module named 'torch'" in r.stderr, f"build --torch with a failing Python: exit {r.returncode}", r.stderr)
+    r = build(spec, bout, env, "--torch", "--python", os.path.join(tmp, "no-such-python"))
+    check(r.returncode == 1 and "cannot run --python " in r.stderr and not compiles(dict(env, FAKE_NVCC_LOG=os.path.join(tmp, "none"))),
+          f"build --torch --python MISSING: exit {r.returncode}", r.stderr)
+    r = build(spec, bout, dict(env, KDL_PYTHON=os.path.join(tmp, "no-such-python")), "--torch")
+    check(r.returncode == 1 and "cannot run $KDL_PYTHON=" in r.stderr, f"KDL_PYTHON=MISSING: exit {r.returncode}", r.stderr)
+    empty = os.path.join(tmp, "empty-bin")
+    os.makedirs(empty)
+    r = build(spec, bout, dict(env, PATH=empty), "--torch")
+    check(r.returncode == 1 and "cannot find python3 on PATH to build the PyTorch extension" in r.stderr,
+          f"build --torch without python3 on PATH: exit {r.returncode}", r.stderr)
+
+    # kdlc --include-dir: $KDL_INCLUDE_DIR, else the source tree; none: exit 1
+    r = kdlc(["--include-dir"], env)
+    check(r.returncode == 0 and r.stdout == include + "\n", f"kdlc --include-dir: exit {r.returncode}", r.stdout + r.stderr)
+    other = os.path.join(tmp, "inc")
+    shutil.copytree(include, other)
+    r = kdlc(["--include-dir"], dict(env, KDL_INCLUDE_DIR=other))
+    check(r.returncode == 0 and r.stdout == other + "\n", "kdlc --include-dir with $KDL_INCLUDE_DIR", r.stdout + r.stderr)
+    r = kdlc(["--include-dir", "x"], env)
+    check(r.returncode == 2 and "takes no arguments" in r.stderr, "kdlc --include-dir x", r.stderr)
+    # none: the source tree's include/ hidden by an empty directory mounted over it (in a private mount
+    # namespace; where unshare cannot make one, this part is not checked and says so)
+    unshare = shutil.which("unshare")
+    probe = subprocess.run([unshare, "-rm", "true"], capture_output=True) if unshare else None
+    if not probe or probe.returncode != 0:
+        print("note: `kdlc --include-dir` with no include directory not checked: unshare -rm is not available here")
+        return
+    hidden = os.path.join(tmp, "hidden")
+    os.makedirs(hidden)
+    r = subprocess.run([unshare, "-rm", "sh", "-c", 'mount --bind "$0" "$1" && exec "$2" --include-dir', hidden, include,
+                        KDLC], env=env, capture_output=True, text=True, timeout=60)
+    check(r.returncode == 1 and "cannot find the kdl include directory" in r.stderr and "KDL_INCLUDE_DIR" in r.stderr,
+          f"kdlc --include-dir with no include directory: exit {r.returncode}", r.stdout + r.stderr)
+
+
+def case_torch_script(tmp):
+    """The emitted <stem>_torch_build.py's errors that come before any compile (no torch needed)."""
+    env = base_env(tmp)
+    spec = write(os.path.join(tmp, "s.kdl"), kernel("ka"))
+    out = os.path.join(tmp, "out")
+    r = kdlc(["emit", spec, "-o", out, "--torch"], env)
+    check(r.returncode == 0, f"emit --torch: exit {r.returncode}", r.stderr)
+    script = os.path.join(out, "s_torch_build.py")
+    with open(script) as f:
+        text = f.read()
+    check('STEM = "s"' in text and 'KERNELS = [' in text and '("ka", ["-gencode=' in text and "#@KDL_EMITTED@" not in text,
+          "the build script's emitted block", text[:2000])
+    include = os.path.join(SOURCE, "include")
+    cuda = os.path.join(tmp, "cuda")  # a toolkit with nvcc and its headers, but nothing real
+    write(os.path.join(cuda, "include", "cuda_runtime_api.h"), "")
+    nvcc = write(os.path.join(cuda, "bin", "nvcc"), "#!/bin/sh\nexit 1\n")
+    os.chmod(nvcc, 0o755)
+    nowhere = os.path.join(tmp, "nowhere")
+    os.makedirs(nowhere)
+
+    def script_run(*args, extra_env=None):
+        e = dict(env, **(extra_env or {}))
+        for v in ("KDL_INCLUDE_DIR", "KDL_NVCC", "CUDACXX", "CUDA_HOME"):
+            if not extra_env or v not in extra_env:
+                e.pop(v, None)
+        return subprocess.run([sys.executable, script, *args], env=e, cwd=nowhere, capture_output=True, text=True,
+                              timeout=120)
+
+    r = script_run("--help")
+    check(r.returncode == 0 and "--kdl-include" in r.stdout and "--kernels-lib" in r.stdout, "--help", r.stdout + r.stderr)
+    r = script_run("--jobs", "x")
+    check(r.returncode == 2, f"--jobs x: exit {r.returncode}", r.stderr)
+    for args, extra, words in (
+            ((), None, "no kdl include directory: pass --kdl-include DIR or set $KDL_INCLUDE_DIR"),
+            (("--kdl-include", tmp), None, f"{tmp} is not a kdl include directory (it has no kdl/torch_ops.h)"),
+            ((), {"KDL_INCLUDE_DIR": tmp}, "is not a kdl include directory"),
+            (("--kdl-include", include, "--kernels-lib", os.path.join(tmp, "libs.a")), None,
+             "--kernels-lib " + os.path.join(tmp, "libs.a") + ": no such file"),
+            (("--kdl-include", include, "--nvcc", os.path.join(tmp, "no-nvcc")), None, "not an executable"),
+            (("--kdl-include", include, "--nvcc", FAKE_NVCC), None, "cannot find CUDA's headers (cuda_runtime_api.h) beside")):
+        r = script_run(*args, extra_env=extra)
+        check(r.returncode == 1 and "s_torch_build.py: error: " in r.stderr and words in r.stderr,
+              f"build script {' '.join(args)}: exit {r.returncode}, expected the error `{words}`", r.stdout + r.stderr)
+    if subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode != 0:
+        r = script_run("--kdl-include", include, extra_env={"KDL_NVCC": nvcc})
+        check(r.returncode == 1 and f"cannot import torch with {sys.executable}" in r.stderr,
+              f"build script without torch: exit {r.returncode}", r.stdout + r.stderr)
+    else:
+        print(f"note: the build script's `cannot import torch` not checked: {sys.executable} has torch")
+    # no nvcc anywhere: a copy of the script (beside it) whose last resort, /usr/local/cuda/bin/nvcc, is not there
+    nocuda = os.path.join(out, "s_torch_build_nocuda.py")
+    check("/usr/local/cuda/bin/nvcc" in text, "the build script does not try /usr/local/cuda/bin/nvcc")
+    write(nocuda, text.replace("/usr/local/cuda/bin/nvcc", os.path.join(nowhere, "nvcc")))
+    r = subprocess.run([sys.executable, nocuda, "--kdl-include", include], cwd=nowhere, capture_output=True, text=True,
+                       env={k: v for k, v in dict(env, PATH=nowhere).items() if k not in ("KDL_NVCC", "CUDACXX")})
+    check(r.returncode == 1 and "cannot find nvcc (tried $KDL_NVCC, $CUDACXX, nvcc on PATH" in r.stderr,
+          f"build script without nvcc: exit {r.returncode}", r.stdout + r.stderr)
+    check(os.listdir(nowhere) == [], "the build script wrote into the current directory", str(os.listdir(nowhere)))
 
 
 # ---- item 21: compiler launchers -----------------------------------------------------------------
@@ -726,7 +898,7 @@ def sccache_part(tmp, spec, env, nvcc):
 CASES = {
     "cache-key": case_cache_key, "cache-lru": case_cache_lru, "concurrent": case_concurrent,
     "interrupt": case_interrupt, "no-kernels": case_no_kernels, "emit-dir": case_emit_dir,
-    "emit-atomic": case_emit_atomic, "cache-dir": case_cache_dir, "no-torch": case_no_torch,
+    "emit-atomic": case_emit_atomic, "cache-dir": case_cache_dir, "torch-cli": case_torch_cli, "torch-script": case_torch_script,
     "launcher": case_launcher, "distcc": case_distcc, "nvcc-smoke": case_nvcc_smoke,
     "ptxas-gate": case_ptxas_gate, "nvcc-flags": case_nvcc_flags, "nvcc-spill": case_nvcc_spill,
     "nvcc-sm90a": case_nvcc_sm90a,

@@ -26,8 +26,14 @@ EMITTED = ["cuda_runtime_api.h", "cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "st
 INCLUDE_LINE = re.compile(r'^\s*#\s*include\s*<([^>]+)>', re.M)
 
 
+# Headers of the PyTorch extension (`kdlc emit --torch`), not of the kernels: they need PyTorch's headers,
+# whose macros this table does not cover.
+TORCH_ONLY = {"torch_ops.h"}
+
+
 def headers(include_dir):
     kdl = sorted(glob.glob(os.path.join(include_dir, "kdl", "*.h")) + glob.glob(os.path.join(include_dir, "kdl", "*.cuh")))
+    kdl = [p for p in kdl if os.path.basename(p) not in TORCH_ONLY]
     system = set(EMITTED)
     for path in kdl:
         with open(path, encoding="utf-8") as fh:

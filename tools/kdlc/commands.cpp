@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/build.h"
 #include "codegen/codegen.h"
 #include "codegen/compile_cache.h"
 #include "codegen/plan.h"
@@ -22,6 +23,9 @@
 #include "dsl/parse/parser.h"
 #include "tools/kdlc/options.h"
 
+#ifndef KDL_SOURCE_INCLUDE_DIR
+#define KDL_SOURCE_INCLUDE_DIR ""
+#endif
 #ifndef KDL_VERSION
 #define KDL_VERSION "0.0.0"
 #endif
@@ -38,6 +42,8 @@ Commands:
   emit FILE -o DIR        write standalone .cu/.h per kernel and manifest.json to DIR
   build FILE -o DIR       emit, then compile with nvcc into a library (content-hashed cache)
   cache --info|--clear    show or empty the compile cache of `build`
+  --include-dir           print the kdl include directory that build uses ($KDL_INCLUDE_DIR, <exe dir>/../include,
+                          the source tree)
   support [--specs]       what the sm90a path generates, line by line (--specs: one kernel per line)
   ptxas-gate -- CMD...    run one compile and apply build's ptxas gate to it (for kdl_add_kernels)
 
@@ -50,6 +56,8 @@ Options for every command:
   -h, --help                help (also `kdlc <command> --help`)
   --version                 print the version
 
+PyTorch: `kdlc emit --torch` also writes a PyTorch extension with one op per kernel (torch.ops.NS.KERNEL)
+and the script that builds it; `kdlc build --torch` builds it too (docs/torch.md).
 Building (`kdlc build --help`, docs/building.md): --launcher CMD or $KDL_LAUNCHER wraps each nvcc
 compile (sccache, distcc); the compile cache is $KDL_CACHE_DIR, capped by --cache-max-size or
 $KDL_CACHE_MAX_SIZE (default 2G). A kernel that ptxas reports spilling, ignoring setmaxnreg or
@@ -234,6 +242,20 @@ static int runSupport(Args& args) {
   return kOk;
 }
 
+// `kdlc --include-dir`: the directory holding kdl/, as `kdlc build` finds it (for the build script of
+// `emit --torch` and the kdl Python package).
+static int runIncludeDir(Args& args) {
+  if (!args.done()) return usageError("`kdlc --include-dir` takes no arguments");
+  std::string dir = kdl::codegen::findIncludeDir(KDL_SOURCE_INCLUDE_DIR);
+  if (dir.empty()) {
+    std::cerr << "kdlc: error: cannot find the kdl include directory (kdl/gemm_sm80.cuh) in $KDL_INCLUDE_DIR, next to "
+                 "kdlc (<exe dir>/../include) or in the source tree kdlc was built from; set $KDL_INCLUDE_DIR\n";
+    return kInputErrors;
+  }
+  std::cout << dir << "\n";
+  return kOk;
+}
+
 int runEmit(Args& args, bool build);
 int runCache(Args& args);
 int runPtxasGate(Args& args);
@@ -250,6 +272,7 @@ int runCommand(int argc, char** argv) {
     std::cout << "kdlc " << KDL_VERSION << "\n";
     return kOk;
   }
+  if (cmd == "--include-dir") return runIncludeDir(args);
   if (cmd == "check") return runCheck(args);
   if (cmd == "list") return runList(args);
   if (cmd == "emit") return runEmit(args, false);

@@ -44,6 +44,12 @@ Options:
   --kernel NAME             only this kernel (repeatable)
   --depfile FILE            also write a Make-style depfile: DIR/manifest.json depends on FILE and every import
   --touch-manifest          update manifest.json's time even when its bytes are unchanged (for build systems)
+  --torch                   also write the PyTorch extension of the spec: <stem>_torch.cpp (one op per kernel,
+                            torch.ops.NS.KERNEL, registered with TORCH_LIBRARY; a CUDA and a Meta implementation)
+                            and <stem>_torch_build.py, which builds <stem>_torch.so from DIR, the kdl include
+                            directory and PyTorch alone (python <stem>_torch_build.py --kdl-include DIR);
+                            manifest.json lists the ops and their schemas under "torch". See docs/torch.md.
+  --torch-namespace NS      the ops' namespace, a C identifier (default: kdl_<stem>, other characters made `_`)
   --diagnostics=text|json, --color, --max-errors, --max-kernels, --max-depth   see `kdlc --help`
 )";
 
@@ -80,6 +86,12 @@ Options:
                             wgmma cost performance): their report is printed as a warning instead
   --allow-ptxas-warnings=K1,K2   the same for the kernels named only (repeatable); the others stay gated
   -v, --verbose             print every kernel's ptxas report
+  --torch                   also build the PyTorch extension (see `kdlc emit --help`): after the libraries, runs
+                            PY DIR/<stem>_torch_build.py --kdl-include <kdlc's include dir> --nvcc <the nvcc above>
+                            --kernels-lib DIR/lib<stem>.a --out DIR/<stem>_torch.so; load it with
+                            torch.ops.load_library. A failure prints the command and its output.
+  --torch-namespace NS      the ops' namespace (default: kdl_<stem>)
+  --python PY               the Python (with torch) that runs the build script (default: $KDL_PYTHON, python3 on PATH)
   --depfile FILE            as for emit
   --diagnostics=text|json, --color, --max-errors, --max-kernels, --max-depth   see `kdlc --help`
 )";
@@ -115,6 +127,13 @@ std::string libraryStem(const std::string& file) {
   std::string stem = baseName(file);
   if (stem.size() > 4 && stem.ends_with(".kdl")) stem.resize(stem.size() - 4);
   return stem;
+}
+
+bool isCIdentifier(const std::string& s) {
+  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
+  for (char ch : s)
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_')) return false;
+  return true;
 }
 
 // 1: consumed `name VALUE` or `name=VALUE`, 0: not this option, -1: the value is missing.
@@ -159,8 +178,10 @@ struct EmitCommand {
   std::string file, outDir, depfile;
   std::vector<std::string> kernels;
   bool touchManifest = false;
+  bool torch = false;
+  std::string torchNamespace;  // --torch-namespace
   // build only
-  std::string nvcc, launcher, cacheDir, cacheMaxSize;
+  std::string nvcc, launcher, cacheDir, cacheMaxSize, python;
   std::vector<std::string> nvccFlags;  // --nvcc-flag
   std::vector<std::string> allowPtxasFor;  // --allow-ptxas-warnings=K1,K2
   bool noCache = false, allowPtxasWarnings = false, verbose = false;
@@ -190,8 +211,18 @@ std::optional<int> parseEmitCommand(Args& args, EmitCommand& c) {
       continue;
     }
     if (a == "--touch-manifest") { c.touchManifest = true; continue; }
+    if (a == "--torch") { c.torch = true; continue; }
+    if ((r = optionValue(args, a, "--torch-namespace", c.torchNamespace))) {
+      if (r < 0) return usageError("--torch-namespace needs a namespace, e.g. --torch-namespace my_ops");
+      if (!isCIdentifier(c.torchNamespace))
+        return usageError(fmt::format("--torch-namespace takes a C identifier (letters, digits and `_`, not starting "
+                                      "with a digit), not `{}`",
+                                      c.torchNamespace));
+      continue;
+    }
     if (c.build) {
       if ((r = optionValue(args, a, "--nvcc", c.nvcc)) || (r = optionValue(args, a, "--cache-dir", c.cacheDir)) ||
+          (r = optionValue(args, a, "--python", c.python)) ||
           (r = optionValue(args, a, "--launcher", c.launcher)) ||
           (r = optionValue(args, a, "--cache-max-size", c.cacheMaxSize))) {
         if (r < 0) return usageError(a + " needs a value");
@@ -225,6 +256,8 @@ std::optional<int> parseEmitCommand(Args& args, EmitCommand& c) {
   if (c.common.bad) return kUsage;
   if (c.file.empty()) return usageError(fmt::format("`kdlc {}` needs a FILE", cmd));
   if (c.outDir.empty()) return usageError(fmt::format("`kdlc {}` needs an output directory: -o DIR", cmd));
+  if (!c.torch && !c.torchNamespace.empty()) return usageError("--torch-namespace names the ops of --torch; add --torch");
+  if (!c.torch && !c.python.empty()) return usageError("--python runs the PyTorch extension's build script; add --torch");
   return std::nullopt;
 }
 
@@ -301,10 +334,24 @@ int runEmit(Args& args, bool build) {
     return kInputErrors;
   }
 
+  std::string python;  // build --torch: found before anything compiles
+  if (build && c.torch) {
+    std::string why;
+    python = cg::findPython(c.python, why);
+    if (python.empty()) {
+      std::cerr << "kdlc: error: " << why << "\n";
+      return kInputErrors;
+    }
+  }
+
   cg::InterruptGuard interrupts;
   cg::EmitOptions eo;
   eo.specName = baseName(c.file);
   eo.specHash = cg::hashSpecSources(sm);
+  if (c.torch) {
+    eo.torchStem = libraryStem(c.file);
+    eo.torchNamespace = c.torchNamespace.empty() ? cg::defaultTorchNamespace(eo.torchStem) : c.torchNamespace;
+  }
   cg::EmitRequest er;
   er.outDir = c.outDir;
   er.specName = eo.specName;
@@ -316,13 +363,22 @@ int runEmit(Args& args, bool build) {
   int rc = reportDiagnostics(sm, diags, c.common);  // warnings, if any
   if (!build) {
     if (!c.common.jsonDiagnostics)
-      std::cerr << fmt::format("kdlc: wrote {} kernel{} to {}\n", plans.size(), plans.size() == 1 ? "" : "s", c.outDir);
+      std::cerr << fmt::format("kdlc: wrote {} kernel{} to {}{}\n", plans.size(), plans.size() == 1 ? "" : "s", c.outDir,
+                               c.torch ? fmt::format(", with the PyTorch extension (torch.ops.{})", eo.torchNamespace) : "");
     return rc;
   }
-  cg::StepResult r = cg::buildKernels(buildRequest(c, plans, *cap), [](const std::string& line) {
-    std::cerr << line << "\n";
-  });
-  return r.ok ? rc : reportStep(r);
+  auto progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  cg::TorchBuildRequest tr;
+  cg::StepResult r = cg::buildKernels(buildRequest(c, plans, *cap), progress, &tr.kernels);
+  if (!r.ok) return reportStep(r);
+  if (c.torch) {
+    tr.outDir = c.outDir;
+    tr.stem = libraryStem(c.file);
+    tr.python = python;
+    tr.jobs = c.jobs;
+    if (cg::StepResult t = cg::buildTorchExtension(tr, progress); !t.ok) return reportStep(t);
+  }
+  return rc;
 }
 
 int runPtxasGate(Args& args) {
