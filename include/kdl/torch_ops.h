@@ -17,9 +17,16 @@
 // dimension of size 1 constrains nothing), otherwise a copy in that layout is made. Alignment is the
 // kernel's can_implement's to check, never fixed by a copy.
 //
-// Errors are c10::Error (RuntimeError in Python) for devices, dtypes and what the kernel refuses, and
-// c10::ValueError (ValueError) for ranks and sizes; each starts with the op's name and names the
-// argument. Host C++17 (or newer), built against PyTorch's headers and CUDA's include directory.
+// Errors are c10::Error (RuntimeError in Python), thrown through TORCH_CHECK, for devices, dtypes,
+// ranks, sizes and what the kernel refuses; each starts with the op's name and names the argument.
+// (Not c10::ValueError: thrown from an extension's inline code it crashed PyTorch 2.11 on the GPU
+// machine, where c10::Error through TORCH_CHECK is caught and raised as RuntimeError.)
+//
+// Batches folded into M: when the batch is a stack of row-major rows (A and every m x n matrix 3-D,
+// row-major, each batch right after the previous one's rows; B 2-D and shared; [row] inputs given per
+// batch or not at all; no [col] input per batch; no block scales), the launch runs one GEMM of
+// batch x m rows instead of `batch` GEMMs with a shared B (batch stride 0): F.linear's case, which
+// the sm90a path's TMA could not take otherwise, and a larger M for the tile scheduler. Host C++17 (or newer), built against PyTorch's headers and CUDA's include directory.
 #pragma once
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
@@ -32,9 +39,36 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace kdl::torch_ops {
+
+// ---- messages --------------------------------------------------------------------------------------
+//
+// cat(...) joins a message's pieces without std::ostream: c10::str's ostringstream, instantiated in an
+// extension built with one libstdc++'s headers and run with another's (g++ 13 against PyTorch 2.11's
+// process on the GPU machine), crashed in std::ostream::_M_insert<long> on the first number of a
+// message. Numbers go through std::to_string, devices through Device::str(); TORCH_CHECK then gets one
+// std::string, which it passes on as it is.
+namespace detail {
+inline void append(std::string& s, const char* x) { s += x ? x : "(null)"; }
+inline void append(std::string& s, const std::string& x) { s += x; }
+inline void append(std::string& s, char x) { s += x; }
+inline void append(std::string& s, const c10::Device& d) { s += d.str(); }
+template <class T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, char> && !std::is_same_v<T, bool>, int> = 0>
+inline void append(std::string& s, T x) { s += std::to_string(x); }
+}  // namespace detail
+
+template <class... Ts>
+std::string cat(const Ts&... xs) {
+  std::string s;
+  (detail::append(s, xs), ...);
+  return s;
+}
+
+// TORCH_CHECK (c10::Error: RuntimeError in Python) with a message built by cat(), only on failure.
+#define KDL_TORCH_CHECK(cond, ...) TORCH_CHECK((cond), ::kdl::torch_ops::cat(__VA_ARGS__))
 
 enum class Layout { Row, Col };
 enum class Broadcast { Row, Col };  // a [row] vector has one value per row of D (length m), [col] per column (n)
@@ -129,11 +163,11 @@ class Problem {
   void resolve() {
     const Arg* a = find(Role::A);
     const Arg* b = find(Role::B);
-    TORCH_CHECK(a && b, op_, ": internal error: the op declares no A or B");
+    KDL_TORCH_CHECK(a && b, op_, ": internal error: the op declares no A or B");
     m = a->t.size(-2);
     k = a->t.size(-1);
     n = b->t.size(-1);
-    TORCH_CHECK_VALUE(b->t.size(-2) == k, op_, ": ", b->name, " must be (k, n) with k = ", k, " (", a->name,
+    KDL_TORCH_CHECK(b->t.size(-2) == k, op_, ": ", b->name, " must be (k, n) with k = ", k, " (", a->name,
                       " is (m, k) = ", shape_text(a->t), "), got ", shape_text(b->t));
     const Arg* first3d = nullptr;
     for (const Arg& x : args_) {
@@ -143,7 +177,7 @@ class Problem {
         batched = true;
         batch = x.t.size(0);
       }
-      TORCH_CHECK_VALUE(x.t.size(0) == batch, op_, ": ", x.name, " has a batch of ", x.t.size(0), " but ",
+      KDL_TORCH_CHECK(x.t.size(0) == batch, op_, ": ", x.name, " has a batch of ", x.t.size(0), " but ",
                         first3d->name, " has ", batch,
                         "; the 3-D arguments must agree (a 2-D one is shared by every batch)");
     }
@@ -156,7 +190,7 @@ class Problem {
 
   // split_k of a `split_k = serial(max)` kernel.
   void split_k(int64_t slices, int max) const {
-    TORCH_CHECK_VALUE(slices >= 1 && slices <= max, op_, ": split_k (", slices, ") must be in 1..", max,
+    KDL_TORCH_CHECK(slices >= 1 && slices <= max, op_, ": split_k (", slices, ") must be in 1..", max,
                       " (split_k = serial(", max, ") in the spec)");
   }
 
@@ -196,12 +230,18 @@ class Problem {
     data = static_cast<T*>(u.data_ptr());
     ld = leading_dimension(u, layout);
     batch_stride = u.dim() == 3 && u.size(0) > 1 ? u.stride(0) : 0;
+    note_fold(t, u, layout, ld);
   }
   template <class T>
   void bind_vector(const at::Tensor& t, T*& data, int64_t& batch_stride) {
     const at::Tensor u = keep(t, t.size(-1) <= 1 || t.stride(-1) == 1 ? t : t.contiguous());
     data = static_cast<T*>(u.data_ptr());
     batch_stride = u.dim() == 2 && u.size(0) > 1 ? u.stride(0) : 0;
+    // A [row] input folds with the batch when it is given per batch and contiguous ((batch, m) is then
+    // one row per folded row); a shared one would have to repeat. A [col] input folds when shared.
+    const Arg* x = find_tensor(t);
+    if (x && x->role == Role::RowVector) fold_ok_ = fold_ok_ && u.dim() == 2 && u.stride(0) == m;
+    if (x && x->role == Role::ColVector) fold_ok_ = fold_ok_ && !(u.dim() == 2 && u.size(0) > 1);
   }
   template <class T>
   void bind_scalar(const at::Tensor& t, T*& data) const {
@@ -214,15 +254,20 @@ class Problem {
   template <class Args>
   void launch(const Args& a, const char* (*can_implement)(const Args&), size_t (*workspace_size)(const Args&),
               cudaError_t (*run)(const Args&, void*, cudaStream_t)) const {
-    if (const char* why = can_implement(a)) {
-      TORCH_CHECK(false, op_, ": ", std::string(why));
+    Args b = a;
+    if (folds()) {  // one GEMM of batch x m rows (see the top of this file)
+      b.m = static_cast<int>(batch * m);
+      b.batch = 1;
     }
-    const size_t bytes = workspace_size(a);
+    if (const char* why = can_implement(b)) {
+      KDL_TORCH_CHECK(false, op_, ": ", std::string(why));
+    }
+    const size_t bytes = workspace_size(b);
     at::Tensor workspace;
     if (bytes > 0) workspace = at::empty({static_cast<int64_t>(bytes)}, options_.dtype(c10::ScalarType::Byte));
     const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
-    const cudaError_t err = run(a, bytes > 0 ? workspace.data_ptr() : nullptr, stream);
-    TORCH_CHECK(err == cudaSuccess, op_, ": the kernel failed to launch: ", cudaGetErrorString(err));
+    const cudaError_t err = run(b, bytes > 0 ? workspace.data_ptr() : nullptr, stream);
+    KDL_TORCH_CHECK(err == cudaSuccess, op_, ": the kernel failed to launch: ", cudaGetErrorString(err));
   }
 
  private:
@@ -237,27 +282,47 @@ class Problem {
 
   void add(const char* name, const at::Tensor& t, Role role, c10::ScalarType dtype, const char* spec_dtype,
            int block0 = 1, int block1 = 1) {
-    TORCH_CHECK(t.defined(), op_, ": ", name, " is not a tensor");
+    KDL_TORCH_CHECK(t.defined(), op_, ": ", name, " is not a tensor");
     if (args_.empty()) {
-      TORCH_CHECK(t.is_cuda() || t.is_meta(), op_, ": ", name, " must be a CUDA tensor, got one on ", t.device());
+      KDL_TORCH_CHECK(t.is_cuda() || t.is_meta(), op_, ": ", name, " must be a CUDA tensor, got one on ", t.device());
       options_ = t.options();
     } else {
-      TORCH_CHECK(t.device() == options_.device(), op_, ": ", name, " must be on ", options_.device(), " (", args_[0].name,
+      KDL_TORCH_CHECK(t.device() == options_.device(), op_, ": ", name, " must be on ", options_.device(), " (", args_[0].name,
                   "'s device), got ", t.device());
     }
-    TORCH_CHECK(t.scalar_type() == dtype, op_, ": ", name, " must be ", dtype_name(dtype), " (", spec_dtype,
+    KDL_TORCH_CHECK(t.scalar_type() == dtype, op_, ": ", name, " must be ", dtype_name(dtype), " (", spec_dtype,
                 " in the spec), got ", dtype_name(t.scalar_type()));
     if (is_matrix(role)) {
-      TORCH_CHECK_VALUE(t.dim() == 2 || t.dim() == 3, op_, ": ", name, " must be 2-D ", dims(role, false),
+      KDL_TORCH_CHECK(t.dim() == 2 || t.dim() == 3, op_, ": ", name, " must be 2-D ", dims(role, false),
                         " or 3-D ", dims(role, true), ", got ", t.dim(), "-D ", shape_text(t));
     } else if (role == Role::Scalar) {
-      TORCH_CHECK_VALUE(t.dim() <= 1 && t.numel() == 1, op_, ": ", name,
+      KDL_TORCH_CHECK(t.dim() <= 1 && t.numel() == 1, op_, ": ", name,
                         " must hold one element (a [] input: a 0-D or 1-element tensor), got ", shape_text(t));
     } else {
-      TORCH_CHECK_VALUE(t.dim() == 1 || t.dim() == 2, op_, ": ", name, " must be 1-D (", length_name(role),
+      KDL_TORCH_CHECK(t.dim() == 1 || t.dim() == 2, op_, ": ", name, " must be 1-D (", length_name(role),
                         ") or 2-D (batch, ", length_name(role), "), got ", t.dim(), "-D ", shape_text(t));
     }
     args_.push_back({name, t, role, block0, block1});
+  }
+
+  // Whether the bound arguments let the launch fold the batch into M (the top of this file).
+  bool folds() const { return batched && batch > 1 && fold_ok_ && batch * m <= INT_MAX; }
+  void note_fold(const at::Tensor& t, const at::Tensor& u, Layout layout, int64_t ld) {
+    const Arg* x = find_tensor(t);
+    const Role role = x ? x->role : Role::MN;  // outputs are not arguments: m x n
+    if (role == Role::B) {
+      fold_ok_ = fold_ok_ && u.dim() == 2;
+    } else if (role == Role::A || role == Role::MN) {
+      // 3-D, row-major, batch b's rows right after batch b-1's: row i of batch b is row b*m + i.
+      fold_ok_ = fold_ok_ && u.dim() == 3 && layout == Layout::Row && u.stride(0) == m * ld;
+    } else {
+      fold_ok_ = false;  // block scales
+    }
+  }
+  const Arg* find_tensor(const at::Tensor& t) const {
+    for (const Arg& x : args_)
+      if (x.t.is_same(t)) return &x;
+    return nullptr;
   }
 
   const Arg* find(Role r) const {
@@ -285,7 +350,7 @@ class Problem {
       case Role::B:
       case Role::Scalar: return;  // A and B set the sizes; a scalar has one element
       case Role::MN:
-        TORCH_CHECK_VALUE(t.size(-2) == m && t.size(-1) == n, op_, ": ", x.name, " must be (m, n) = (", m, ", ", n,
+        KDL_TORCH_CHECK(t.size(-2) == m && t.size(-1) == n, op_, ": ", x.name, " must be (m, n) = (", m, ", ", n,
                           ")", batched ? " or (batch, m, n)" : "", ", got ", shape_text(t));
         return;
       case Role::ScalesA:
@@ -293,7 +358,7 @@ class Problem {
         const bool ofA = x.role == Role::ScalesA;
         const int64_t rows = ofA ? blocks(m, x.block0) : blocks(k, x.block0);
         const int64_t cols = ofA ? blocks(k, x.block1) : blocks(n, x.block1);
-        TORCH_CHECK_VALUE(t.size(-2) == rows && t.size(-1) == cols, op_, ": ", x.name, " must be ",
+        KDL_TORCH_CHECK(t.size(-2) == rows && t.size(-1) == cols, op_, ": ", x.name, " must be ",
                           ofA ? "(ceil(m / " : "(ceil(k / ", x.block0, "), ceil(", ofA ? "k" : "n", " / ", x.block1,
                           ")) = (", rows, ", ", cols, ")", batched ? " or 3-D with the batch first" : "",
                           ", got ", shape_text(t));
@@ -303,7 +368,7 @@ class Problem {
       case Role::ColVector: {
         const int64_t length = x.role == Role::RowVector ? m : n;
         const bool ok = t.dim() == 1 ? t.size(0) == length : t.size(0) == batch && t.size(1) == length;
-        TORCH_CHECK_VALUE(ok, op_, ": ", x.name, " must be (", length_name(x.role), ",) = (", length, ",) or (batch, ",
+        KDL_TORCH_CHECK(ok, op_, ": ", x.name, " must be (", length_name(x.role), ",) = (", length, ",) or (batch, ",
                           length_name(x.role), ") = (", batch, ", ", length, "), got ", shape_text(t));
         return;
       }
@@ -311,7 +376,7 @@ class Problem {
   }
 
   void check_int(const char* what, int64_t v) const {
-    TORCH_CHECK_VALUE(v <= INT_MAX, op_, ": ", what, " (", v, ") is larger than the kernel takes (", INT_MAX, ")");
+    KDL_TORCH_CHECK(v <= INT_MAX, op_, ": ", what, " (", v, ") is larger than the kernel takes (", INT_MAX, ")");
   }
 
   // A copy made for the launch stays alive as long as this Problem.
@@ -327,6 +392,7 @@ class Problem {
   std::vector<Arg> args_;
   at::TensorOptions options_;
   std::vector<at::Tensor> copies_;
+  bool fold_ok_ = true;
 };
 
 }  // namespace kdl::torch_ops

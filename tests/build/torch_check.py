@@ -9,7 +9,7 @@ loads the library and, for every op of manifest.json's "torch" object (or only -
   - calls on meta tensors (2-D, and batched: 3-D A beside a shared 2-D B, a (batch, len) vector) return
     outputs of the right shape, dtype and strides (row- and column-major outputs), amax 0-D f32;
   - the same under FakeTensorMode on "cuda" (what torch.compile traces with);
-  - bad dtype, rank, sizes and devices raise RuntimeError / ValueError whose message starts "NS.KERNEL: ".
+  - bad dtype, rank, sizes and devices raise RuntimeError whose message starts "NS.KERNEL: ".
 Prints one line per problem and exits 1 when there is one."""
 import argparse, json, sys
 
@@ -143,9 +143,9 @@ def check_errors(op):
     spelled = str(DTYPES[a["dtype"]])
     expect_error(op, "dtype of A", RuntimeError, [f"A must be {spelled} ({a['dtype']} in the spec), got {wrong}"],
                  batched=False, change={"A": lambda t: t.to(wrong)})
-    expect_error(op, "rank of A", ValueError, ["A must be 2-D", "got 1-D"], batched=False,
+    expect_error(op, "rank of A", RuntimeError, ["A must be 2-D", "got 1-D"], batched=False,
                  change={"A": lambda t: t.reshape(-1)})
-    expect_error(op, "k of B", ValueError, ["B must be (k, n) with k = 256"], batched=False,
+    expect_error(op, "k of B", RuntimeError, ["B must be (k, n) with k = 256"], batched=False,
                  change={"B": lambda t: t[:-1]})
     expect_error(op, "CPU tensors", RuntimeError, ["A must be a CUDA tensor, got one on cpu"], batched=False,
                  device="cpu")
@@ -153,23 +153,23 @@ def check_errors(op):
                  change={"B": lambda t: torch.empty(t.shape, dtype=t.dtype)})
     for x in op.inputs():
         if x["kind"] == "vector":
-            expect_error(op, f"length of {x['name']}", ValueError, [f"{x['name']} must be ("], batched=False,
+            expect_error(op, f"length of {x['name']}", RuntimeError, [f"{x['name']} must be ("], batched=False,
                          change={x["name"]: lambda t: t[:-1]})
         if x["kind"] == "device_scalar":
-            expect_error(op, f"size of {x['name']}", ValueError, [f"{x['name']} must hold one element"], batched=False,
+            expect_error(op, f"size of {x['name']}", RuntimeError, [f"{x['name']} must hold one element"], batched=False,
                          change={x["name"]: lambda t: t.expand(2)})
         if x["name"] in ("C", "scale_A", "scale_B"):
-            expect_error(op, f"shape of {x['name']}", ValueError, [f"{x['name']} must be ("], batched=False,
+            expect_error(op, f"shape of {x['name']}", RuntimeError, [f"{x['name']} must be ("], batched=False,
                          change={x["name"]: lambda t: t[..., :-1]})
     batched_arg = next((x for x in op.inputs() if x["name"] == "C"), None)
     if batched_arg:
-        expect_error(op, "batch of C", ValueError, ["C has a batch of 2 but A has 3"], batched=True,
+        expect_error(op, "batch of C", RuntimeError, ["C has a batch of 2 but A has 3"], batched=True,
                      change={"C": lambda t: t[:2]})
     if op.split_k:
         try:
             op.fn(*[op.tensor(x, False) for x in op.inputs()], split_k=0)
             problem(f"{op.qualified}: split_k=0 accepted")
-        except ValueError as e:
+        except RuntimeError as e:
             if "split_k (0) must be in 1.." not in str(e):
                 problem(f"{op.qualified}: split_k=0: {e}")
 

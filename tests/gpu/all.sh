@@ -5,10 +5,10 @@
 # (KDL_BUDGET_S, default 530 s: a 600 s call with room to copy $OUT back). Each step gets what is left
 # minus a reserve for the steps after it, under `timeout`; a step cut short says so in the summary.
 #   $OUT/summary.txt        what passed, failed, was not built, the sanitizer verdicts, the bench table
-#   $OUT/build-kernels.log, gpu_tests.log, sanitizer.log, bench.{log,md,csv,png}
+#   $OUT/build-kernels.log, gpu_tests.log, torch_tests.log, sanitizer.log, bench.{log,md,csv,png}
 # Env: KDL_SUITE_ARGS (extra kdl_gpu_test arguments, e.g. --quick), KDL_SUITE_JOBS (parallel suite
 # processes, default 3), KDL_SANITIZER_SET (default sm90a),
-# KDL_BENCH_SPECS (bench spec filter, default all), KDL_SKIP=suite,sanitizer,bench (steps to leave out).
+# KDL_BENCH_SPECS (bench spec filter, default all), KDL_SKIP=suite,torch,sanitizer,bench (steps to leave out).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export OUT=${OUT:-out/all}
@@ -55,6 +55,12 @@ if ! skipped suite; then
   tail -n 2 "$OUT/gpu_tests.log" | tee -a "$SUMMARY"
   grep "^FAIL" "$OUT/gpu_tests.log" | head -40 | tee -a "$SUMMARY"
   echo "sm90a kernels tested: $(grep -c "^PASS h90_.* info:" "$OUT/gpu_tests.log")" | tee -a "$SUMMARY"
+fi
+
+# 2b. The PyTorch tests: kdl.load of the samples and shared examples, every op against PyTorch's result.
+if ! skipped torch; then
+  OUT="$OUT" run_step "torch" 150 tests/gpu/torch/run.sh >/dev/null 2>&1 || status=1
+  grep -E "^== |^Ran |^OK|^FAILED|^FAIL:|^ERROR:|SAMPLE FAILED|WARM-UP FAILED" "$OUT/torch_tests.log" | tee -a "$SUMMARY"
 fi
 
 # 3. compute-sanitizer over the sm90a subset (memcheck + synccheck; racecheck reported).
