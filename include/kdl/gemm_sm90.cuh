@@ -236,7 +236,14 @@ struct GemmSm90 {
   static constexpr int kBoxesPerBlock = kTmaStoreD ? TileN / kBoxCols : 1;
   static constexpr int kChunkBoxes = kBoxesPerBlock < kEpiWgBytes / kBoxBytes ? kBoxesPerBlock : kEpiWgBytes / kBoxBytes;
   static_assert(kChunkBoxes >= 1 && kBoxesPerBlock % kChunkBoxes == 0, "GemmSm90: D's boxes per chunk");
+  // Straight-line interior chunks where the functor can say its tile needs no checks (whole<2>).
+  // KDL_SM90_EPILOGUE_CHECKED turns them off: `kdlc build`'s second try for a kernel whose first
+  // compile ptxas reported spilling (codegen/build_ptxas.h, kSm90CheckedEpilogueFlag).
+#ifdef KDL_SM90_EPILOGUE_CHECKED
+  static constexpr bool kEpiWhole = false;
+#else
   static constexpr bool kEpiWhole = kTmaStoreD && HasEpilogueWhole<Epilogue, 2>::value;
+#endif
   static constexpr int kEpiBarrier = kTurnBarrier + 4;  // named barriers 5, 6: consumer 0's, 1's epilogue buffer
   static constexpr int kMinSmemBytes = kSmemBytes;  // kdl::GemmHost's device check (no smaller fallback)
   static_assert(kSmemBytes <= 232448,
