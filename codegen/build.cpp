@@ -141,6 +141,7 @@ struct CompileJob {
   int status = 0;
   std::string output;  // nvcc's (stored with the object in the cache, so a hit has it too)
   PtxasReport ptxas;   // read from `output` when the compile succeeded
+  std::string note;    // how the object was built when not as the first try (the checked epilogue)
 };
 
 struct CompileContext {
@@ -173,9 +174,9 @@ bool compileKey(const CompileContext& cx, const KernelToBuild& k, const std::vec
   return true;
 }
 
-void compileOne(const CompileContext& cx, CompileJob& j) {
+// One compile of j's kernel with `flags` (or its cached object), into j.
+void compileWith(const CompileContext& cx, CompileJob& j, const std::vector<std::string>& flags) {
   auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::string> flags = nvccFlagsFor(cx.req, *j.kernel);
   std::string key, err;
   if (!compileKey(cx, *j.kernel, flags, key, err)) {
     j.status = 1;
@@ -191,9 +192,10 @@ void compileOne(const CompileContext& cx, CompileJob& j) {
       j.status = 1;
       j.output = err + "\n";
     }
-    j.seconds = secondsSince(t0);
+    j.seconds += secondsSince(t0);
     return;
   }
+  j.cached = false;
   std::vector<std::string> argv = cx.tc.launcher;
   argv.push_back(cx.tc.nvcc);
   argv.insert(argv.end(), flags.begin(), flags.end());
@@ -207,7 +209,29 @@ void compileOne(const CompileContext& cx, CompileJob& j) {
     CacheEntry entry{"", j.output};
     if (cx.cache && cx.cache->writable() && readWholeFile(j.object, entry.object)) cx.cache->store(key, entry);
   }
-  j.seconds = secondsSince(t0);
+  j.seconds += secondsSince(t0);
+}
+
+// Compiles j's kernel. An sm90a kernel that ptxas reports losing performance (a spill, most often, near
+// the consumers' register budget, where ptxas is not monotone) is compiled a second time with
+// kSm90CheckedEpilogueFlag: the TMA-store epilogue without its straight-line interior chunks, which need
+// a few more registers. The second object is kept when its report is clean (j.note says so); otherwise
+// the first one's report stands and the gate refuses it.
+void compileOne(const CompileContext& cx, CompileJob& j) {
+  std::vector<std::string> flags = nvccFlagsFor(cx.req, *j.kernel);
+  compileWith(cx, j, flags);
+  if (j.status != 0 || j.ptxas.problems.empty() || !targetsSm90a(j.kernel->gencode) || interrupted()) return;
+  CompileJob second = j;
+  second.output.clear();
+  flags.push_back(kSm90CheckedEpilogueFlag);
+  compileWith(cx, second, flags);
+  if (second.status == 0 && second.ptxas.problems.empty()) {
+    second.note = fmt::format("the straight-line epilogue lost performance in ptxas ({}); built with the checked one ({})",
+                              describePtxasProblemsBriefly(j.ptxas), kSm90CheckedEpilogueFlag);
+    j = std::move(second);
+  } else {
+    j.seconds = second.seconds;
+  }
 }
 
 void reportJob(const CompileJob& j, size_t done, size_t total, const Progress& progress) {
@@ -215,6 +239,7 @@ void reportJob(const CompileJob& j, size_t done, size_t total, const Progress& p
     std::string line = fmt::format("[{}/{}] nvcc {}.cu ({})", done, total, j.kernel->name,
                                    j.cached ? "cached" : fmt::format("{:.1f} s", j.seconds));
     if (!j.ptxas.otherOutput.empty() && !j.cached) line += "\n" + j.ptxas.otherOutput;  // nvcc's warnings
+    if (!j.note.empty()) line += "\n  kdlc: note: " + j.note;
     while (!line.empty() && line.back() == '\n') line.pop_back();
     progress(line);
   } else if (!interrupted()) {
@@ -386,6 +411,23 @@ int runGatedCompile(const GatedCompile& c, const Progress& progress) {
   int status = runProcess(argv, compilerEnvironment(""), output);
   if (interrupted()) return 128 + InterruptGuard::signal();
   PtxasReport report = parsePtxasReport(output, status == 0 && gencodeProducesSass(gencode));
+  // As `kdlc build` does (compileOne): an sm90a kernel with a performance loss gets a second compile with
+  // the checked epilogue, kept when ptxas reports it clean.
+  if (status == 0 && !report.problems.empty() && targetsSm90a(gencode)) {
+    std::vector<std::string> second = argv;
+    second.push_back(kSm90CheckedEpilogueFlag);
+    std::string output2;
+    const int status2 = runProcess(second, compilerEnvironment(""), output2);
+    if (interrupted()) return 128 + InterruptGuard::signal();
+    PtxasReport report2 = parsePtxasReport(output2, status2 == 0);
+    if (status2 == 0 && report2.problems.empty()) {
+      progress(fmt::format("kdlc: note: the straight-line epilogue lost performance in ptxas ({}); built with the "
+                           "checked one ({})",
+                           describePtxasProblemsBriefly(report), kSm90CheckedEpilogueFlag));
+      output = std::move(output2);
+      report = std::move(report2);
+    }
+  }
   std::string shown = status == 0 ? report.otherOutput : output;
   while (!shown.empty() && shown.back() == '\n') shown.pop_back();
   if (!shown.empty()) progress(shown);

@@ -55,6 +55,21 @@ bool gencodeProducesSass(const std::vector<std::string>& gencode) {
   return false;
 }
 
+bool targetsSm90a(const std::vector<std::string>& gencode) {
+  for (const std::string& g : gencode)
+    if (g.find("sm_90a") != std::string::npos || g.find("compute_90a") != std::string::npos) return true;
+  return false;
+}
+
+std::string describePtxasProblemsBriefly(const PtxasReport& report) {
+  std::string s;
+  for (const std::string& p : report.problems) {
+    if (!s.empty()) s += "; ";
+    s += p.size() > 160 ? p.substr(0, 157) + "..." : p;
+  }
+  return s;
+}
+
 PtxasReport parsePtxasReport(const std::string& nvccOutput, bool expectSass) {
   static const std::regex compiling(R"(^ptxas info\s*: Compiling entry function '([^']+)' for '([^']+)')");
   static const std::regex properties(R"(^ptxas info\s*: Function properties for (\S+))");

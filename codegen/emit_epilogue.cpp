@@ -4,6 +4,10 @@
 // input is one per coordinate column and a [col] one per coordinate row, and a tensor laid out unlike
 // the kernel's output is addressed transposed.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <string>
+#include <vector>
 
 #include "codegen/emit_internal.h"
 #include "codegen/epilogue_expr.h"
@@ -82,12 +86,39 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
   // apply<V>: compute<V>, then D's store. D is row-major in the coordinates (a column-major D is
   // computed as D^T), so both read it as p.D, p.ldd, rows of the kernel's output.
   w.line("using ElementD = {};", dType);
-  w.line("template <int V>");
-  w.open("__device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_{})[V]) const {{", dName);
+  // whole<V>: whether, in batch b, every tensor the functor accesses along a row takes V-element
+  // vector accesses at columns that are multiples of V (and C is there): then the sm90a template
+  // hands interior tiles' coordinates as ::kdl::EpilogueCoordWhole, whose loads and stores skip the
+  // per-call null, range and alignment checks (include/kdl/epilogue.cuh).
+  {
+    std::vector<std::string> checks;
+    if (e.usesSource) {
+      if (*tileAccess(p, p.c.layout) == '\0')
+        checks.push_back(fmt::format("::kdl::tile_vector_aligned<{}, V>(p.C, p.ldc, p.batch_stride_C, b)",
+                                     cppQualified(p.c.cppType)));
+      else
+        checks.push_back("p.C != nullptr");
+    }
+    for (const EpiInput& in : e.inputs)
+      if (in.broadcast != Broadcast::Scalar && (in.broadcast == Broadcast::Row) == p.transposed)  // a load_col_broadcast
+        checks.push_back(fmt::format("::kdl::col_vector_aligned<{}, V>(p.{}, p.batch_stride_{}, b)",
+                                     cppQualified(cppElementType(in.dtype)), in.name, in.name));
+    for (const OperandPlan& z : p.extraOutputs)
+      if (*tileAccess(p, z.layout) == '\0')
+        checks.push_back(fmt::format("::kdl::tile_vector_aligned<{}, V>(p.{}, p.{}, p.{}, b)", cppQualified(z.cppType),
+                                     z.name, z.ldName, z.batchStrideName));
+    w.line("template <int V>");
+    w.open("__device__ __forceinline__ bool whole(const Params& p, int b) const {{");
+    if (checks.empty()) w.line("(void)p; (void)b;");
+    w.line("return {};", checks.empty() ? std::string("true") : fmt::format("{}", fmt::join(checks, " && ")));
+    w.close();
+  }
+  w.line("template <int V, class Coord = ::kdl::EpilogueCoord>");
+  w.open("__device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_{})[V]) const {{", dName);
   if (!anyAmax && !anyScalar) w.line("(void)s;");
   if (e.usesSource) {
     w.line("float src_C[V];");
-    w.line("if (p.C != nullptr) ::kdl::load_tile{}<{}, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);",
+    w.line("if (::kdl::source_present(p.C, c)) ::kdl::load_tile{}<{}, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);",
            tileAccess(p, p.c.layout), cppQualified(p.c.cppType));
     w.line("else for (int i = 0; i < V; ++i) src_C[i] = 0.0f;");
   }

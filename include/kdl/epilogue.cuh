@@ -8,6 +8,9 @@
 //   Epilogue::apply<V>(params, state, coord, acc[V])                 (computes and stores D), or
 //   Epilogue::compute<V>(params, state, coord, acc[V], out_D[V])     (computes D, stores the rest;
 //                                                                     the kernel stores D: GemmSm90)
+// where coord is an EpilogueCoord, or (GemmSm90's interior tiles, when the functor declares
+// `whole<V>(params, batch)` and it holds for the tile) an EpilogueCoordWhole: a whole, aligned vector
+// whose accesses need no checks (below).
 // and finally
 //   Epilogue::finish(params, state)
 // once on every thread of the block.
@@ -27,6 +30,14 @@
 namespace kdl {
 
 struct EpilogueCoord { int batch; int m; int n; int valid; };
+
+// A coordinate of a whole, aligned vector: c.valid == V and c.n % V == 0, in a tile for which the
+// functor's `whole<V>(params, batch)` held (C is not null, and every tensor it loads or stores
+// along the row -- C, [col] inputs, extra outputs -- takes V-element vector accesses there). The
+// sm90a TMA-store epilogue passes it for interior tiles; the helpers below then access memory
+// without the per-call null, range and alignment checks, so the generated code is straight-line
+// (addresses as a row base plus immediates, one load per [col] value shared by the rows).
+struct EpilogueCoordWhole : EpilogueCoord {};
 
 // Reads V consecutive floats of an accumulator row staged in shared memory (16-byte aligned) into v,
 // for the mainloops' epilogues (GemmSm80::run_epilogue, GemmSm90). With V == 8, lanes 4..7 of each
@@ -79,7 +90,63 @@ __device__ __forceinline__ void load_contig(const T* p, int valid, float (&out)[
     for (int i = 0; i < V; ++i) out[i] = (i < valid) ? to_float<T>(p[i]) : 0.f;
   }
 }
+
+// A row's base pointer (global memory), the same for all of the row's calls, kept whole: without
+// it the compiler re-associates base + (b * stride + m * ld + n) and rebuilds the 64-bit sum for
+// every call, where the row's base plus one wide multiply-add of n would do.
+template <class T>
+__device__ __forceinline__ T* row_base(T* p) {
+  size_t g = __cvta_generic_to_global(p);
+  asm("" : "+l"(g));
+  return static_cast<T*>(__cvta_global_to_generic(g));
+}
+
+// V contiguous elements at p, which the caller knows to be aligned for VecAccess<T, V>: vector
+// accesses only, no checks (EpilogueCoordWhole).
+template <class T, int V>
+__device__ __forceinline__ void load_vector(const T* p, float (&out)[V]) {
+  using A = VecAccess<T, V>;
+  static_assert(A::kOk, "kdl: a whole vector of V elements of T takes no vector access");
+  typename A::Vec tmp[A::kN];
+#pragma unroll
+  for (int i = 0; i < A::kN; ++i) tmp[i] = reinterpret_cast<const typename A::Vec*>(p)[i];
+  const T* e = reinterpret_cast<const T*>(tmp);
+#pragma unroll
+  for (int i = 0; i < V; ++i) out[i] = to_float<T>(e[i]);
+}
+template <class T, int V>
+__device__ __forceinline__ void store_vector(T* p, const float (&v)[V]) {
+  using A = VecAccess<T, V>;
+  static_assert(A::kOk, "kdl: a whole vector of V elements of T takes no vector access");
+  typename A::Vec tmp[A::kN];
+  T* e = reinterpret_cast<T*>(tmp);
+#pragma unroll
+  for (int i = 0; i < V; ++i) e[i] = convert_out<T>(v[i]);
+#pragma unroll
+  for (int i = 0; i < A::kN; ++i) reinterpret_cast<typename A::Vec*>(p)[i] = tmp[i];
+}
 }  // namespace detail
+
+// For a functor's whole<V>: whether a tensor laid out like the coordinates (load_tile, store_tile)
+// takes V-element vector accesses at every row of batch b and every column that is a multiple of V
+// (its batch's base aligned, its rows a multiple of the access apart); a [col] vector (load_col_broadcast)
+// at every such column of batch b.
+template <class T, int V>
+__device__ __forceinline__ bool tile_vector_aligned(const T* base, int64_t ld, int64_t batch_stride, int b) {
+  using A = detail::VecAccess<T, V>;
+  return A::kOk && base != nullptr &&
+         ((reinterpret_cast<uintptr_t>(base + (int64_t)b * batch_stride) | uint64_t(ld * (int64_t)sizeof(T))) %
+          A::kChunk) == 0;
+}
+template <class T, int V>
+__device__ __forceinline__ bool col_vector_aligned(const T* vec, int64_t batch_stride, int b) {
+  using A = detail::VecAccess<T, V>;
+  return A::kOk && vec != nullptr && reinterpret_cast<uintptr_t>(vec + (int64_t)b * batch_stride) % A::kChunk == 0;
+}
+
+// Whether C (which reads as 0 when null) is read at this coordinate: always at an EpilogueCoordWhole.
+__device__ __forceinline__ bool source_present(const void* C, const EpilogueCoord&) { return C != nullptr; }
+__device__ __forceinline__ constexpr bool source_present(const void*, const EpilogueCoordWhole&) { return true; }
 
 // Source tile (e.g. C): out[i] = base[b, m, n+i] for i < c.valid, else 0.
 template <class T, int V>
@@ -87,6 +154,13 @@ __device__ __forceinline__ void load_tile(const T* base, int64_t ld, int64_t bat
                                           const EpilogueCoord& c, float (&out)[V]) {
   const T* p = base + (int64_t)c.batch * batch_stride + (int64_t)c.m * ld + c.n;
   detail::load_contig<T, V>(p, c.valid, out);
+}
+
+template <class T, int V>
+__device__ __forceinline__ void load_tile(const T* base, int64_t ld, int64_t batch_stride,
+                                          const EpilogueCoordWhole& c, float (&out)[V]) {
+  const T* row = detail::row_base(base + ((int64_t)c.batch * batch_stride + (int64_t)c.m * ld));
+  detail::load_vector<T, V>(row + c.n, out);
 }
 
 // Output tile: base[b, m, n+i] = convert_out<T>(v[i]) for i < c.valid.
@@ -108,6 +182,13 @@ __device__ __forceinline__ void store_tile(T* base, int64_t ld, int64_t batch_st
     for (int i = 0; i < V; ++i)
       if (i < c.valid) p[i] = convert_out<T>(v[i]);
   }
+}
+
+template <class T, int V>
+__device__ __forceinline__ void store_tile(T* base, int64_t ld, int64_t batch_stride,
+                                           const EpilogueCoordWhole& c, const float (&v)[V]) {
+  T* row = detail::row_base(base + ((int64_t)c.batch * batch_stride + (int64_t)c.m * ld));
+  detail::store_vector<T, V>(row + c.n, v);
 }
 
 // A tensor laid out transposed to the coordinates: out[i] = base[b, n+i, m] for i < c.valid, else 0.
@@ -134,6 +215,12 @@ template <class T, int V>
 __device__ __forceinline__ void load_col_broadcast(const T* vec, int64_t batch_stride,
                                                    const EpilogueCoord& c, float (&out)[V]) {
   detail::load_contig<T, V>(vec + (int64_t)c.batch * batch_stride + c.n, c.valid, out);
+}
+
+template <class T, int V>
+__device__ __forceinline__ void load_col_broadcast(const T* vec, int64_t batch_stride,
+                                                   const EpilogueCoordWhole& c, float (&out)[V]) {
+  detail::load_vector<T, V>(detail::row_base(vec + (int64_t)c.batch * batch_stride) + c.n, out);
 }
 
 // Per-row vector (length M per batch): out[i] = vec[b * batch_stride + m] for all i.
@@ -179,6 +266,17 @@ template <class E>
 __device__ __forceinline__ void epilogue_prepare(const E& e, const typename E::Params& p, typename E::State& s) {
   if constexpr (HasEpiloguePrepare<E>::value) e.prepare(p, s);
 }
+
+// Whether the functor declares `template <int V> bool whole(params, batch)` (then it takes
+// EpilogueCoordWhole coordinates where that holds: its compute is a template on the coordinate type).
+template <class E, int V, class = void>
+struct HasEpilogueWhole {
+  static constexpr bool value = false;
+};
+template <class E, int V>
+struct HasEpilogueWhole<E, V, decltype((void)static_cast<bool (E::*)(const typename E::Params&, int) const>(&E::template whole<V>))> {
+  static constexpr bool value = true;
+};
 
 // ---- amax -------------------------------------------------------------------
 // Per-thread running max of |v|. NaNs are ignored (fmaxf semantics).

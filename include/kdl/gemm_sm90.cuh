@@ -236,6 +236,14 @@ struct GemmSm90 {
   static constexpr int kBoxesPerBlock = kTmaStoreD ? TileN / kBoxCols : 1;
   static constexpr int kChunkBoxes = kBoxesPerBlock < kEpiWgBytes / kBoxBytes ? kBoxesPerBlock : kEpiWgBytes / kBoxBytes;
   static_assert(kChunkBoxes >= 1 && kBoxesPerBlock % kChunkBoxes == 0, "GemmSm90: D's boxes per chunk");
+  // Straight-line interior chunks where the functor can say its tile needs no checks (whole<2>).
+  // KDL_SM90_EPILOGUE_CHECKED turns them off: `kdlc build`'s second try for a kernel whose first
+  // compile ptxas reported spilling (codegen/build_ptxas.h, kSm90CheckedEpilogueFlag).
+#ifdef KDL_SM90_EPILOGUE_CHECKED
+  static constexpr bool kEpiWhole = false;
+#else
+  static constexpr bool kEpiWhole = kTmaStoreD && HasEpilogueWhole<Epilogue, 2>::value;
+#endif
   static constexpr int kEpiBarrier = kTurnBarrier + 4;  // named barriers 5, 6: consumer 0's, 1's epilogue buffer
   static constexpr int kMinSmemBytes = kSmemBytes;  // kdl::GemmHost's device check (no smaller fallback)
   static_assert(kSmemBytes <= 232448,
@@ -724,6 +732,10 @@ struct GemmSm90 {
                                                         uint8_t* buf, int consumer, int wg_thread, int batch, int row0,
                                                         int col0) {
     const int bar = kEpiBarrier + consumer;
+    // Interior chunks of a tile whose epilogue tensors all take pair accesses (the functor's
+    // whole<2>, once per tile) run without any per-pair check (EpilogueCoordWhole).
+    bool whole = false;
+    if constexpr (kEpiWhole) whole = epilogue.template whole<2>(P.ep, batch);
 #pragma unroll
     for (int i = 0; i < kMmaM; ++i) {
       const int block_row = row0 + i * 64;
@@ -734,11 +746,13 @@ struct GemmSm90 {
         if (chunk_col >= P.n) continue;  // warpgroup-uniform
         if (wg_thread == 0) sm90::tma_store_wait_read<0>();  // the previous pass's boxes have been read
         sm90::named_barrier_sync(bar, 128);
-        // Interior chunks (all of it inside M and N, the common case) skip the per-pair range checks.
-        if (block_row + 64 <= P.m && chunk_col + kChunkBoxes * kBoxCols <= P.n)
-          write_chunk<true>(P, epilogue, state, acc[i], buf, ch, wg_thread, batch, block_row, chunk_col);
+        // Interior chunks (all of it inside M and N, the common case) skip the per-pair range checks,
+        // and with whole<2> also the functor's null and alignment checks.
+        if (block_row + 64 <= P.m && chunk_col + kChunkBoxes * kBoxCols <= P.n && (!kEpiWhole || whole))
+          write_chunk<kEpiWhole ? kChunkWhole : kChunkInterior>(P, epilogue, state, acc[i], buf, ch, wg_thread, batch,
+                                                                 block_row, chunk_col);
         else
-          write_chunk<false>(P, epilogue, state, acc[i], buf, ch, wg_thread, batch, block_row, chunk_col);
+          write_chunk<kChunkChecked>(P, epilogue, state, acc[i], buf, ch, wg_thread, batch, block_row, chunk_col);
         sm90::fence_proxy_async_shared();  // the writes are visible to the TMA (async proxy)
         sm90::named_barrier_sync(bar, 128);
         if (wg_thread == 0) {
@@ -751,32 +765,54 @@ struct GemmSm90 {
     }
   }
   // Chunk ch of one m64 block's accumulator (a) through Epilogue::compute<2> into the chunk's boxes in
-  // buf (128-byte swizzle: 16-byte unit u of row r at u ^ (r % 8)). Full: the chunk lies inside M and N.
-  template <bool Full>
+  // buf (128-byte swizzle: 16-byte unit u of row r at u ^ (r % 8)). kChunkInterior: the chunk lies
+  // inside M and N; kChunkWhole: and the functor's whole<2> holds for the tile (EpilogueCoordWhole);
+  // kChunkChecked: every pair is checked against M and N.
+  static constexpr int kChunkChecked = 0, kChunkInterior = 1, kChunkWhole = 2;
+  static constexpr int kWholeWindow = 8;  // 8-column groups between the warp barriers of a whole chunk
+  template <int Mode>
   __device__ __forceinline__ static void write_chunk(const KernelParams& P, Epilogue& epilogue,
                                                      typename Epilogue::State& state, const Acc (&a)[kAccRegs], uint8_t* buf,
                                                      int ch, int wg_thread, int batch, int block_row, int chunk_col) {
     const int lane = wg_thread % 32, warp = wg_thread / 32;
     const int g = lane >> 2, t = lane & 3;
+    // The pair's coordinates as a per-thread base plus a constant (row0 + 8 h, col_t + bx * kBoxCols +
+    // 8 jj), so that its addresses fold into a row pointer plus an immediate.
+    const int row0 = block_row + warp * 16 + g, col_t = chunk_col + 2 * t;
 #pragma unroll
     for (int bx = 0; bx < kChunkBoxes; ++bx) {
 #pragma unroll
       for (int jj = 0; jj < kBoxCols / 8; ++jj) {
         const int j = (ch * kChunkBoxes + bx) * (kBoxCols / 8) + jj;  // the accumulator's 8-column group
+        const int cb = jj * 8 + 2 * t;                                // column in the box
+        const int col = col_t + (bx * kBoxCols + jj * 8);
+        // Both rows' pairs (g and g + 8: the same columns) are computed before either is stored, so
+        // that nothing is written between their loads of the same [col] values.
+        float d[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = row0 + 8 * h;
+          const float v[2] = {float(a[4 * j + 2 * h]), float(a[4 * j + 2 * h + 1])};
+          if constexpr (Mode == kChunkWhole) {
+            epilogue.template compute<2>(P.ep, state, EpilogueCoordWhole{{batch, row, col, 2}}, v, d[h]);
+          } else if constexpr (Mode == kChunkInterior) {
+            epilogue.template compute<2>(P.ep, state, EpilogueCoord{batch, row, col, 2}, v, d[h]);
+          } else if (row < P.m && col < P.n) {
+            epilogue.template compute<2>(P.ep, state, EpilogueCoord{batch, row, col, (P.n - col) < 2 ? (P.n - col) : 2}, v, d[h]);
+          }
+        }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = warp * 16 + g + 8 * h;  // row in the box
-          const int cb = jj * 8 + 2 * t;        // column in the box
-          const int row = block_row + r, col = chunk_col + bx * kBoxCols + cb;
-          const float v[2] = {float(a[4 * j + 2 * h]), float(a[4 * j + 2 * h + 1])};
-          float d[2] = {0.f, 0.f};
-          if (Full) {
-            epilogue.template compute<2>(P.ep, state, EpilogueCoord{batch, row, col, 2}, v, d);
-          } else if (row < P.m && col < P.n) {
-            epilogue.template compute<2>(P.ep, state, EpilogueCoord{batch, row, col, (P.n - col) < 2 ? (P.n - col) : 2}, v, d);
-          }
           const int byte = cb * int(sizeof(ElementD));
-          store_pair(buf + bx * kBoxBytes + r * 128 + ((((byte >> 4) ^ (r & 7)) << 4) | (byte & 15)), d);
+          store_pair(buf + bx * kBoxBytes + r * 128 + ((((byte >> 4) ^ (r & 7)) << 4) | (byte & 15)), d[h]);
+        }
+        // Straight-line (whole) chunks: a warp barrier every kWholeWindow column groups bounds how far
+        // ptxas hoists the next groups' loads and computations (it fills the registers otherwise:
+        // spills at 2 x 1 clusters); each window keeps 2 x kWholeWindow pairs' loads in flight.
+        if constexpr (Mode == kChunkWhole) {
+          const int done = bx * (kBoxCols / 8) + jj + 1;
+          if (done % kWholeWindow == 0 && done < kChunkBoxes * (kBoxCols / 8)) __syncwarp();
         }
       }
     }

@@ -16,6 +16,8 @@ $FAKE_PTXAS_ONLY when that is set:
   none        no report at all (as if a launcher had swallowed it)
   warning     a ptxas warning that is not a performance loss (must not fail the build)
 Every call appends one JSON line (argv, pid, pgid, the NVCC_*_FLAGS, TMPDIR) to $FAKE_NVCC_LOG.
+FAKE_PTXAS_CLEAN_WITH=FLAG: no trouble when FLAG is on the command line (kdlc's second try of an sm90a
+kernel, -DKDL_SM90_EPILOGUE_CHECKED).
 FAKE_NVCC_SLEEP=S sleeps S seconds (in a child `sleep`, as nvcc runs cicc/ptxas) before compiling;
 FAKE_NVCC_TMPFILE=1 leaves a file in $TMPDIR while it works, as nvcc does."""
 import json, os, re, shlex, subprocess, sys
@@ -37,6 +39,9 @@ def ptxas_report(argv, src):
     trouble = set(filter(None, os.environ.get("FAKE_PTXAS", "").split(",")))
     only = os.environ.get("FAKE_PTXAS_ONLY")
     if only and only not in os.path.basename(src):
+        trouble = set()
+    clean_with = os.environ.get("FAKE_PTXAS_CLEAN_WITH")
+    if clean_with and clean_with in argv:
         trouble = set()
     if "none" in trouble:
         return ""

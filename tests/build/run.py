@@ -755,6 +755,70 @@ def case_ptxas_gate(tmp):
     check(r.returncode == 0 and "(cached)" not in r.stderr, "an entry without its ptxas report was used", r.stderr)
 
 
+def case_ptxas_gate_sm90a_retry(tmp):
+    """An sm90a kernel whose first compile ptxas reports spilling is compiled again with
+    -DKDL_SM90_EPILOGUE_CHECKED (the checked epilogue) and kept when that one is clean, by `kdlc build`
+    and by `kdlc ptxas-gate`; an sm80 kernel gets no second try, and a second try that spills too
+    leaves the first report's refusal."""
+    env = base_env(tmp)
+    flag = "-DKDL_SM90_EPILOGUE_CHECKED"
+    k90 = ("kernel k90 {\n  op = gemm; arch = sm90a;\n  A : bf16 row; B : bf16 col; D : bf16 row;\n"
+           "  tile = (128, 128, 64); stages = auto; schedule = cooperative;\n}\n")
+    spec = write(os.path.join(tmp, "h.kdl"), k90 + kernel("k80"))
+    out = os.path.join(tmp, "out")
+
+    def k90_compiles(e):
+        return [x["argv"] for x in compiles(e) if any(a.endswith("k90.cu") for a in x["argv"])]
+
+    def k80_compiles(e):
+        return [x["argv"] for x in compiles(e) if any(a.endswith("k80.cu") for a in x["argv"])]
+
+    # The second try is clean: the build succeeds and says how k90 was built.
+    env1 = dict(env, FAKE_PTXAS="spill", FAKE_PTXAS_ONLY="k90", FAKE_PTXAS_CLEAN_WITH=flag,
+                FAKE_NVCC_LOG=os.path.join(tmp, "log1"))
+    r = build(spec, out, env1, "--no-cache")
+    check(r.returncode == 0, f"the checked-epilogue retry: exit {r.returncode}", r.stderr)
+    check(f"built with the checked one ({flag})" in r.stderr and "24 bytes spill stores" in r.stderr,
+          "the retry is not reported", r.stderr)
+    argvs = k90_compiles(env1)
+    check(len(argvs) == 2 and flag not in argvs[0] and flag in argvs[1], "k90: a first compile, then one with the flag",
+          str(argvs))
+    check(all(flag not in a for a in k80_compiles(env1)), "k80 got the sm90a flag")
+    rows = [x for x in ptxas_table(out, "h") if x["kernel"] == "k90"]
+    check(rows and all(x["spill-st"] == "0" for x in rows), "the published report is not the clean one", str(rows))
+    # From the cache: both compiles are hits, the same outcome.
+    cache_env = dict(env1, KDL_CACHE_DIR=os.path.join(tmp, "cache-retry"))
+    r = build(spec, out, cache_env)
+    check(r.returncode == 0, "retry, first build with the cache", r.stderr)
+    r = build(spec, out, cache_env)
+    check(r.returncode == 0 and "(cached)" in r.stderr and "built with the checked one" in r.stderr,
+          "retry from the cache", r.stderr)
+    # The second try spills too: refused with the first compile's report.
+    env2 = dict(env, FAKE_PTXAS="spill", FAKE_PTXAS_ONLY="k90", FAKE_NVCC_LOG=os.path.join(tmp, "log2"))
+    r = build(spec, out, env2, "--no-cache")
+    check(r.returncode == 1 and "kernel `k90` (k90.cu)" in r.stderr and "built with the checked one" not in r.stderr,
+          f"both tries spill: exit {r.returncode}", r.stderr)
+    check(len(k90_compiles(env2)) == 2, "both tries spill: two compiles of k90", str(k90_compiles(env2)))
+    # An sm80-path kernel is not retried.
+    env3 = dict(env, FAKE_PTXAS="spill", FAKE_PTXAS_ONLY="k80", FAKE_PTXAS_CLEAN_WITH=flag,
+                FAKE_NVCC_LOG=os.path.join(tmp, "log3"))
+    r = build(spec, out, env3, "--no-cache")
+    check(r.returncode == 1 and "kernel `k80` (k80.cu)" in r.stderr, f"sm80 spill: exit {r.returncode}", r.stderr)
+    check(len(k80_compiles(env3)) == 1, "an sm80 kernel was compiled twice", str(k80_compiles(env3)))
+    # kdlc ptxas-gate (kdl_add_kernels) does the same.
+    src = write(os.path.join(tmp, "g", "k90.cu"), "int x;\n")
+    obj = os.path.join(tmp, "g", "k90.o")
+    for gencode, clean_with, expect in [("-gencode=arch=compute_90a,code=sm_90a", flag, 0),
+                                        ("-gencode=arch=compute_90a,code=sm_90a", "", 1),
+                                        ("-gencode=arch=compute_80,code=sm_80", flag, 1)]:
+        e = dict(env, FAKE_PTXAS="spill", FAKE_PTXAS_CLEAN_WITH=clean_with, FAKE_NVCC_LOG=os.path.join(tmp, "logg"))
+        r = subprocess.run([KDLC, "ptxas-gate", "--", FAKE_NVCC, gencode, "-Xptxas", "-v", "-c", src, "-o", obj],
+                           env=e, capture_output=True, text=True)
+        check(r.returncode == expect, f"ptxas-gate {gencode} clean_with={clean_with!r}: exit {r.returncode}", r.stderr)
+        if expect == 0:
+            check("built with the checked one" in r.stderr and os.path.exists(obj), "ptxas-gate: the retry", r.stderr)
+
+
 def case_nvcc_flags(tmp):
     env = base_env(tmp)
     spec = write(os.path.join(tmp, "k.kdl"), kernel("ka"))
@@ -900,7 +964,7 @@ CASES = {
     "interrupt": case_interrupt, "no-kernels": case_no_kernels, "emit-dir": case_emit_dir,
     "emit-atomic": case_emit_atomic, "cache-dir": case_cache_dir, "torch-cli": case_torch_cli, "torch-script": case_torch_script,
     "launcher": case_launcher, "distcc": case_distcc, "nvcc-smoke": case_nvcc_smoke,
-    "ptxas-gate": case_ptxas_gate, "nvcc-flags": case_nvcc_flags, "nvcc-spill": case_nvcc_spill,
+    "ptxas-gate": case_ptxas_gate, "ptxas-gate-sm90a-retry": case_ptxas_gate_sm90a_retry, "nvcc-flags": case_nvcc_flags, "nvcc-spill": case_nvcc_spill,
     "nvcc-sm90a": case_nvcc_sm90a,
 }
 

@@ -25,10 +25,14 @@ struct Epilogue {
 
   using ElementD = float;
   template <int V>
-  __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
+  __device__ __forceinline__ bool whole(const Params& p, int b) const {
+    return ::kdl::tile_vector_aligned<float, V>(p.C, p.ldc, p.batch_stride_C, b) && ::kdl::tile_vector_aligned<float, V>(p.Z, p.ldz, p.batch_stride_Z, b);
+  }
+  template <int V, class Coord = ::kdl::EpilogueCoord>
+  __device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_D)[V]) const {
     (void)s;
     float src_C[V];
-    if (p.C != nullptr) ::kdl::load_tile<float, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);
+    if (::kdl::source_present(p.C, c)) ::kdl::load_tile<float, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);
     else for (int i = 0; i < V; ++i) src_C[i] = 0.0f;
     float out_Z[V];
     #pragma unroll

@@ -24,10 +24,14 @@ struct Epilogue {
 
   using ElementD = ::__nv_bfloat16;
   template <int V>
-  __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
+  __device__ __forceinline__ bool whole(const Params& p, int b) const {
+    return ::kdl::tile_vector_aligned<::__nv_bfloat16, V>(p.C, p.ldc, p.batch_stride_C, b);
+  }
+  template <int V, class Coord = ::kdl::EpilogueCoord>
+  __device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_D)[V]) const {
     (void)s;
     float src_C[V];
-    if (p.C != nullptr) ::kdl::load_tile<::__nv_bfloat16, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);
+    if (::kdl::source_present(p.C, c)) ::kdl::load_tile<::__nv_bfloat16, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);
     else for (int i = 0; i < V; ++i) src_C[i] = 0.0f;
     #pragma unroll
     for (int i = 0; i < V; ++i) {

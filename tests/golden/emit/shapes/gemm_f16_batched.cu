@@ -22,7 +22,12 @@ struct Epilogue {
 
   using ElementD = ::half;
   template <int V>
-  __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
+  __device__ __forceinline__ bool whole(const Params& p, int b) const {
+    (void)p; (void)b;
+    return true;
+  }
+  template <int V, class Coord = ::kdl::EpilogueCoord>
+  __device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_D)[V]) const {
     (void)s;
     #pragma unroll
     for (int i = 0; i < V; ++i) {

@@ -27,10 +27,14 @@ struct Epilogue {
 
   using ElementD = ::__nv_bfloat16;
   template <int V>
-  __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
+  __device__ __forceinline__ bool whole(const Params& p, int b) const {
+    return p.C != nullptr && ::kdl::col_vector_aligned<float, V>(p.rs, p.batch_stride_rs, b);
+  }
+  template <int V, class Coord = ::kdl::EpilogueCoord>
+  __device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_D)[V]) const {
     (void)s;
     float src_C[V];
-    if (p.C != nullptr) ::kdl::load_tile_transposed<::__nv_bfloat16, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);
+    if (::kdl::source_present(p.C, c)) ::kdl::load_tile_transposed<::__nv_bfloat16, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);
     else for (int i = 0; i < V; ++i) src_C[i] = 0.0f;
     float in_rs[V]; ::kdl::load_col_broadcast<float, V>(p.rs, p.batch_stride_rs, c, in_rs);
     float in_bias[V]; ::kdl::load_row_broadcast<::__nv_bfloat16, V>(p.bias, p.batch_stride_bias, c, in_bias);

@@ -25,7 +25,11 @@ struct Epilogue {
 
   using ElementD = ::__nv_bfloat16;
   template <int V>
-  __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
+  __device__ __forceinline__ bool whole(const Params& p, int b) const {
+    return ::kdl::col_vector_aligned<float, V>(p.sa, p.batch_stride_sa, b);
+  }
+  template <int V, class Coord = ::kdl::EpilogueCoord>
+  __device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_D)[V]) const {
     (void)s;
     float in_sa[V]; ::kdl::load_col_broadcast<float, V>(p.sa, p.batch_stride_sa, c, in_sa);
     float in_sb[V]; ::kdl::load_row_broadcast<float, V>(p.sb, p.batch_stride_sb, c, in_sb);

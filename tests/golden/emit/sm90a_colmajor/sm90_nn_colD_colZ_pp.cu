@@ -26,7 +26,11 @@ struct Epilogue {
 
   using ElementD = ::half;
   template <int V>
-  __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
+  __device__ __forceinline__ bool whole(const Params& p, int b) const {
+    return ::kdl::tile_vector_aligned<float, V>(p.Z, p.ldz, p.batch_stride_Z, b);
+  }
+  template <int V, class Coord = ::kdl::EpilogueCoord>
+  __device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_D)[V]) const {
     float out_Z[V];
     #pragma unroll
     for (int i = 0; i < V; ++i) {

@@ -22,7 +22,12 @@ struct Epilogue {
 
   using ElementD = float;
   template <int V>
-  __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
+  __device__ __forceinline__ bool whole(const Params& p, int b) const {
+    (void)p; (void)b;
+    return true;
+  }
+  template <int V, class Coord = ::kdl::EpilogueCoord>
+  __device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_D)[V]) const {
     (void)s;
     float in_scale[V]; ::kdl::load_row_broadcast<float, V>(p.scale, p.batch_stride_scale, c, in_scale);
     #pragma unroll

@@ -30,7 +30,12 @@ struct Epilogue {
 
   using ElementD = ::__nv_bfloat16;
   template <int V>
-  __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
+  __device__ __forceinline__ bool whole(const Params& p, int b) const {
+    (void)p; (void)b;
+    return true;
+  }
+  template <int V, class Coord = ::kdl::EpilogueCoord>
+  __device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_D)[V]) const {
     const float in_scale_a = s.in_scale_a;
     const float in_scale_b = s.in_scale_b;
     #pragma unroll

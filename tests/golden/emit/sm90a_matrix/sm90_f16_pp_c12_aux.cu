@@ -22,7 +22,11 @@ struct Epilogue {
 
   using ElementD = ::half;
   template <int V>
-  __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
+  __device__ __forceinline__ bool whole(const Params& p, int b) const {
+    return ::kdl::tile_vector_aligned<::__nv_bfloat16, V>(p.pre, p.ldpre, p.batch_stride_pre, b);
+  }
+  template <int V, class Coord = ::kdl::EpilogueCoord>
+  __device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_D)[V]) const {
     (void)s;
     float out_pre[V];
     #pragma unroll

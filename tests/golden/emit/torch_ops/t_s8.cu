@@ -24,7 +24,11 @@ struct Epilogue {
 
   using ElementD = ::int32_t;
   template <int V>
-  __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
+  __device__ __forceinline__ bool whole(const Params& p, int b) const {
+    return ::kdl::col_vector_aligned<float, V>(p.problem, p.batch_stride_problem, b);
+  }
+  template <int V, class Coord = ::kdl::EpilogueCoord>
+  __device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_D)[V]) const {
     (void)s;
     float in_problem[V]; ::kdl::load_col_broadcast<float, V>(p.problem, p.batch_stride_problem, c, in_problem);
     #pragma unroll

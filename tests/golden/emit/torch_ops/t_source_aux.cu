@@ -35,9 +35,13 @@ struct Epilogue {
 
   using ElementD = ::__nv_bfloat16;
   template <int V>
-  __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
+  __device__ __forceinline__ bool whole(const Params& p, int b) const {
+    return ::kdl::tile_vector_aligned<::__nv_bfloat16, V>(p.C, p.ldc, p.batch_stride_C, b) && ::kdl::col_vector_aligned<float, V>(p.cs, p.batch_stride_cs, b);
+  }
+  template <int V, class Coord = ::kdl::EpilogueCoord>
+  __device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_D)[V]) const {
     float src_C[V];
-    if (p.C != nullptr) ::kdl::load_tile<::__nv_bfloat16, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);
+    if (::kdl::source_present(p.C, c)) ::kdl::load_tile<::__nv_bfloat16, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);
     else for (int i = 0; i < V; ++i) src_C[i] = 0.0f;
     float in_rs[V]; ::kdl::load_row_broadcast<float, V>(p.rs, p.batch_stride_rs, c, in_rs);
     float in_cs[V]; ::kdl::load_col_broadcast<float, V>(p.cs, p.batch_stride_cs, c, in_cs);

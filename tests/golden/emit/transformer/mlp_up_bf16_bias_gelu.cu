@@ -22,7 +22,11 @@ struct Epilogue {
 
   using ElementD = ::__nv_bfloat16;
   template <int V>
-  __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V], float (&out_D)[V]) const {
+  __device__ __forceinline__ bool whole(const Params& p, int b) const {
+    return ::kdl::col_vector_aligned<float, V>(p.bias, p.batch_stride_bias, b);
+  }
+  template <int V, class Coord = ::kdl::EpilogueCoord>
+  __device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_D)[V]) const {
     (void)s;
     float in_bias[V]; ::kdl::load_col_broadcast<float, V>(p.bias, p.batch_stride_bias, c, in_bias);
     #pragma unroll
