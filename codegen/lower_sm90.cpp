@@ -85,7 +85,10 @@ std::string smemOperandWhy(const OperandPlan& o) {
 // the staged epilogue alone (before), C, an extra output and an amax spilled at 8 columns on 2 x 1
 // clusters and not at 4. Near the budget ptxas is not monotone in V (a heavy epilogue on a 2 x 2
 // cluster spilled at 4 columns, not at 8 or 2), so the estimate is a guard, and the CI build of
-// that spec through the ptxas gate is the check.
+// that spec through the ptxas gate is the check. Since the TMA-store epilogue's interior chunks run as
+// straight-line code (kEpiWhole), an epilogue that ptxas spills with them gets a second compile
+// without them (`kdlc build`, -DKDL_SM90_EPILOGUE_CHECKED: codegen/build_ptxas.h); the stress matrix
+// has one such kernel (e_pp_64x256_c21).
 constexpr int kConsumerRegisters = 232;  // kdl::GemmSm90::kConsumerRegs (setmaxnreg.inc)
 constexpr int kEpilogueRestRegisters = 40;
 constexpr int kEpiloguePeerRegisters = 2;  // per cluster peer (its remote barrier arrivals)
