@@ -966,11 +966,47 @@ struct GemmSm90 {
     const long long r = groups % walkers;
     return (4 * r < walkers || 3 * r > 2 * walkers) ? 0 : (int)r;
   }
+  // The CTAs of this kernel that run at once on device `dev` (of `sms` SMs), the persistent walk's
+  // walkers times the cluster size: every SM for single CTAs; for clusters, as many clusters as
+  // cudaOccupancyMaxActiveClusters says fit at once, which can be fewer than sms / cluster size (a
+  // GPC holds whole clusters only: an H100's 132 SMs hold 32 clusters of 4, not 33, and a 33rd walker
+  // would run its whole share after the others, measured 0.6x: docs/perf-notes.md v12). Asked once
+  // per device (after prepare_device's shared-memory opt-in); sms / cluster size where it cannot be.
+  static int resident_ctas(int dev, int sms) {
+    if constexpr (kClusterSize == 1) {
+      return sms;
+    } else {
+      static std::atomic<int> known[PerDeviceOnce::kMaxDevices] = {};
+      const bool cached = dev >= 0 && dev < PerDeviceOnce::kMaxDevices;
+      if (cached)
+        if (const int v = known[dev].load(std::memory_order_relaxed)) return v;
+      cudaLaunchConfig_t cfg = {};
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeClusterDimension;
+      attr[0].val.clusterDim.x = ClusterM;
+      attr[0].val.clusterDim.y = ClusterN;
+      attr[0].val.clusterDim.z = 1;
+      cfg.gridDim = dim3((unsigned)(ClusterM * (sms / kClusterSize > 0 ? sms / kClusterSize : 1)), (unsigned)ClusterN, 1);
+      cfg.blockDim = dim3(kThreads, 1, 1);
+      cfg.dynamicSmemBytes = kSmemBytes;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      int clusters = 0;
+      if (cudaOccupancyMaxActiveClusters(&clusters, gemm_sm90_kernel<GemmSm90>, &cfg) != cudaSuccess || clusters < 1) {
+        cudaGetLastError();
+        return (sms / kClusterSize) * kClusterSize;  // not cached: asked again next time
+      }
+      const int v = (clusters < sms / kClusterSize ? clusters : sms / kClusterSize) * kClusterSize;
+      if (cached) known[dev].store(v, std::memory_order_relaxed);
+      return v;
+    }
+  }
   static int device_sms() {
     const int dev = current_device();
     int sms = 0;
     if (dev < 0 || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 0;
-    return sms;
+    if (prepare_device(dev) != cudaSuccess) return sms;
+    return resident_ctas(dev, sms);
   }
   // Workspace slots (TileM x TileN f32 partial sums, then one int semaphore each): split-K: one per
   // output tile; stream-K tail: one per CTA tile of the tail.
@@ -1002,6 +1038,7 @@ struct GemmSm90 {
     if (cudaError_t e = prepare_device(dev); e != cudaSuccess) return e;
     int sms = 0;
     if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev); e != cudaSuccess) return e;
+    sms = resident_ctas(dev, sms);  // from here: the CTAs that run at once (for clusters, fewer than the SMs)
     KernelParams kp;
     memset(&kp, 0, sizeof(kp));
     if (p.k > 0) {
