@@ -220,14 +220,13 @@ void compileWith(const CompileContext& cx, CompileJob& j, const std::vector<std:
 void compileOne(const CompileContext& cx, CompileJob& j) {
   std::vector<std::string> flags = nvccFlagsFor(cx.req, *j.kernel);
   compileWith(cx, j, flags);
-  if (j.status != 0 || j.ptxas.problems.empty() || !targetsSm90a(j.kernel->gencode) || interrupted()) return;
+  if (j.status != 0 || !wantsCheckedEpilogueRetry(j.ptxas, j.kernel->gencode) || interrupted()) return;
   CompileJob second = j;
   second.output.clear();
   flags.push_back(kSm90CheckedEpilogueFlag);
   compileWith(cx, second, flags);
   if (second.status == 0 && second.ptxas.problems.empty()) {
-    second.note = fmt::format("the straight-line epilogue lost performance in ptxas ({}); built with the checked one ({})",
-                              describePtxasProblemsBriefly(j.ptxas), kSm90CheckedEpilogueFlag);
+    second.note = checkedEpilogueNote(j.ptxas);
     j = std::move(second);
   } else {
     j.seconds = second.seconds;
@@ -413,7 +412,7 @@ int runGatedCompile(const GatedCompile& c, const Progress& progress) {
   PtxasReport report = parsePtxasReport(output, status == 0 && gencodeProducesSass(gencode));
   // As `kdlc build` does (compileOne): an sm90a kernel with a performance loss gets a second compile with
   // the checked epilogue, kept when ptxas reports it clean.
-  if (status == 0 && !report.problems.empty() && targetsSm90a(gencode)) {
+  if (status == 0 && wantsCheckedEpilogueRetry(report, gencode)) {
     std::vector<std::string> second = argv;
     second.push_back(kSm90CheckedEpilogueFlag);
     std::string output2;
@@ -421,9 +420,7 @@ int runGatedCompile(const GatedCompile& c, const Progress& progress) {
     if (interrupted()) return 128 + InterruptGuard::signal();
     PtxasReport report2 = parsePtxasReport(output2, status2 == 0);
     if (status2 == 0 && report2.problems.empty()) {
-      progress(fmt::format("kdlc: note: the straight-line epilogue lost performance in ptxas ({}); built with the "
-                           "checked one ({})",
-                           describePtxasProblemsBriefly(report), kSm90CheckedEpilogueFlag));
+      progress("kdlc: note: " + checkedEpilogueNote(report));
       output = std::move(output2);
       report = std::move(report2);
     }

@@ -55,19 +55,21 @@ bool gencodeProducesSass(const std::vector<std::string>& gencode) {
   return false;
 }
 
-bool targetsSm90a(const std::vector<std::string>& gencode) {
+bool wantsCheckedEpilogueRetry(const PtxasReport& first, const std::vector<std::string>& gencode) {
+  if (first.problems.empty()) return false;
   for (const std::string& g : gencode)
     if (g.find("sm_90a") != std::string::npos || g.find("compute_90a") != std::string::npos) return true;
   return false;
 }
 
-std::string describePtxasProblemsBriefly(const PtxasReport& report) {
-  std::string s;
-  for (const std::string& p : report.problems) {
-    if (!s.empty()) s += "; ";
-    s += p.size() > 160 ? p.substr(0, 157) + "..." : p;
+std::string checkedEpilogueNote(const PtxasReport& first) {
+  std::string problems;
+  for (const std::string& p : first.problems) {
+    if (!problems.empty()) problems += "; ";
+    problems += p.size() > 160 ? p.substr(0, 157) + "..." : p;
   }
-  return s;
+  return "the straight-line epilogue lost performance in ptxas (" + problems + "); built with the checked one (" +
+         kSm90CheckedEpilogueFlag + ")";
 }
 
 PtxasReport parsePtxasReport(const std::string& nvccOutput, bool expectSass) {

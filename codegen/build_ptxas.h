@@ -48,16 +48,18 @@ PtxasReport parsePtxasReport(const std::string& nvccOutput, bool expectSass);
 // True when one of the -gencode flags asks for SASS (code=sm_NN...), so ptxas runs at build time.
 bool gencodeProducesSass(const std::vector<std::string>& gencode);
 
-// True when one of the -gencode flags targets sm_90a (the wgmma path, kdl::GemmSm90).
-bool targetsSm90a(const std::vector<std::string>& gencode);
 
 // The nvcc flag of the second try `kdlc build` (and `kdlc ptxas-gate`) gives an sm90a kernel whose
 // first compile ptxas reports losing performance: kdl::GemmSm90's TMA-store epilogue without its
 // straight-line interior chunks (include/kdl/gemm_sm90.cuh, kEpiWhole), a few registers lighter.
 inline constexpr const char* kSm90CheckedEpilogueFlag = "-DKDL_SM90_EPILOGUE_CHECKED";
 
-// "12 bytes spill stores in ...": the report's problems on one line, shortened.
-std::string describePtxasProblemsBriefly(const PtxasReport& report);
+// Whether a successful compile for `gencode` whose report is `first` gets that second try: an sm90a
+// target (kdl::GemmSm90) and a performance loss.
+bool wantsCheckedEpilogueRetry(const PtxasReport& first, const std::vector<std::string>& gencode);
+
+// The note printed when the second try is kept, quoting the first report's problems on one line.
+std::string checkedEpilogueNote(const PtxasReport& first);
 
 // The report of a library, one line per function and target, then every kernel's notes:
 //   kernel  target  regs  spill-st  spill-ld  stack  smem  barriers  ptxas-ms  function

@@ -980,17 +980,8 @@ struct GemmSm90 {
       const bool cached = dev >= 0 && dev < PerDeviceOnce::kMaxDevices;
       if (cached)
         if (const int v = known[dev].load(std::memory_order_relaxed)) return v;
-      cudaLaunchConfig_t cfg = {};
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeClusterDimension;
-      attr[0].val.clusterDim.x = ClusterM;
-      attr[0].val.clusterDim.y = ClusterN;
-      attr[0].val.clusterDim.z = 1;
-      cfg.gridDim = dim3((unsigned)(ClusterM * (sms / kClusterSize > 0 ? sms / kClusterSize : 1)), (unsigned)ClusterN, 1);
-      cfg.blockDim = dim3(kThreads, 1, 1);
-      cfg.dynamicSmemBytes = kSmemBytes;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
+      cudaLaunchAttribute attr;
+      const cudaLaunchConfig_t cfg = cluster_launch((unsigned)(sms / kClusterSize > 0 ? sms / kClusterSize : 1), attr, nullptr);
       int clusters = 0;
       if (cudaOccupancyMaxActiveClusters(&clusters, gemm_sm90_kernel<GemmSm90>, &cfg) != cudaSuccess || clusters < 1) {
         cudaGetLastError();
@@ -1000,6 +991,22 @@ struct GemmSm90 {
       if (cached) known[dev].store(v, std::memory_order_relaxed);
       return v;
     }
+  }
+  // The launch of `clusters` clusters of ClusterM x ClusterN CTAs: grid (ClusterM x clusters, ClusterN),
+  // the cluster shape in `attr` (which the returned config points to).
+  static cudaLaunchConfig_t cluster_launch(unsigned clusters, cudaLaunchAttribute& attr, cudaStream_t stream) {
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = ClusterM;
+    attr.val.clusterDim.y = ClusterN;
+    attr.val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(clusters * ClusterM, (unsigned)ClusterN, 1);
+    cfg.blockDim = dim3(kThreads, 1, 1);
+    cfg.dynamicSmemBytes = kSmemBytes;
+    cfg.stream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    return cfg;
   }
   static int device_sms() {
     const int dev = current_device();
@@ -1081,22 +1088,10 @@ struct GemmSm90 {
       gemm_sm90_kernel<GemmSm90><<<grid, kThreads, kSmemBytes, stream>>>(kp);
       return cudaGetLastError();
     } else {
-      // Clusters of ClusterM x ClusterN CTAs, one per ClusterM x ClusterN SMs (clusters that do not
-      // fit at once run after the others): grid (ClusterM x clusters, ClusterN).
-      cudaLaunchConfig_t cfg = {};
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeClusterDimension;
-      attr[0].val.clusterDim.x = ClusterM;
-      attr[0].val.clusterDim.y = ClusterN;
-      attr[0].val.clusterDim.z = 1;
-      cfg.blockDim = dim3(kThreads, 1, 1);
-      cfg.dynamicSmemBytes = kSmemBytes;
-      cfg.stream = stream;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
+      // One cluster per walker (sms is resident_ctas: the clusters that fit at once, times their size).
       const long long clusters = sms / kClusterSize;
-      const long long c = units < clusters ? units : clusters;
-      cfg.gridDim = dim3((unsigned)(c * ClusterM), (unsigned)ClusterN, 1);
+      cudaLaunchAttribute attr;
+      const cudaLaunchConfig_t cfg = cluster_launch((unsigned)(units < clusters ? units : clusters), attr, stream);
       return cudaLaunchKernelEx(&cfg, gemm_sm90_kernel<GemmSm90>, kp);
     }
   }
