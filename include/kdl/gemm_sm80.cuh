@@ -194,6 +194,12 @@ struct TileCopier {
   }
 };
 
+// The epilogue's row map of a GEMM: row gm of batch `batch` is output row gm of that batch.
+struct SameBatchRows {
+  int batch;
+  __device__ __forceinline__ int2 operator()(int gm) const { return make_int2(batch, gm); }
+};
+
 // Per-block tile coordinate with grouped rasterization.
 template <bool AlongM, int G>
 __device__ __forceinline__ void raster_tile(int id, int tiles_m, int tiles_n, int& tm, int& tn) {
@@ -307,11 +313,35 @@ struct GemmSm80 {
     CopyA ca; ca.init(baseA, pr.lda, m0, pr.m, pr.k, kt_begin * TileK, tid);
     CopyB cb; cb.init(baseB, pr.ldb, n0, pr.n, pr.k, kt_begin * TileK, tid);
 
+    using Acc = ElementAcc;
+    Acc acc[kMI][kNI][4];
+    mainloop(ca, cb, kt_begin, kt_end, kdl_smem, acc);
+    if (split > 1) {
+      const int tile_lin = (batch * P.tiles_m + tm) * P.tiles_n + tn;
+      if (!split_k_handoff(P.workspace, P.sem_offset, tile_lin, slice, split, acc)) return;
+    }
+
+    // ---- epilogue ----
+    run_epilogue(P.ep, reinterpret_cast<float*>(kdl_smem), acc, batch, pr.m, pr.n, m0 + wm * kWarpM, n0 + wn * kWarpN, warp,
+                 lane);
+  }
+
+  // The mainloop of one output tile: the k-tiles [kt_begin, kt_end) that the copiers `ca` and `cb`
+  // (positioned at kt_begin) fill into the stages, multiplied into `acc` (zeroed here). Any copier with
+  // TileCopier's interface (load, load_part, advance) and shared-memory layout drives it: the dense
+  // GEMM's, or the implicit-GEMM gathers of kdl/conv_sm80.cuh.
+  template <class CA, class CB>
+  __device__ __forceinline__ static void mainloop(CA& ca, CB& cb, int kt_begin, int kt_end, uint8_t* kdl_smem,
+                                                  ElementAcc (&acc)[kMI][kNI][4]) {
+    using Acc = ElementAcc;
+    const int tid = threadIdx.x;
+    const int lane = tid & 31;
+    const int warp = tid >> 5;
+    const int wm = warp % WarpsM;
+    const int wn = warp / WarpsM;
     const uint32_t sA = smem_u32(kdl_smem);
     const uint32_t sB = sA + Stages * kStageBytesA;
 
-    using Acc = ElementAcc;
-    Acc acc[kMI][kNI][4];
 #pragma unroll
     for (int i = 0; i < kMI; ++i)
 #pragma unroll
@@ -417,49 +447,50 @@ struct GemmSm80 {
     }
     cp_async_wait<0>();
     __syncthreads();
+  }
 
-    // ---- serial split-K ----
-    if (split > 1) {
-      const int tile_lin = (batch * P.tiles_m + tm) * P.tiles_n + tn;
-      Acc* ws = reinterpret_cast<Acc*>(P.workspace) + (size_t)tile_lin * (TileM * TileN);
-      int* sem = reinterpret_cast<int*>(static_cast<char*>(P.workspace) + P.sem_offset) + tile_lin;
-      using Acc4 = typename detail::VecOf<16>::type;  // 4 x 32-bit
-      Acc4* ws4 = reinterpret_cast<Acc4*>(ws);
-      if (slice > 0) {
-        if (tid == 0) detail::sem_wait(sem, slice);
-        __syncthreads();
+  // Serial split-K: slice `slice` of tile `tile_lin` adds the partial sums of the slices before it
+  // (through the workspace, in slice order) to `acc`; false when this slice is not the last (it wrote
+  // its sums back and runs no epilogue), true when it is (acc holds the whole sum).
+  __device__ __forceinline__ static bool split_k_handoff(void* workspace, size_t sem_offset, int tile_lin, int slice,
+                                                         int split, ElementAcc (&acc)[kMI][kNI][4]) {
+    using Acc = ElementAcc;
+    const int tid = threadIdx.x;
+    Acc* ws = reinterpret_cast<Acc*>(workspace) + (size_t)tile_lin * (TileM * TileN);
+    int* sem = reinterpret_cast<int*>(static_cast<char*>(workspace) + sem_offset) + tile_lin;
+    using Acc4 = typename detail::VecOf<16>::type;  // 4 x 32-bit
+    Acc4* ws4 = reinterpret_cast<Acc4*>(ws);
+    if (slice > 0) {
+      if (tid == 0) detail::sem_wait(sem, slice);
+      __syncthreads();
 #pragma unroll
-        for (int mi = 0; mi < kMI; ++mi)
+      for (int mi = 0; mi < kMI; ++mi)
 #pragma unroll
-          for (int ni = 0; ni < kNI; ++ni) {
-            Acc4 v = __ldcg(ws4 + (mi * kNI + ni) * kThreads + tid);
-            const Acc* pv = reinterpret_cast<const Acc*>(&v);
+        for (int ni = 0; ni < kNI; ++ni) {
+          Acc4 v = __ldcg(ws4 + (mi * kNI + ni) * kThreads + tid);
+          const Acc* pv = reinterpret_cast<const Acc*>(&v);
 #pragma unroll
-            for (int q = 0; q < 4; ++q) acc[mi][ni][q] += pv[q];
-          }
-      }
-      if (slice < split - 1) {
-#pragma unroll
-        for (int mi = 0; mi < kMI; ++mi)
-#pragma unroll
-          for (int ni = 0; ni < kNI; ++ni) {
-            Acc4 v;
-            Acc* pv = reinterpret_cast<Acc*>(&v);
-#pragma unroll
-            for (int q = 0; q < 4; ++q) pv[q] = acc[mi][ni][q];
-            __stcg(ws4 + (mi * kNI + ni) * kThreads + tid, v);
-          }
-        __threadfence();
-        __syncthreads();
-        if (tid == 0) detail::sem_release(sem, slice + 1);
-        return;  // block-uniform: non-final slices run no epilogue (and no finish)
-      }
-      if (tid == 0) *sem = 0;  // leave the semaphore reset for the next launch
+          for (int q = 0; q < 4; ++q) acc[mi][ni][q] += pv[q];
+        }
     }
-
-    // ---- epilogue ----
-    run_epilogue(P.ep, reinterpret_cast<float*>(kdl_smem), acc, batch, pr.m, pr.n, m0 + wm * kWarpM, n0 + wn * kWarpN, warp,
-                 lane);
+    if (slice < split - 1) {
+#pragma unroll
+      for (int mi = 0; mi < kMI; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < kNI; ++ni) {
+          Acc4 v;
+          Acc* pv = reinterpret_cast<Acc*>(&v);
+#pragma unroll
+          for (int q = 0; q < 4; ++q) pv[q] = acc[mi][ni][q];
+          __stcg(ws4 + (mi * kNI + ni) * kThreads + tid, v);
+        }
+      __threadfence();
+      __syncthreads();
+      if (tid == 0) detail::sem_release(sem, slice + 1);
+      return false;  // block-uniform: non-final slices run no epilogue (and no finish)
+    }
+    if (tid == 0) *sem = 0;  // leave the semaphore reset for the next launch
+    return true;
   }
 
   // The epilogue of one output tile, shared with GemmSm80Tma: each warp stages 16 rows x warp-N of
@@ -469,6 +500,14 @@ struct GemmSm80 {
   __device__ __forceinline__ static void run_epilogue(const typename Epilogue::Params& params, float* smem,
                                                       ElementAcc (&acc)[kMI][kNI][4], int batch, int m, int n, int mw,
                                                       int nw, int warp, int lane) {
+    run_epilogue(params, smem, acc, detail::SameBatchRows{batch}, m, n, mw, nw, warp, lane);
+  }
+  // The same with `rows` mapping the tile's row gm (< m) to the output's {batch, row} (an implicit GEMM's
+  // output pixel, kdl/conv_sm80.cuh).
+  template <class Rows>
+  __device__ __forceinline__ static void run_epilogue(const typename Epilogue::Params& params, float* smem,
+                                                      ElementAcc (&acc)[kMI][kNI][4], const Rows& rows, int m, int n,
+                                                      int mw, int nw, int warp, int lane) {
     Epilogue ep{};
     typename Epilogue::State st{};
     epilogue_prepare(ep, params, st);
@@ -498,7 +537,8 @@ struct GemmSm80 {
         const int gn = nw + cv * kV;
         if (gm < m && gn < n) {
           const int rem = n - gn;
-          const EpilogueCoord co{batch, gm, gn, rem < kV ? rem : kV};
+          const int2 row = rows(gm);
+          const EpilogueCoord co{row.x, row.y, gn, rem < kV ? rem : kV};
           ep.template apply<kV>(params, st, co, v);
         }
       }
