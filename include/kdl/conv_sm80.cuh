@@ -427,6 +427,7 @@ template <ConvKind Kind, class Element, int AlignA, int AlignB, class ElementAcc
           int WarpsM, int WarpsN, int Stages, int FilterR, int FilterS, int StrideH, int StrideW, class Epilogue>
 struct Conv2dSm80 {
   static constexpr ConvKind kKind = Kind;
+  static constexpr bool kPackedFilterTaps = false;  // W's tap stride may exceed c
   // The GEMM's operand layouts: A is K-contiguous (channels) for fprop and dgrad, M-contiguous (filters)
   // for wgrad; B is K-contiguous for fprop (W's channels), N-contiguous otherwise.
   static constexpr bool kAContigK = Kind != ConvKind::Wgrad;

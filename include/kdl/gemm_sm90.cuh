@@ -94,6 +94,7 @@
 
 #include <string.h>
 
+
 namespace kdl {
 
 template <class Gemm>
@@ -131,11 +132,21 @@ struct BlockScaling {
   static constexpr bool kEnabled = true;
   static constexpr int kBlockMA = BlockMA, kBlockNB = BlockNB, kBlockK = BlockK;
 };
+// Where the A tiles come from: TMA (NoGather, the GEMM), or a gather (an implicit GEMM's A, e.g.
+// kdl/conv_sm90.cuh's ConvFpropGather): all 128 producer threads write the K-major, 128-byte-swizzled
+// A tile of a stage with cp.async (`load(params, stage_a, batch, tm, kt, thread)`) and arrive on the
+// stage's full barrier when their copies land (cp.async.mbarrier.arrive.noinc); B still comes by TMA,
+// one tile shared by every batch (the gather's batch is the implicit GEMM's, e.g. the image).
+// The gather also says where k-tile kt lies along B's K (`b_k(params, kt)`): it may walk K in its own order.
+struct NoGather {
+  static constexpr bool kEnabled = false;
+  struct Params {};
+};
 }  // namespace sm90
 
 template <class ElementA, class LayoutA, class ElementB, class LayoutB, class ElementAccum, int TileM, int TileN,
           int TileK, int Stages, Sm90Schedule Schedule, int ClusterM, int ClusterN, bool RasterAlongM, int PromoteEvery,
-          class BlockScaling, class Epilogue>
+          class BlockScaling, class Epilogue, class AGather = sm90::NoGather>
 struct GemmSm90 {
   static constexpr bool kFp8 = detail::is_fp8<ElementA>::value;
   // The operands: wgmma's families (f16, bf16, tf32 = float, fp8 e4m3/e5m2 mixed, s8/u8 mixed); f16
@@ -170,8 +181,13 @@ struct GemmSm90 {
   static constexpr int kClusterSize = ClusterM * ClusterN;
   using BlockScalingT = BlockScaling;
   static constexpr int kThreads = 128 * (1 + kConsumers);
-  static constexpr int kProducerRegs = 40;
-  static constexpr int kConsumerRegs = 232;
+  // A gathered by the producer warpgroup (AGather): its 128 threads compute addresses, so they keep more
+  // registers than the TMA producer's single thread.
+  static constexpr bool kGather = AGather::kEnabled;
+  static_assert(!kGather || (kAKMajor && ClusterN == 1 && sizeof(ElementA) == 2),
+                "GemmSm90: a gathered A is a K-major 16-bit tile of one CTA (ClusterN == 1)");
+  static constexpr int kProducerRegs = kGather ? 56 : 40;
+  static constexpr int kConsumerRegs = kGather ? 224 : 232;
   static_assert((kProducerRegs + kConsumers * kConsumerRegs) * 128 <= 65536,
                 "GemmSm90: the setmaxnreg budgets exceed the SM's 64K registers");
   static constexpr int kRowsPerConsumer = kPingpong ? TileM : TileM / kConsumers;  // rows one consumer computes
@@ -267,6 +283,7 @@ struct GemmSm90 {
     const float* scale_b;
     int64_t ld_sa, bs_sa, ld_sb, bs_sb;
     typename Epilogue::Params ep;
+    typename AGather::Params gather;  // kGather: what the producer threads gather A from
   };
 
   // ---------------------------------------------------------------- device ----
@@ -382,6 +399,34 @@ struct GemmSm90 {
     return w;
   }
 
+  // The producer warpgroup when A is gathered: every thread walks the CTA's units; per k-tile it waits
+  // for the stage to be free, thread 0 loads B by TMA (shared by every batch: batch coordinate 0), and
+  // every thread gathers its rows of A and arrives on the full barrier when its copies have landed.
+  template <class StageA, class StageB, class FullBar, class EmptyBar>
+  __device__ __forceinline__ static void produce_gathered(const KernelParams& P, int walker, int walkers, int thread,
+                                                          const StageA& stage_a, const StageB& stage_b,
+                                                          const FullBar& full_bar, const EmptyBar& empty_bar) {
+    if (thread == 0) sm90::tma_prefetch(&P.tmB);
+    const uint16_t mask_b = 1;  // ClusterM == 1 on this path's callers; see below
+    static_assert(ClusterM == 1, "GemmSm90: a gathered A runs without clusters");
+    Ring ring;
+    const int n_walk = walk_length(P, walker, walkers);
+    for (int j = 0; j < n_walk; ++j) {
+      const Unit w = unit_at(P, walker, walkers, j, 0, 0);
+      for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+        sm90::mbarrier_wait(empty_bar(ring.stage), ring.phase ^ 1u);
+        uint64_t* const full = full_bar(ring.stage);
+        if (thread == 0) {
+          sm90::mbarrier_arrive_expect_tx(full, (uint32_t)kTileBytesB);
+          TileB::load(stage_b(ring.stage), &P.tmB, full, AGather::b_k(P.gather, kt), w.tn * TileN, 0, 0, mask_b);
+        }
+        AGather::template load<TileM>(P.gather, stage_a(ring.stage), w.batch, w.tm, kt, thread);
+        sm90::cp_async_mbarrier_arrive_noinc(full);
+        ring.advance();
+      }
+    }
+  }
+
   __device__ __forceinline__ static void device_main(const KernelParams& P) {
     extern __shared__ __align__(1024) uint8_t kdl_sm90_smem[];
     const uint32_t raw = smem_u32(kdl_sm90_smem);
@@ -403,7 +448,8 @@ struct GemmSm90 {
     if (threadIdx.x == 0) {
 #pragma unroll
       for (int s = 0; s < Stages; ++s) {
-        sm90::mbarrier_init(full_bar(s), 1);  // the producer's expect_tx arrival
+        // The producer's expect_tx arrival (and, gathering A, one per producer thread when its copies land).
+        sm90::mbarrier_init(full_bar(s), kGather ? 1 + 128 : 1);
         // One arrival per reading consumer warp of every CTA that writes a slice of this stage.
         sm90::mbarrier_init(empty_bar(s), kReaderWarps * (ClusterM + ClusterN - 1));
       }
@@ -420,7 +466,9 @@ struct GemmSm90 {
     if (warpgroup == 0) {
       // ---- producer ----
       sm90::setmaxnreg_dec<kProducerRegs>();
-      if (wg_thread == 0 && P.ktiles > 0) {
+      if constexpr (kGather) {
+        if (P.ktiles > 0) produce_gathered(P, walker, walkers, wg_thread, stage_a, stage_b, full_bar, empty_bar);
+      } else if (wg_thread == 0 && P.ktiles > 0) {
         sm90::tma_prefetch(&P.tmA);
         sm90::tma_prefetch(&P.tmB);
         uint16_t mask_a = 0, mask_b = 0;  // the CTAs that receive this CTA's slice of A / of B
@@ -488,6 +536,8 @@ struct GemmSm90 {
         int prev_stage = -1;  // the stage whose wgmmas are the group still in flight
         for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
           sm90::mbarrier_wait(full_bar(ring.stage), ring.phase);
+          // A gathered A was written through the generic proxy (cp.async); wgmma reads through the async one.
+          if constexpr (kGather) sm90::fence_proxy_async_shared();
           const uint32_t a_tile = stage_a(ring.stage);
           const uint32_t b_tile = stage_b(ring.stage);
           if constexpr (!kPromote) {
@@ -887,6 +937,10 @@ struct GemmSm90 {
     if (p.m == 0 || p.n == 0 || p.k == 0) return nullptr;
     if (p.A == nullptr) return fail("kdl gemm sm90: A is null");
     if (p.B == nullptr) return fail("kdl gemm sm90: B is null");
+    if constexpr (kGather) {  // A is the gather's (checked by its caller); B is shared by every batch
+      if (p.ldb < TileB::min_ld(p.k, p.n)) return fail("kdl gemm sm90: ldb (%lld) < k (%lld)", p.ldb, TileB::min_ld(p.k, p.n));
+      return tma_refusal("B", p.B, p.ldb, 0, TileB::rows_in_memory(p.k, p.n), 1, int(sizeof(ElementB)), msg, sizeof(msg));
+    }
     if (p.lda < TileA::min_ld(p.k, p.m))
       return fail(kAKMajor ? "kdl gemm sm90: lda (%lld) < k (%lld) for row-major A"
                            : "kdl gemm sm90: lda (%lld) < m (%lld) for column-major A",
@@ -1038,6 +1092,11 @@ struct GemmSm90 {
   }
 
   static cudaError_t run(const GemmProblem& p, const typename Epilogue::Params& ep, void* workspace, cudaStream_t stream) {
+    return run(p, ep, workspace, stream, typename AGather::Params{});
+  }
+  // kGather: `gather` says where A comes from (p.A is not read); B is one matrix for every batch.
+  static cudaError_t run(const GemmProblem& p, const typename Epilogue::Params& ep, void* workspace, cudaStream_t stream,
+                         const typename AGather::Params& gather) {
     if (can_implement(p) != nullptr) return cudaErrorInvalidValue;
     if (p.m == 0 || p.n == 0) return cudaSuccess;
     const int dev = current_device();
@@ -1049,11 +1108,16 @@ struct GemmSm90 {
     KernelParams kp;
     memset(&kp, 0, sizeof(kp));
     if (p.k > 0) {
-      if (cudaError_t e = TileA::encode(&kp.tmA, p.A, p.lda, p.batch_stride_a, p.k, p.m, p.batch); e != cudaSuccess)
-        return e;
-      if (cudaError_t e = TileB::encode(&kp.tmB, p.B, p.ldb, p.batch_stride_b, p.k, p.n, p.batch); e != cudaSuccess)
-        return e;
+      if constexpr (kGather) {
+        if (cudaError_t e = TileB::encode(&kp.tmB, p.B, p.ldb, 0, p.k, p.n, 1); e != cudaSuccess) return e;
+      } else {
+        if (cudaError_t e = TileA::encode(&kp.tmA, p.A, p.lda, p.batch_stride_a, p.k, p.m, p.batch); e != cudaSuccess)
+          return e;
+        if (cudaError_t e = TileB::encode(&kp.tmB, p.B, p.ldb, p.batch_stride_b, p.k, p.n, p.batch); e != cudaSuccess)
+          return e;
+      }
     }
+    kp.gather = gather;
     kp.m = p.m;
     kp.n = p.n;
     kp.batch = p.batch;

@@ -85,6 +85,17 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 #endif
 }
 
+// An arrival on `bar` once all of this thread's earlier cp.async copies have landed. `.noinc`: the
+// arrival is one of those the barrier was initialised to expect (mbarrier_init counts it). Inline
+// PTX: CCCL 3.0 has no wrapper for it.
+__device__ __forceinline__ void cp_async_mbarrier_arrive_noinc(uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(
+                   static_cast<uint32_t>(__cvta_generic_to_shared(bar)))
+               : "memory");
+#endif
+}
+
 // ---------------------------------------------------------------------- TMA ----
 // Coordinates are in elements, innermost dimension first (c0 = the contiguous one). Loads
 // write CTA shared memory (a shared::cta address is a valid shared::cluster destination) and

@@ -9,6 +9,9 @@
 
 #include "common.cuh"
 #include "kdl/conv_sm80.cuh"
+#ifdef KDL_TEST_SM90
+#include "kdl/conv_sm90.cuh"
+#endif
 
 using kdl::ConvKind;
 using Epi = StoreEpilogueApply<__nv_bfloat16>;
@@ -89,6 +92,26 @@ int main(int argc, char** argv) {
                           {"N128 C64 56x56 K64 3x3", 128, 64, 56, 56, 64, 3, 3, 1},
                           {"N32 C512 28x28 K512 3x3", 32, 512, 28, 28, 512, 3, 3, 1},
                           {"N64 C128 112x112 K128 1x1", 64, 128, 112, 112, 128, 1, 1, 0}};
+#ifdef KDL_TEST_SM90
+  if (argc > 1 && argv[1][0] == '9') {  // the sm90a fprop
+    using Sch = kdl::Sm90Schedule;
+    for (int i = 0; i < 4; ++i) {
+      const Shape& s = shapes[i];
+      if (s.r == 3) {
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 5, Sch::Cooperative, 3, 3, 1, 1, StoreEpilogue<__nv_bfloat16>>>("sm90a 128x128 coop s5", ConvKind::Fprop, s);
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 4, Sch::Cooperative, 3, 3, 1, 1, StoreEpilogue<__nv_bfloat16>>>("sm90a 128x256 coop s4", ConvKind::Fprop, s);
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 4, Sch::Cooperative, 3, 3, 1, 1, StoreEpilogue<__nv_bfloat16>>>("sm90a 256x128 coop s4", ConvKind::Fprop, s);
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 5, Sch::Pingpong, 3, 3, 1, 1, StoreEpilogue<__nv_bfloat16>>>("sm90a 128x128 ping s5", ConvKind::Fprop, s);
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 64, 6, Sch::Cooperative, 3, 3, 1, 1, StoreEpilogue<__nv_bfloat16>>>("sm90a 128x64 coop s6", ConvKind::Fprop, s);
+      } else {
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 5, Sch::Cooperative, 1, 1, 1, 1, StoreEpilogue<__nv_bfloat16>>>("sm90a 128x128 coop s5", ConvKind::Fprop, s);
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 4, Sch::Cooperative, 1, 1, 1, 1, StoreEpilogue<__nv_bfloat16>>>("sm90a 256x128 coop s4", ConvKind::Fprop, s);
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 5, Sch::Pingpong, 1, 1, 1, 1, StoreEpilogue<__nv_bfloat16>>>("sm90a 128x128 ping s5", ConvKind::Fprop, s);
+      }
+    }
+    return 0;
+  }
+#endif
   if (argc > 1) {  // the second sweep: narrow tiles for 64 channels, wgrad split-K
     bench<C<ConvKind::Fprop, 128, 64, 32, 2, 2, 4, 3>>("128x64x32 2x2 s4", ConvKind::Fprop, shapes[1]);
     bench<C<ConvKind::Fprop, 128, 64, 64, 2, 2, 3, 3>>("128x64x64 2x2 s3", ConvKind::Fprop, shapes[1]);

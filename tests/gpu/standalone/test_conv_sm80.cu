@@ -13,6 +13,9 @@
 
 #include "common.cuh"
 #include "kdl/conv_sm80.cuh"
+#ifdef KDL_TEST_SM90
+#include "kdl/conv_sm90.cuh"
+#endif
 
 using kdl::ConvKind;
 using Epi = TestEpilogue<float, float>;
@@ -120,7 +123,7 @@ static bool run_case(const Case& cs, std::mt19937& g, const char* label) {
   const int pad = cs.padded ? 8 : 0;
   t.ldx = t.c + pad; t.bsx = (int64_t)t.h * t.w * t.ldx + (cs.padded ? 64 : 0);
   t.ldy = t.k + pad; t.bsy = (int64_t)t.p * t.q * t.ldy + (cs.padded ? 64 : 0);
-  t.ldw = t.c + (K == ConvKind::Wgrad ? 0 : pad); t.bsw = (int64_t)t.r * t.s * t.ldw + (cs.padded ? 16 : 0);
+  t.ldw = t.c + (K == ConvKind::Wgrad || C::kPackedFilterTaps ? 0 : pad); t.bsw = (int64_t)t.r * t.s * t.ldw + (cs.padded ? 16 : 0);
   t.X.assign((size_t)t.n * t.bsx, 0.f);
   t.Y.assign((size_t)t.n * t.bsy, 0.f);
   t.W.assign((size_t)t.k * t.bsw, 0.f);
@@ -240,6 +243,26 @@ int main() {
   fails += !run_case<ConvKind::Wgrad, Conv<ConvKind::Wgrad, 3, 3, 2, 2, 64, 128, 2, 2>>(f2, g, "wgrad fixed 3x3 s2 64x128");
   fails += !run_case<ConvKind::Fprop, Conv<ConvKind::Fprop, 0, 0, 0, 0, 128, 256, 2, 4>>(cases[7], g, "fprop 128x256 2x4");
   total += 5;
+#ifdef KDL_TEST_SM90
+  // The sm90a fprop (GemmSm90 + gather producer): c a multiple of 64, W's taps packed.
+  using S90 = kdl::Conv2dSm90Fprop<half, 128, 128, 4, kdl::Sm90Schedule::Cooperative, 0, 0, 0, 0, Epi>;
+  using S90w = kdl::Conv2dSm90Fprop<half, 128, 256, 3, kdl::Sm90Schedule::Cooperative, 3, 3, 1, 1, Epi>;
+  using S90p = kdl::Conv2dSm90Fprop<half, 128, 128, 4, kdl::Sm90Schedule::Pingpong, 0, 0, 0, 0, Epi>;
+  const Case s90[] = {
+      {3, 9, 11, 64, 40, 3, 3, 1, 1, 1, 1, 1, 1, false, 1},   {2, 15, 13, 128, 72, 3, 3, 2, 2, 2, 2, 2, 2, true, 1},
+      {1, 17, 19, 64, 136, 5, 5, 2, 2, 2, 2, 1, 1, false, 1}, {2, 14, 14, 64, 24, 7, 7, 3, 3, 2, 2, 1, 1, true, 1},
+      {4, 7, 7, 192, 64, 1, 1, 0, 0, 1, 1, 1, 1, false, 1},   {2, 10, 9, 64, 48, 3, 3, 0, 1, 2, 1, 1, 2, true, 1},
+      {5, 13, 12, 64, 200, 3, 3, 1, 1, 1, 1, 1, 1, true, 1},  {2, 30, 31, 128, 264, 3, 3, 1, 1, 1, 1, 1, 1, true, 1},
+  };
+  for (const Case& c : s90) {
+    fails += !run_case<ConvKind::Fprop, S90>(c, g, "sm90a fprop 128x128");
+    fails += !run_case<ConvKind::Fprop, S90p>(c, g, "sm90a fprop 128x128 pingpong");
+    total += 2;
+  }
+  const Case f90 = {3, 21, 23, 128, 300, 3, 3, 1, 1, 1, 1, 1, 1, true, 1};
+  fails += !run_case<ConvKind::Fprop, S90w>(f90, g, "sm90a fprop fixed 3x3 s1 128x256");
+  total += 1;
+#endif
   printf("%s: %d of %d conv cases failed\n", fails ? "FAIL" : "PASS", fails, total);
   return fails ? 1 : 0;
 }

@@ -1,0 +1,150 @@
+// kdl/conv_sm90.cuh -- conv2d fprop on the Hopper path (sm_90a): kdl::GemmSm90's warp-specialized wgmma
+// mainloop with a gather producer for the activations.
+//
+// The implicit GEMM is batched over images: batch = image, M = p*q (the image's output pixels), N = k,
+// K = r*s*c walked as (tap r, s; 64 channels), so the epilogue sees the same coordinates as the sm80
+// path's (kdl/conv_problem.h: batch = image, m = pixel of the image, n = k) and GemmSm90's epilogue
+// (TMA store of Y, [col] = [channel] broadcasts, the residual as C) serves unchanged.
+//   * A (X): the producer warpgroup's 128 threads gather it (sm90::ConvFpropGather): per k-tile each
+//     row (output pixel) finds its source (y, x) for the tap, and eight threads copy its 64 channels
+//     (128 bytes, a 16-byte cp.async each) into the 128-byte-swizzled K-major layout wgmma reads,
+//     zero-filling padding and rows past p*q; each thread then arrives on the stage's full barrier when
+//     its copies land (cp.async.mbarrier.arrive.noinc).
+//   * B (W): TMA, as the GEMM's column-major B: W is one k x (r*s*c) matrix (its taps packed: tap
+//     stride == c), the same tile for every image.
+// Requirements beyond the sm80 path's (can_implement names the one that fails): c a multiple of 64
+// (a k-tile is one tap's 64 channels), W's tap stride == c, n <= 65535, no split-K; X, W, Y pointers and
+// strides 16-byte aligned (the kernel's alignment of 8 elements).
+#pragma once
+#include "kdl/conv_sm80.cuh"  // Conv2dSm80's argument checks, detail::FastDiv
+#include "kdl/gemm_sm90.cuh"
+
+namespace kdl {
+namespace sm90 {
+
+// GemmSm90's AGather for conv fprop: the A tile of (image, tile tm, k-tile kt) from X (NHWC).
+struct ConvFpropGather {
+  static constexpr bool kEnabled = true;
+  struct Params {
+    const char* x;                     // X
+    int64_t ld_bytes, image_bytes;     // pixel stride, image stride
+    int h, w, c, pq;                   // X's size, Y's pixels per image
+    int pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
+    ::kdl::detail::FastDiv div_q, div_taps, div_s;  // Y's width, r * s, the filter's width
+  };
+  // The k-tiles walk (channel block cb, tap r, s) with the tap fastest: consecutive k-tiles read the same
+  // 64 channels of pixels one tap apart, mostly the same lines, which the copies keep in L1
+  // (cp.async.ca). B's k-coordinate of k-tile kt (W's column tap * c + cb * 64) follows that order.
+  __device__ __forceinline__ static void tile_of(const Params& g, int kt, int& cb, int& r, int& s) {
+    int tap;
+    g.div_taps.divmod(kt, cb, tap);
+    g.div_s.divmod(tap, r, s);
+  }
+  __device__ __forceinline__ static int b_k(const Params& g, int kt) {
+    int cb, tap;
+    g.div_taps.divmod(kt, cb, tap);
+    return tap * g.c + cb * 64;
+  }
+  // Thread t copies 16-byte chunk t % 8 of rows t / 8, t / 8 + 16, ...: eight threads read a pixel's
+  // 128 bytes together, so a warp's copy is four whole 128-byte lines (with one row per thread, each
+  // copy would touch 32 lines for 16 bytes each).
+  template <int TileM>
+  __device__ __forceinline__ static void load(const Params& g, uint32_t stage, int image, int tm, int kt, int thread) {
+    int cb, r, s;
+    tile_of(g, kt, cb, r, s);
+    const int dy = r * g.dil_h - g.pad_h, dx = s * g.dil_w - g.pad_w;
+    const int chunk = thread & 7, row0 = thread >> 3;
+    const char* const base = g.x + image * g.image_bytes + cb * 128 + chunk * 16;
+    const uint32_t dst0 = stage + uint32_t(row0 * 128 + ((chunk ^ (row0 & 7)) << 4));  // the 128-byte swizzle
+#pragma unroll
+    for (int i = 0; i < TileM / 16; ++i) {
+      const int pixel = tm * TileM + row0 + 16 * i;
+      int p, q;
+      g.div_q.divmod(pixel, p, q);
+      const int y = p * g.stride_h + dy, x = q * g.stride_w + dx;
+      const bool ok = pixel < g.pq && (unsigned)y < (unsigned)g.h && (unsigned)x < (unsigned)g.w;
+      const char* const src = ok ? base + ((int64_t)y * g.w + x) * g.ld_bytes : g.x;
+      asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst0 + uint32_t(i * 16 * 128)), "l"(src),
+                   "r"(ok ? 16 : 0));
+    }
+  }
+};
+
+}  // namespace sm90
+
+template <class Element, int TileM, int TileN, int Stages, Sm90Schedule Schedule, int FilterR, int FilterS, int StrideH,
+          int StrideW, class Epilogue>
+struct Conv2dSm90Fprop {
+  static constexpr ConvKind kKind = ConvKind::Fprop;
+  static constexpr bool kPackedFilterTaps = true;  // W's tap stride must be c
+  using Gather = sm90::ConvFpropGather;
+  using Gemm = GemmSm90<Element, RowMajor, Element, ColMajor, float, TileM, TileN, 64, Stages, Schedule, 1, 1, false, 0,
+                        sm90::NoBlockScaling, Epilogue, Gather>;
+  // The convolution's own argument checks (sizes, padding, strides, alignment of 8 elements), shared with
+  // the sm80 path (only its host-side can_implement is instantiated).
+  using Checks = Conv2dSm80<ConvKind::Fprop, Element, 8, 8, float, 128, 128, 32, 2, 2, 3, FilterR, FilterS, StrideH, StrideW,
+                            Epilogue>;
+  static constexpr int kThreads = Gemm::kThreads;
+  static constexpr int kSmemBytes = Gemm::kSmemBytes;
+  static constexpr int kMinSmemBytes = Gemm::kMinSmemBytes;
+
+  // The batched GEMM: per image, M = p*q, N = k, K = r*s*c; B = W (column-major, ld = the filter stride).
+  static GemmProblem gemm_of(const Conv2dProblem& p) {
+    GemmProblem g{};
+    g.m = p.p * p.q;
+    g.n = p.k;
+    g.k = p.r * p.s * p.c;
+    g.batch = p.n;
+    g.A = p.A;
+    g.lda = g.k;
+    g.batch_stride_a = 0;
+    g.B = p.B;
+    g.ldb = p.batch_stride_b;
+    g.batch_stride_b = 0;
+    g.split_k = 1;
+    return g;
+  }
+
+  static const char* can_implement(const Conv2dProblem& p) {
+    static thread_local char msg[320];
+    if (const char* e = Checks::can_implement(p)) return e;
+    if (p.c % 64)
+      return snprintf(msg, sizeof(msg), "kdl conv sm90a: c (%d) must be a multiple of 64 (a k-tile is one tap's 64 channels)",
+                      p.c),
+             msg;
+    if (p.ldb != p.c)
+      return snprintf(msg, sizeof(msg),
+                      "kdl conv sm90a: the tap stride of W (%lld) must be c (%d): W is read as one k x (r*s*c) matrix by TMA",
+                      (long long)p.ldb, p.c),
+             msg;
+    if (p.n > 65535) return snprintf(msg, sizeof(msg), "kdl conv sm90a: n (%d) must be at most 65535", p.n), msg;
+    if (p.split_k != 1) return snprintf(msg, sizeof(msg), "kdl conv sm90a: split_k (%d) must be 1", p.split_k), msg;
+    return Gemm::can_implement(gemm_of(p));
+  }
+  // Optional: with it, GemmSm90 spreads a part-filled last wave of tiles over every SM (stream-K tail).
+  static size_t workspace_size(const Conv2dProblem& p) { return Gemm::workspace_size(gemm_of(p)); }
+
+  static cudaError_t run(const Conv2dProblem& p, const typename Epilogue::Params& ep, void* workspace, cudaStream_t stream) {
+    if (can_implement(p) != nullptr) return cudaErrorInvalidValue;
+    typename Gather::Params g{};
+    g.x = static_cast<const char*>(p.A);
+    g.ld_bytes = p.lda * (int64_t)sizeof(Element);
+    g.image_bytes = p.batch_stride_a * (int64_t)sizeof(Element);
+    g.h = p.h;
+    g.w = p.w;
+    g.c = p.c;
+    g.pq = p.p * p.q;
+    g.pad_h = p.pad_h;
+    g.pad_w = p.pad_w;
+    g.stride_h = p.stride_h;
+    g.stride_w = p.stride_w;
+    g.dil_h = p.dil_h;
+    g.dil_w = p.dil_w;
+    g.div_q = detail::FastDiv::make(p.q);
+    g.div_taps = detail::FastDiv::make(p.r * p.s);
+    g.div_s = detail::FastDiv::make(p.s);
+    return Gemm::run(gemm_of(p), ep, workspace, stream, g);
+  }
+};
+
+}  // namespace kdl
