@@ -134,7 +134,8 @@ struct BlockScaling {
 };
 // Where the A tiles come from: TMA (NoGather, the GEMM), or a gather (an implicit GEMM's A, e.g.
 // kdl/conv_sm90.cuh's ConvFpropGather): all 128 producer threads write the K-major, 128-byte-swizzled
-// A tile of a stage with cp.async (`load(params, stage_a, batch, tm, kt, thread)`) and arrive on the
+// A tile of a stage with cp.async (`Rows<TileM>`: init(params, batch, tm, thread) once per tile,
+// load(params, stage_a, kt) per k-tile) and arrive on the
 // stage's full barrier when their copies land (cp.async.mbarrier.arrive.noinc); B still comes by TMA,
 // one tile shared by every batch (the gather's batch is the implicit GEMM's, e.g. the image).
 // The gather also says where k-tile kt lies along B's K (`b_k(params, kt)`): it may walk K in its own order.
@@ -410,9 +411,11 @@ struct GemmSm90 {
     const uint16_t mask_b = 1;  // ClusterM == 1 on this path's callers; see below
     static_assert(ClusterM == 1, "GemmSm90: a gathered A runs without clusters");
     Ring ring;
+    typename AGather::template Rows<TileM> rows;  // this thread's rows of the A tile
     const int n_walk = walk_length(P, walker, walkers);
     for (int j = 0; j < n_walk; ++j) {
       const Unit w = unit_at(P, walker, walkers, j, 0, 0);
+      rows.init(P.gather, w.batch, w.tm, thread);
       for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
         sm90::mbarrier_wait(empty_bar(ring.stage), ring.phase ^ 1u);
         uint64_t* const full = full_bar(ring.stage);
@@ -420,7 +423,7 @@ struct GemmSm90 {
           sm90::mbarrier_arrive_expect_tx(full, (uint32_t)kTileBytesB);
           TileB::load(stage_b(ring.stage), &P.tmB, full, AGather::b_k(P.gather, kt), w.tn * TileN, 0, 0, mask_b);
         }
-        AGather::template load<TileM>(P.gather, stage_a(ring.stage), w.batch, w.tm, kt, thread);
+        rows.load(P.gather, stage_a(ring.stage), kt);
         sm90::cp_async_mbarrier_arrive_noinc(full);
         ring.advance();
       }

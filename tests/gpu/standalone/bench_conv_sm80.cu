@@ -93,6 +93,14 @@ int main(int argc, char** argv) {
                           {"N32 C512 28x28 K512 3x3", 32, 512, 28, 28, 512, 3, 3, 1},
                           {"N64 C128 112x112 K128 1x1", 64, 128, 112, 112, 128, 1, 1, 0}};
 #ifdef KDL_TEST_SM90
+  if (argc > 1 && argv[1][0] == 's') {  // sm90a stage sensitivity
+    using Sch = kdl::Sm90Schedule;
+    using E = StoreEpilogue<__nv_bfloat16>;
+    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 4, Sch::Cooperative, 3, 3, 1, 1, E>>("sm90a 128x128 coop s4", ConvKind::Fprop, shapes[0]);
+    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 3, Sch::Cooperative, 3, 3, 1, 1, E>>("sm90a 128x256 coop s3", ConvKind::Fprop, shapes[0]);
+    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 64, 256, 4, Sch::Pingpong, 3, 3, 1, 1, E>>("sm90a 64x256 ping s4", ConvKind::Fprop, shapes[0]);
+    return 0;
+  }
   if (argc > 1 && argv[1][0] == '9') {  // the sm90a fprop
     using Sch = kdl::Sm90Schedule;
     for (int i = 0; i < 4; ++i) {
