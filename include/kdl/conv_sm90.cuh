@@ -5,7 +5,12 @@
 // K = r*s*c walked as (tap r, s; 64 channels), so the epilogue sees the same coordinates as the sm80
 // path's (kdl/conv_problem.h: batch = image, m = pixel of the image, n = k) and GemmSm90's epilogue
 // (TMA store of Y, [col] = [channel] broadcasts, the residual as C) serves unchanged.
-//   * A (X): the producer warpgroup's 128 threads gather it (sm90::ConvFpropGather): per k-tile each
+//   * A (X), by default: one TMA in im2col mode per k-tile (sm90::ConvFpropIm2col): the tensor map describes
+//     X as {c, w, h, n} with the padding as its bounding box's corners and the conv's strides as traversal
+//     strides; a load takes the tile's first output pixel and the tap's offset (r * dil_h, s * dil_w) and
+//     walks TileM output pixels (along W, then H, then the next image), 64 channels each, zero-filling
+//     what lies outside X, into the 128-byte-swizzled K-major stage. The hardware makes the addresses.
+//   * A (X), Im2col = false: the producer warpgroup's 128 threads gather it (sm90::ConvFpropGather): per k-tile each
 //     row (output pixel) finds its source (y, x) for the tap, and eight threads copy its 64 channels
 //     (128 bytes, a 16-byte cp.async each) into the 128-byte-swizzled K-major layout wgmma reads,
 //     zero-filling padding and rows past p*q; each thread then arrives on the stage's full barrier when
@@ -14,7 +19,10 @@
 //     stride == c), the same tile for every image.
 // Requirements beyond the sm80 path's (can_implement names the one that fails): c a multiple of 64
 // (a k-tile is one tap's 64 channels), W's tap stride == c, n <= 65535, no split-K; X, W, Y pointers and
-// strides 16-byte aligned (the kernel's alignment of 8 elements).
+// strides 16-byte aligned (the kernel's alignment of 8 elements); im2col: strides <= 8, padding and the
+// dilated filter within the tensor map's corner range (-128 .. 127).
+// Measured on the H100 (bf16 N32 C256 56x56 K256 3x3, 128x256 cooperative): the thread gather 638 TFLOP/s,
+// im2col TMA 692 (docs/perf-notes.md, v13).
 #pragma once
 #include "kdl/conv_sm80.cuh"  // Conv2dSm80's argument checks, detail::FastDiv
 #include "kdl/gemm_sm90.cuh"
@@ -25,6 +33,7 @@ namespace sm90 {
 // GemmSm90's AGather for conv fprop: the A tile of (image, tile tm, k-tile kt) from X (NHWC).
 struct ConvFpropGather {
   static constexpr bool kEnabled = true;
+  static constexpr bool kIm2col = false;
   struct Params {
     const char* x;                     // X
     int64_t ld_bytes, image_bytes;     // pixel stride, image stride
@@ -95,14 +104,71 @@ struct ConvFpropGather {
   };
 };
 
+// GemmSm90's AGather for conv fprop by TMA in im2col mode: one instruction per k-tile loads the A tile of
+// (image, tile tm, k-tile kt): TileM consecutive output pixels (the tensor map walks W, then H, then the
+// next image, with the conv's strides), each at the tap's offset, 64 channels, padding zero-filled by TMA.
+struct ConvFpropIm2col {
+  static constexpr bool kEnabled = false;
+  static constexpr bool kIm2col = true;
+  struct Params {
+    CUtensorMap tmX;  // X as {c, w, h, n}: corners -pad .. pad - (dil * (filter - 1)), traversal strides
+    int c, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
+    ::kdl::detail::FastDiv div_q, div_taps, div_s;  // Y's width, r * s, the filter's width
+  };
+  template <int TileM>
+  struct Rows {};  // no per-thread rows: one thread issues the load
+  __device__ __forceinline__ static void tile_of(const Params& g, int kt, int& cb, int& r, int& s) {
+    int tap;
+    g.div_taps.divmod(kt, cb, tap);
+    g.div_s.divmod(tap, r, s);
+  }
+  __device__ __forceinline__ static int b_k(const Params& g, int kt) {
+    int cb, tap;
+    g.div_taps.divmod(kt, cb, tap);
+    return tap * g.c + cb * 64;
+  }
+  template <int TileM>
+  __device__ __forceinline__ static void load_tma(const Params& g, uint32_t stage, uint64_t* full, int image, int tm, int kt) {
+    int cb, r, s, p0, q0;
+    tile_of(g, kt, cb, r, s);
+    g.div_q.divmod(tm * TileM, p0, q0);  // the tile's first output pixel
+    const int w0 = q0 * g.stride_w - g.pad_w, h0 = p0 * g.stride_h - g.pad_h;
+    const uint16_t off_w = uint16_t(s * g.dil_w), off_h = uint16_t(r * g.dil_h);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+        "[%6], {%7, %8};\n" ::"r"(stage),
+        "l"(reinterpret_cast<uint64_t>(&g.tmX)), "r"(cb * 64), "r"(w0), "r"(h0), "r"(image),
+        "r"(static_cast<uint32_t>(__cvta_generic_to_shared(full))), "h"(off_w), "h"(off_h)
+        : "memory");
+#endif
+  }
+  // The tensor map; false when the driver cannot describe X (strides, corners out of range).
+  template <int TileM>
+  static bool encode(Params& g, const Conv2dProblem& p, int elem_bytes, CUtensorMapDataType dtype) {
+    const DriverApi& api = driver_api();
+    if (api.cuTensorMapEncodeIm2col == nullptr) return false;
+    const int eh = p.dil_h * (p.r - 1), ew = p.dil_w * (p.s - 1);
+    cuuint64_t dims[4] = {(cuuint64_t)p.c, (cuuint64_t)p.w, (cuuint64_t)p.h, (cuuint64_t)p.n};
+    cuuint64_t strides[3] = {(cuuint64_t)p.lda * elem_bytes, (cuuint64_t)p.lda * p.w * elem_bytes,
+                             (cuuint64_t)p.batch_stride_a * elem_bytes};
+    int lower[2] = {-p.pad_w, -p.pad_h};  // innermost first: {W, H} (measured: {H, W} faults with pad_h != pad_w)
+    int upper[2] = {p.pad_w - ew, p.pad_h - eh};
+    cuuint32_t estr[4] = {1, (cuuint32_t)p.stride_w, (cuuint32_t)p.stride_h, 1};
+    return api.cuTensorMapEncodeIm2col(&g.tmX, dtype, 4, const_cast<void*>(p.A), dims, strides, lower, upper, 64, TileM, estr,
+                                       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  }
+};
+
 }  // namespace sm90
 
 template <class Element, int TileM, int TileN, int Stages, Sm90Schedule Schedule, int FilterR, int FilterS, int StrideH,
-          int StrideW, class Epilogue>
+          int StrideW, class Epilogue, bool Im2col = true>
 struct Conv2dSm90Fprop {
   static constexpr ConvKind kKind = ConvKind::Fprop;
   static constexpr bool kPackedFilterTaps = true;  // W's tap stride must be c
-  using Gather = sm90::ConvFpropGather;
+  using Gather = typename std::conditional<Im2col, sm90::ConvFpropIm2col, sm90::ConvFpropGather>::type;
   using Gemm = GemmSm90<Element, RowMajor, Element, ColMajor, float, TileM, TileN, 64, Stages, Schedule, 1, 1, false, 0,
                         sm90::NoBlockScaling, Epilogue, Gather>;
   // The convolution's own argument checks (sizes, padding, strides, alignment of 8 elements), shared with
@@ -144,6 +210,19 @@ struct Conv2dSm90Fprop {
              msg;
     if (p.n > 65535) return snprintf(msg, sizeof(msg), "kdl conv sm90a: n (%d) must be at most 65535", p.n), msg;
     if (p.split_k != 1) return snprintf(msg, sizeof(msg), "kdl conv sm90a: split_k (%d) must be 1", p.split_k), msg;
+    if constexpr (Im2col) {  // the im2col tensor map's limits (4-D: corners in [-128, 127], traversal strides <= 8)
+      const int eh = p.dil_h * (p.r - 1), ew = p.dil_w * (p.s - 1);
+      if (p.stride_h > 8 || p.stride_w > 8)
+        return snprintf(msg, sizeof(msg), "kdl conv sm90a: strides (%d, %d) above 8 (TMA im2col traverses at most 8 apart)",
+                        p.stride_h, p.stride_w),
+               msg;
+      if (p.pad_h > 128 || p.pad_w > 128 || eh - p.pad_h > 128 || ew - p.pad_w > 128)
+        return snprintf(msg, sizeof(msg),
+                        "kdl conv sm90a: padding (%d, %d) or dilated filter (%d x %d) out of TMA im2col's corner range "
+                        "(-128 .. 127)",
+                        p.pad_h, p.pad_w, eh + 1, ew + 1),
+               msg;
+    }
     return Gemm::can_implement(gemm_of(p));
   }
   // Optional: with it, GemmSm90 spreads a part-filled last wave of tiles over every SM (stream-K tail).
@@ -152,6 +231,21 @@ struct Conv2dSm90Fprop {
   static cudaError_t run(const Conv2dProblem& p, const typename Epilogue::Params& ep, void* workspace, cudaStream_t stream) {
     if (can_implement(p) != nullptr) return cudaErrorInvalidValue;
     typename Gather::Params g{};
+    if constexpr (Im2col) {
+      g.c = p.c;
+      g.pad_h = p.pad_h;
+      g.pad_w = p.pad_w;
+      g.stride_h = p.stride_h;
+      g.stride_w = p.stride_w;
+      g.dil_h = p.dil_h;
+      g.dil_w = p.dil_w;
+      g.div_q = detail::FastDiv::make(p.q);
+      g.div_taps = detail::FastDiv::make(p.r * p.s);
+      g.div_s = detail::FastDiv::make(p.s);
+      if (!Gather::template encode<TileM>(g, p, int(sizeof(Element)), detail::Sm90TmaDtype<Element>::value))
+        return cudaErrorInvalidValue;
+      return Gemm::run(gemm_of(p), ep, workspace, stream, g);
+    } else {
     g.x = static_cast<const char*>(p.A);
     g.ld_bytes = p.lda * (int64_t)sizeof(Element);
     g.image_bytes = p.batch_stride_a * (int64_t)sizeof(Element);
@@ -169,6 +263,7 @@ struct Conv2dSm90Fprop {
     g.div_taps = detail::FastDiv::make(p.r * p.s);
     g.div_s = detail::FastDiv::make(p.s);
     return Gemm::run(gemm_of(p), ep, workspace, stream, g);
+    }
   }
 };
 

@@ -139,8 +139,11 @@ struct BlockScaling {
 // stage's full barrier when their copies land (cp.async.mbarrier.arrive.noinc); B still comes by TMA,
 // one tile shared by every batch (the gather's batch is the implicit GEMM's, e.g. the image).
 // The gather also says where k-tile kt lies along B's K (`b_k(params, kt)`): it may walk K in its own order.
+// An AGather with kIm2col loads the A tile with one TMA in im2col mode instead (`load_tma(params, stage_a,
+// full, batch, tm, kt)` by the producer's one thread; its bytes are part of the stage's expect_tx).
 struct NoGather {
   static constexpr bool kEnabled = false;
+  static constexpr bool kIm2col = false;
   struct Params {};
 };
 }  // namespace sm90
@@ -185,6 +188,9 @@ struct GemmSm90 {
   // A gathered by the producer warpgroup (AGather): its 128 threads compute addresses, so they keep more
   // registers than the TMA producer's single thread.
   static constexpr bool kGather = AGather::kEnabled;
+  static constexpr bool kIm2col = AGather::kIm2col;  // A by one im2col TMA (B shared by every batch, as with kGather)
+  static_assert(!kIm2col || (!kGather && kAKMajor && ClusterM == 1 && ClusterN == 1),
+                "GemmSm90: an im2col A is a K-major tile of one CTA");
   static_assert(!kGather || (kAKMajor && ClusterN == 1 && sizeof(ElementA) == 2),
                 "GemmSm90: a gathered A is a K-major 16-bit tile of one CTA (ClusterN == 1)");
   static constexpr int kProducerRegs = kGather ? 56 : 40;
@@ -408,23 +414,27 @@ struct GemmSm90 {
                                                           const StageA& stage_a, const StageB& stage_b,
                                                           const FullBar& full_bar, const EmptyBar& empty_bar) {
     if (thread == 0) sm90::tma_prefetch(&P.tmB);
+    if constexpr (kIm2col) sm90::tma_prefetch(&P.gather.tmX);
     const uint16_t mask_b = 1;  // ClusterM == 1 on this path's callers; see below
     static_assert(ClusterM == 1, "GemmSm90: a gathered A runs without clusters");
     Ring ring;
-    typename AGather::template Rows<TileM> rows;  // this thread's rows of the A tile
+    typename AGather::template Rows<TileM> rows;  // this thread's rows of the A tile (a thread gather)
     const int n_walk = walk_length(P, walker, walkers);
     for (int j = 0; j < n_walk; ++j) {
       const Unit w = unit_at(P, walker, walkers, j, 0, 0);
-      rows.init(P.gather, w.batch, w.tm, thread);
+      if constexpr (kGather) rows.init(P.gather, w.batch, w.tm, thread);
       for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
         sm90::mbarrier_wait(empty_bar(ring.stage), ring.phase ^ 1u);
         uint64_t* const full = full_bar(ring.stage);
         if (thread == 0) {
-          sm90::mbarrier_arrive_expect_tx(full, (uint32_t)kTileBytesB);
+          sm90::mbarrier_arrive_expect_tx(full, (uint32_t)(kIm2col ? kStageBytes : kTileBytesB));
           TileB::load(stage_b(ring.stage), &P.tmB, full, AGather::b_k(P.gather, kt), w.tn * TileN, 0, 0, mask_b);
+          if constexpr (kIm2col) AGather::template load_tma<TileM>(P.gather, stage_a(ring.stage), full, w.batch, w.tm, kt);
         }
-        rows.load(P.gather, stage_a(ring.stage), kt);
-        sm90::cp_async_mbarrier_arrive_noinc(full);
+        if constexpr (kGather) {
+          rows.load(P.gather, stage_a(ring.stage), kt);
+          sm90::cp_async_mbarrier_arrive_noinc(full);
+        }
         ring.advance();
       }
     }
@@ -469,8 +479,9 @@ struct GemmSm90 {
     if (warpgroup == 0) {
       // ---- producer ----
       sm90::setmaxnreg_dec<kProducerRegs>();
-      if constexpr (kGather) {
-        if (P.ktiles > 0) produce_gathered(P, walker, walkers, wg_thread, stage_a, stage_b, full_bar, empty_bar);
+      if constexpr (kGather || kIm2col) {
+        if (P.ktiles > 0 && (kGather || wg_thread == 0))
+          produce_gathered(P, walker, walkers, wg_thread, stage_a, stage_b, full_bar, empty_bar);
       } else if (wg_thread == 0 && P.ktiles > 0) {
         sm90::tma_prefetch(&P.tmA);
         sm90::tma_prefetch(&P.tmB);
@@ -940,7 +951,7 @@ struct GemmSm90 {
     if (p.m == 0 || p.n == 0 || p.k == 0) return nullptr;
     if (p.A == nullptr) return fail("kdl gemm sm90: A is null");
     if (p.B == nullptr) return fail("kdl gemm sm90: B is null");
-    if constexpr (kGather) {  // A is the gather's (checked by its caller); B is shared by every batch
+    if constexpr (kGather || kIm2col) {  // A is the gather's (checked by its caller); B is shared by every batch
       if (p.ldb < TileB::min_ld(p.k, p.n)) return fail("kdl gemm sm90: ldb (%lld) < k (%lld)", p.ldb, TileB::min_ld(p.k, p.n));
       return tma_refusal("B", p.B, p.ldb, 0, TileB::rows_in_memory(p.k, p.n), 1, int(sizeof(ElementB)), msg, sizeof(msg));
     }
@@ -1111,7 +1122,7 @@ struct GemmSm90 {
     KernelParams kp;
     memset(&kp, 0, sizeof(kp));
     if (p.k > 0) {
-      if constexpr (kGather) {
+      if constexpr (kGather || kIm2col) {
         if (cudaError_t e = TileB::encode(&kp.tmB, p.B, p.ldb, 0, p.k, p.n, 1); e != cudaSuccess) return e;
       } else {
         if (cudaError_t e = TileA::encode(&kp.tmA, p.A, p.lda, p.batch_stride_a, p.k, p.m, p.batch); e != cudaSuccess)

@@ -191,6 +191,7 @@ inline void* default_driver_entry_point(const char* symbol, unsigned int cuda_ve
 
 struct DriverApi {
   decltype(&::cuTensorMapEncodeTiled) cuTensorMapEncodeTiled = nullptr;
+  decltype(&::cuTensorMapEncodeIm2col) cuTensorMapEncodeIm2col = nullptr;  // the sm90a conv's im2col loads
   decltype(&::cuGetErrorString) cuGetErrorString = nullptr;
 };
 
@@ -238,6 +239,8 @@ inline const DriverApi& driver_api() {
     api.cuTensorMapEncodeTiled =
         reinterpret_cast<decltype(api.cuTensorMapEncodeTiled)>(driver_entry_point("cuTensorMapEncodeTiled", 12000));
     api.cuGetErrorString = reinterpret_cast<decltype(api.cuGetErrorString)>(driver_entry_point("cuGetErrorString", 12000));
+    api.cuTensorMapEncodeIm2col =
+        reinterpret_cast<decltype(api.cuTensorMapEncodeIm2col)>(driver_entry_point("cuTensorMapEncodeIm2col", 12000));
     resolved = gen;
   }
   return api;

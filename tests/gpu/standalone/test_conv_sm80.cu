@@ -210,8 +210,17 @@ static bool run_case(const Case& cs, std::mt19937& g, const char* label) {
   return ok;
 }
 
-int main() {
+int main(int argc, char** argv) {
   std::mt19937 g(1234);
+#ifdef KDL_TEST_SM90
+  if (argc == 14) {  // one sm90a case: n h w c k r s ph pw sh sw dh dw
+    int v[13];
+    for (int i = 0; i < 13; ++i) v[i] = atoi(argv[i + 1]);
+    const Case c = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], false, 1};
+    using S90 = kdl::Conv2dSm90Fprop<half, 128, 128, 4, kdl::Sm90Schedule::Cooperative, 0, 0, 0, 0, Epi>;
+    return run_case<ConvKind::Fprop, S90>(c, g, "sm90a fprop 128x128 (one case)") ? 0 : 1;
+  }
+#endif
   const Case cases[] = {
       {3, 9, 11, 24, 40, 3, 3, 1, 1, 1, 1, 1, 1, false, 1},
       {2, 15, 13, 64, 72, 3, 3, 2, 2, 2, 2, 2, 2, true, 1},
@@ -248,16 +257,19 @@ int main() {
   using S90 = kdl::Conv2dSm90Fprop<half, 128, 128, 4, kdl::Sm90Schedule::Cooperative, 0, 0, 0, 0, Epi>;
   using S90w = kdl::Conv2dSm90Fprop<half, 128, 256, 3, kdl::Sm90Schedule::Cooperative, 3, 3, 1, 1, Epi>;
   using S90p = kdl::Conv2dSm90Fprop<half, 128, 128, 4, kdl::Sm90Schedule::Pingpong, 0, 0, 0, 0, Epi>;
+  using S90g = kdl::Conv2dSm90Fprop<half, 128, 128, 4, kdl::Sm90Schedule::Cooperative, 0, 0, 0, 0, Epi, false>;
   const Case s90[] = {
       {3, 9, 11, 64, 40, 3, 3, 1, 1, 1, 1, 1, 1, false, 1},   {2, 15, 13, 128, 72, 3, 3, 2, 2, 2, 2, 2, 2, true, 1},
       {1, 17, 19, 64, 136, 5, 5, 2, 2, 2, 2, 1, 1, false, 1}, {2, 14, 14, 64, 24, 7, 7, 3, 3, 2, 2, 1, 1, true, 1},
       {4, 7, 7, 192, 64, 1, 1, 0, 0, 1, 1, 1, 1, false, 1},   {2, 10, 9, 64, 48, 3, 3, 0, 1, 2, 1, 1, 2, true, 1},
       {5, 13, 12, 64, 200, 3, 3, 1, 1, 1, 1, 1, 1, true, 1},  {2, 30, 31, 128, 264, 3, 3, 1, 1, 1, 1, 1, 1, true, 1},
+      {2, 10, 9, 64, 48, 3, 3, 1, 0, 1, 1, 1, 1, true, 1},    {1, 20, 30, 64, 48, 5, 3, 2, 0, 3, 1, 1, 3, false, 1},
   };
   for (const Case& c : s90) {
     fails += !run_case<ConvKind::Fprop, S90>(c, g, "sm90a fprop 128x128");
     fails += !run_case<ConvKind::Fprop, S90p>(c, g, "sm90a fprop 128x128 pingpong");
-    total += 2;
+    fails += !run_case<ConvKind::Fprop, S90g>(c, g, "sm90a fprop 128x128 thread gather");
+    total += 3;
   }
   const Case f90 = {3, 21, 23, 128, 300, 3, 3, 1, 1, 1, 1, 1, 1, true, 1};
   fails += !run_case<ConvKind::Fprop, S90w>(f90, g, "sm90a fprop fixed 3x3 s1 128x256");
