@@ -114,19 +114,11 @@ void checkConvSupported(const KernelSpec& s, const Unsupported& unsupported) {
   for (const Operand& o : s.operands)
     if (o.name != "residual") tensors.push_back(&o);
   const Operand& in0 = *tensors[0];
-  const Operand& in1 = *tensors[1];
-  for (const Operand* in : {&in0, &in1})
-    if (in->dtype != DType::F16 && in->dtype != DType::BF16)
-      unsupported(in->loc, fmt::format("{} operands of a convolution are not generated yet; the conv template gathers "
-                                       "f16 or bf16 tensors",
-                                       dtypeWord(in->dtype)));
-  if (in0.dtype != in1.dtype)
-    unsupported(in1.loc, fmt::format("mixed input types ({} {}, {} {}) are not generated yet; both inputs must have the "
-                                     "same element type",
-                                     in0.name, dtypeWord(in0.dtype), in1.name, dtypeWord(in1.dtype)));
-  if (s.accum.value != DType::F32)
-    unsupported(s.accum.loc, fmt::format("accum = {} is not generated for convolutions yet; they accumulate in f32",
-                                         dtypeWord(s.accum.value)));
+  // The validator gives both inputs one type (and an f32 accumulator to 16-bit ones).
+  if (in0.dtype != DType::F16 && in0.dtype != DType::BF16)
+    unsupported(in0.loc, fmt::format("{} inputs of a convolution are not generated yet; the conv template gathers f16 "
+                                     "or bf16 tensors",
+                                     dtypeWord(in0.dtype)));
   if (s.cluster.value != std::array<int, 3>{1, 1, 1})
     unsupported(s.cluster.loc, "thread block clusters need a wgmma schedule, which convolutions do not have yet");
   if (s.splitK.value == SplitKMode::Parallel || s.splitK.value == SplitKMode::StreamK)
