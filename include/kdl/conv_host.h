@@ -300,13 +300,34 @@ struct ConvHost {
   static const char* check(const arg::Tensor<Arguments, Params, T>& e, const Arguments& a) {
     using Self = arg::Tensor<Arguments, Params, T>;
     if (kKind == ConvKind::Wgrad && a.*e.data != nullptr && a.*e.ld != a.c)
-      return error_message("%s: %s's taps must be packed: its tap stride ld%s (%lld) must be c (%d)", K::kName, e.name,
-                           e.name, (long long)(a.*e.ld), a.c);
+      return error_message("%s: %s's taps must be packed: its tap stride (%lld) must be c (%d)", K::kName, e.name,
+                           (long long)(a.*e.ld), a.c);
+    if (const char* err = check_strides(e.name, a.*e.data != nullptr, Self::kWritten, a.*e.ld, a.*e.batch_stride, a))
+      return err;
     const ConvEpilogueExtent x = extent_of(a);
     const EpilogueView v = view_of(e, a);
     return check_epilogue_tensor(K::kName, e.name, a.*e.data, v.ld, v.batch_stride, x.m, x.n, x.batch,
                                  /*optional=*/!Self::kWritten, /*written=*/Self::kWritten);
   }
+  // An epilogue tensor's strides in the conv's words (check_epilogue_tensor then says the rest in the GEMM
+  // view's): the pixel stride holds the channels; a written tensor's images (filters) do not overlap.
+  static const char* check_strides(const char* name, bool given, bool written, int64_t ld, int64_t batch_stride,
+                                   const Arguments& a) {
+    if (!given) return nullptr;
+    const detail::ConvTensorShape t = shape_of(a, output_tensor());
+    const char* unit = t.filter ? "tap" : "pixel";
+    if (ld < t.channels)
+      return error_message("%s: the %s stride of %s (%lld) must be at least its channels (%lld)", K::kName, unit, name,
+                           (long long)ld, (long long)t.channels);
+    const int64_t images = t.filter ? a.k : a.n, span = t.rows * t.cols * ld;
+    if (written && images > 1 && batch_stride < span)
+      return error_message("%s: the %s stride of %s (%lld) must be at least %lld (%lld %ss x %lld): its %s would "
+                           "overwrite each other",
+                           K::kName, t.filter ? "filter" : "image", name, (long long)batch_stride, (long long)span,
+                           (long long)(t.rows * t.cols), unit, (long long)ld, t.filter ? "filters" : "images");
+    return nullptr;
+  }
+
   template <class T>
   static const char* check(const arg::Vector<Arguments, Params, T>& e, const Arguments& a) {
     return check_vector_input(K::kName, e.name, a.*e.data, a.*e.batch_stride, extent_of(a).batch);
