@@ -3,6 +3,7 @@
 // gathers it), the residual and the output, the filter and stride the spec fixes, and on sm90a why the
 // sm80 mainloop runs. The tiling, shared memory and arguments are the sm80 GEMM's steps on this plan.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <string>
 
@@ -92,10 +93,26 @@ void decideConvPath(Lowering& l) {
              "mma.sync) and epilogue");
     return;
   }
+  const Field<Schedule>& sched = l.spec.schedule;
+  const std::string schedule =
+      isWgmmaSchedule(sched.value)
+          ? fmt::format("`schedule = auto` picks {} for a GEMM; a convolution runs the multistage schedule", name(sched.value))
+          : fmt::format("schedule = multistage ({})", originWord(sched.origin));
   l.decide("path", "kdl::Conv2dSm80 (include/kdl/conv_sm80.cuh), compiled for sm_90a",
-           fmt::format("sm80 mainloop (mma.sync) compiled for sm_90a: no wgmma conv path yet (schedule {} is {}; "
-                       "the conv kernel runs the multistage schedule)",
-                       name(l.spec.schedule.value), originWord(l.spec.schedule.origin)));
+           fmt::format("sm80 mainloop (mma.sync) compiled for sm_90a: no wgmma conv path yet; {}", schedule));
+}
+
+// [channel] inputs: one value per output channel, which is the GEMM's column (n) for fprop and dgrad
+// and its row (m = the filter k) for wgrad (kdl/conv_problem.h); the epilogue functor reads them so.
+void decideChannelInputs(Lowering& l) {
+  std::vector<std::string> names;
+  for (const EpiInput& in : l.spec.epilogue.inputs)
+    if (in.broadcast == Broadcast::Channel) names.push_back(in.name);
+  if (names.empty()) return;
+  const bool wgrad = l.spec.op.value == Op::Conv2dWgrad;
+  l.decide("[channel]", fmt::format("{}: the GEMM's {} broadcast", fmt::join(names, ", "), wgrad ? "row" : "column"),
+           wgrad ? "wgrad's output channel k is the GEMM's row m: one value per row of dW"
+                 : "the output channel is the GEMM's column n: one value per column, per image (batch stride)");
 }
 
 }  // namespace
@@ -134,6 +151,7 @@ bool lowerConvOperands(Lowering& l) {
   decideFixed(l, "filter", s.filter, "r, s", p.filterR, p.filterS);
   decideFixed(l, "stride", s.stride, "stride_h, stride_w", p.strideH, p.strideW);
   decideSm80Math(l, in0.dtype, in1.dtype);
+  decideChannelInputs(l);
   return true;
 }
 
