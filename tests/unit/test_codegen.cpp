@@ -1153,6 +1153,10 @@ TEST_CASE("conv: sm90a runs the sm80 mainloop; wgmma schedules and --torch are r
   CHECK(contains(d.all()[0].message, "`--torch` does not generate PyTorch ops for convolutions yet"));
   CHECK(d.all()[0].loc == p.spec.op.loc);
   CHECK(contains(convError(convSpec("cf", "conv2d_fprop", "", "sm80", "f32")), "f32 inputs of a convolution"));
+  // The validator's backstop: a conv spec without its three tensors is refused, not lowered.
+  KernelSpec broken = lowerConv(convSpec("cb", "conv2d_fprop", "")).spec;
+  broken.operands.pop_back();
+  CHECK(contains(firstError(broken), "a convolution needs its two inputs and its output"));
 }
 
 TEST_CASE("conv: emitted files use kdl::ConvHost, conv_input entries and kdl_conv2d_shape", "[codegen][emit][conv]") {
