@@ -1078,7 +1078,7 @@ TEST_CASE("conv: fprop lowers to kdl::Conv2dSm80 with its implicit GEMM and gath
   CHECK(std::string(pathTemplate(p.path)) == "kdl::Conv2dSm80");
   CHECK(std::string(pathHeader(p.path)) == "kdl/conv_sm80.cuh");
   CHECK(p.templateInstance() ==
-        "kdl::Conv2dSm80<kdl::ConvKind::Fprop, half, 8, 8, float, 128, 128, 32, 2, 2, 3, 3, 3, 2, 2, Epilogue>");
+        "kdl::Conv2dSm80<kdl::ConvKind::Fprop, half, 8, 8, float, 128, 128, 32, 2, 4, 3, 3, 3, 2, 2, Epilogue>");
   // The GEMM's A and B are the spec's X and W, read as Conv2dSm80's Core reads them.
   CHECK(p.a.source == "X");
   CHECK(p.a.cppLayout == "kdl::RowMajor");
@@ -1093,6 +1093,9 @@ TEST_CASE("conv: fprop lowers to kdl::Conv2dSm80 with its implicit GEMM and gath
     CHECK(!decision(p, what)->why.empty());
   }
   CHECK(decision(p, "raster") == nullptr);  // Conv2dSm80 has no raster parameter
+  // 8 warps for a 128 x 128 conv tile (4, i.e. 64 x 64 warp tiles, spill beside the gathers' registers).
+  CHECK((p.warpsM == 2 && p.warpsN == 4 && p.threads == 256));
+  CHECK(contains(decision(p, "warps")->why, "would spill"));
   CHECK(decision(p, "implicit gemm")->value == "M = n*p*q, N = k, K = r*s*c");
   CHECK(contains(decision(p, "A")->value, "X (f16 nhwc, align 8 = 16 B): activation gather: cp.async 16 B per row"));
   CHECK(contains(decision(p, "A")->value, "per-tap pixel masks"));
@@ -1112,7 +1115,7 @@ TEST_CASE("conv: fprop lowers to kdl::Conv2dSm80 with its implicit GEMM and gath
 TEST_CASE("conv: dgrad and wgrad map to their GEMMs; [channel] is wgrad's row broadcast", "[codegen][lower][conv]") {
   KernelPlan d = lowerConv(convSpec("cd", "conv2d_dgrad", "  tile = (128, 128, 32); stages = 3;"));
   CHECK(d.templateInstance() ==
-        "kdl::Conv2dSm80<kdl::ConvKind::Dgrad, half, 8, 8, float, 128, 128, 32, 2, 2, 3, 0, 0, 0, 0, Epilogue>");
+        "kdl::Conv2dSm80<kdl::ConvKind::Dgrad, half, 8, 8, float, 128, 128, 32, 2, 4, 3, 0, 0, 0, 0, Epilogue>");
   CHECK(decision(d, "implicit gemm")->value == "M = n*h*w, N = c, K = r*s*k");
   CHECK(contains(decision(d, "A")->value, "stride_h*stride_w phases"));
   CHECK(contains(decision(d, "A")->value, "each walking only its taps"));

@@ -52,14 +52,14 @@ struct Epilogue {
 };
 
 // mma: mma.sync.aligned.m16n8k16 (f16 x f16 -> f32)
-// warps: 2 x 2 = 4 warps, 128 threads; warp tile 64 x 64 (4 x 8 mma tiles of 16x8)
+// warps: 2 x 4 = 8 warps, 256 threads; warp tile 64 x 32 (4 x 4 mma tiles of 16x8)
 // stages: 3
 // The kernel for kdl::ConvHost: its template instance and its arguments in C ABI order.
 struct Kernel {
   using Arguments = ::kdl_kernels::fprop_residual_relu::Arguments;
   using Epilogue = ::kdl_kernels::fprop_residual_relu::detail::Epilogue;
   using Params = Epilogue::Params;
-  using Conv = ::kdl::Conv2dSm80<::kdl::ConvKind::Fprop, ::half, 8, 8, float, 128, 128, 32, 2, 2, 3, 3, 3, 0, 0, Epilogue>;
+  using Conv = ::kdl::Conv2dSm80<::kdl::ConvKind::Fprop, ::half, 8, 8, float, 128, 128, 32, 2, 4, 3, 3, 3, 0, 0, Epilogue>;
   static constexpr const char* kName = "fprop_residual_relu";
   static constexpr const char* kOp = "conv2d_fprop";
   static constexpr ::kdl::KernelTarget kTarget = {"sm80", 80, false};

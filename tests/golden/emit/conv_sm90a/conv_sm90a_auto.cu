@@ -48,14 +48,14 @@ struct Epilogue {
 };
 
 // mma: mma.sync.aligned.m16n8k16 (bf16 x bf16 -> f32)
-// warps: 2 x 2 = 4 warps, 128 threads; warp tile 64 x 64 (4 x 8 mma tiles of 16x8)
+// warps: 2 x 4 = 8 warps, 256 threads; warp tile 64 x 32 (4 x 4 mma tiles of 16x8)
 // stages: 6
 // The kernel for kdl::ConvHost: its template instance and its arguments in C ABI order.
 struct Kernel {
   using Arguments = ::kdl_kernels::conv_sm90a_auto::Arguments;
   using Epilogue = ::kdl_kernels::conv_sm90a_auto::detail::Epilogue;
   using Params = Epilogue::Params;
-  using Conv = ::kdl::Conv2dSm80<::kdl::ConvKind::Fprop, ::__nv_bfloat16, 8, 8, float, 128, 128, 64, 2, 2, 6, 0, 0, 0, 0, Epilogue>;
+  using Conv = ::kdl::Conv2dSm80<::kdl::ConvKind::Fprop, ::__nv_bfloat16, 8, 8, float, 128, 128, 64, 2, 4, 6, 0, 0, 0, 0, Epilogue>;
   static constexpr const char* kName = "conv_sm90a_auto";
   static constexpr const char* kOp = "conv2d_fprop";
   static constexpr ::kdl::KernelTarget kTarget = {"sm90a", 90, true};
