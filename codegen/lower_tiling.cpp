@@ -66,9 +66,14 @@ std::string warpProblem(const KernelPlan& p, int wm, int wn) {
   return problem;
 }
 
+// 8 warps for the big tiles (128x256 and up), 4 otherwise. A convolution's gathers keep each row's pixel
+// coordinates and pointers in registers beside the accumulators: its 128 x 128 tiles take 8 warps too
+// (with 4, i.e. 64 x 64 warp tiles, ptxas spills: 255 registers on sm_90).
+bool wantsEightWarps(const KernelPlan& p) { return p.tileM * p.tileN >= (p.conv() ? 128 * 128 : 128 * 256); }
+
 WarpChoice chooseWarps(const KernelPlan& p) {
-  // 8 warps for the big tiles (128x256 and up), 4 otherwise; fewer when the tile is too small.
-  std::vector<int> counts = p.tileM * p.tileN >= 128 * 256 ? std::vector<int>{8, 4, 2, 1} : std::vector<int>{4, 2, 1, 8};
+  // Fewer warps when the tile is too small for the preferred count.
+  std::vector<int> counts = wantsEightWarps(p) ? std::vector<int>{8, 4, 2, 1} : std::vector<int>{4, 2, 1, 8};
   WarpChoice best;
   std::string firstProblem;
   for (int warps : counts) {
@@ -140,9 +145,11 @@ bool lowerTiling(Lowering& l) {
            fmt::format("{} x {} = {} warps, {} threads; warp tile {} x {} ({} x {} mma tiles of {}x{})", p.warpsM,
                        p.warpsN, p.warpsM * p.warpsN, p.threads, p.warpTileM, p.warpTileN, p.warpTileM / 16,
                        p.warpTileN / 8, 16, 8),
-           p.tileM * p.tileN >= 128 * 256
-               ? "8 warps for a large tile; the squarest warp tile that the copiers and the epilogue divide evenly"
-               : "4 warps; the squarest warp tile that the copiers and the epilogue divide evenly");
+           !wantsEightWarps(p) ? "4 warps; the squarest warp tile that the copiers and the epilogue divide evenly"
+           : p.conv() && p.tileM * p.tileN < 128 * 256
+               ? "8 warps: a convolution's gathers hold each row's pixel in registers beside the accumulators, and "
+                 "64 x 64 warp tiles would spill; the squarest warp tile that the copiers and the epilogue divide evenly"
+               : "8 warps for a large tile; the squarest warp tile that the copiers and the epilogue divide evenly");
 
   l.decide("smem A", swizzleText(p.a, copierShape(p.a, p.tileM, p.tileK)),
            "ldmatrix reads 8 rows of one chunk and cp.async writes 8 chunks of a row; the XOR swizzle makes both "

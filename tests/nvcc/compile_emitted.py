@@ -3,8 +3,10 @@
 nvcc for its own arch (the gencode flags of manifest.json, or --gencode for all), reporting the time
 per file. Kernels `kdlc emit` refuses as [unsupported] are skipped, unless --require-all (then they
 fail); --expect N fails unless exactly N kernels were compiled; --support-specs adds the spec of
-`kdlc support --specs` (one sm90a kernel per line of the table that is on). Skips (exit 0 with a
-message) only when nvcc is absent."""
+`kdlc support --specs` (one sm90a kernel per line of the table that is on); --assert-smem compiles each
+convolution (manifest path conv_sm80) through a wrapper that static_asserts that its template's launch
+(Kernel::Conv::kSmemBytes) is manifest.json's smem_bytes. Skips (exit 0 with a message) only when nvcc
+is absent."""
 import argparse, json, os, shutil, subprocess, sys, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -14,6 +16,17 @@ def find_nvcc():
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
             return c
     return None
+
+
+def smem_wrapper(out, k):
+    """A .cu that compiles the kernel's source and asserts its template's launch bytes."""
+    name, smem = k["name"], k["parameters"]["smem_bytes"]
+    path = os.path.join(out, name + "_smem_check.cu")
+    with open(path, "w") as f:
+        f.write(f'#include "{k["files"]["source"]}"\n'
+                f"static_assert(::kdl_kernels::{name}::detail::Kernel::Conv::kSmemBytes == {smem},\n"
+                f'              "{name}: manifest.json smem_bytes ({smem}) is not the template\'s launch");\n')
+    return path
 
 
 def main():
@@ -26,6 +39,8 @@ def main():
     ap.add_argument("--require-all", action="store_true", help="a kernel kdlc refuses as [unsupported] fails the test")
     ap.add_argument("--expect", type=int, help="the number of kernels that must be compiled")
     ap.add_argument("--support-specs", action="store_true", help="also the spec of `kdlc support --specs`")
+    ap.add_argument("--assert-smem", action="store_true",
+                    help="conv kernels: static_assert Kernel::Conv::kSmemBytes == the manifest's smem_bytes")
     a = ap.parse_args()
     nvcc = find_nvcc()
     if not nvcc:
@@ -69,7 +84,10 @@ def main():
                 manifest = json.load(open(os.path.join(out, "manifest.json")))
                 for k in manifest["kernels"]:
                     gencode = [a.gencode] if a.gencode else k["gencode"]
-                    jobs.append((f"{stem}/{k['name']}", os.path.join(out, k["files"]["source"]), gencode))
+                    source = os.path.join(out, k["files"]["source"])
+                    if a.assert_smem and k["path"] == "conv_sm80":
+                        source = smem_wrapper(out, k)
+                    jobs.append((f"{stem}/{k['name']}", source, gencode))
 
         def compile_one(job):
             label, src, gencode = job
