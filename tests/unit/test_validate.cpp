@@ -1059,6 +1059,90 @@ TEST_CASE("e2e: examples/conv_fprop.kdl", "[validate][e2e]") {
   CHECK(f.specs[0].epilogue.inputs[0].broadcast == Broadcast::Channel);
 }
 
+TEST_CASE("e2e: a convolution's residual is its source operand, laid out like its output", "[validate][e2e]") {
+  Frontend f(
+      "kernel fprop {\n"
+      "  op = conv2d_fprop; arch = sm80;\n"
+      "  Y : f16 nhwc; residual : bf16 nhwc; W : f16 krsc; X : f16 nhwc;\n"
+      "  epilogue { input bias : f32 [channel]; Y = relu(acc + bias + residual); }\n"
+      "}\n"
+      "kernel wgrad {\n"
+      "  op = conv2d_wgrad; arch = sm80;\n"
+      "  residual : f32 krsc; W : f32 krsc; X : f16 nhwc; Y : f16 nhwc;\n"
+      "}\n"
+      "kernel plain {\n"
+      "  op = conv2d_dgrad; arch = sm80;\n"
+      "  X : f16 nhwc; W : f16 krsc; Y : f16 nhwc;\n"
+      "}\n");
+  INFO(f.text());
+  REQUIRE(f.diags.errorCount() == 0);
+  const KernelSpec* fprop = f.spec("fprop");
+  REQUIRE(fprop);
+  // Inputs, then the residual, then the output, whatever the order written (like A, B, [C], D).
+  std::vector<std::string> order;
+  for (const Operand& o : fprop->operands) order.push_back(o.name);
+  CHECK(order == std::vector<std::string>{"X", "W", "residual", "Y"});
+  CHECK(fprop->epilogue.usesSource);
+  CHECK(fprop->epilogue.sourceName == "residual");
+  CHECK(f.render("fprop") == "relu(acc + bias + residual)");
+  // Without an epilogue block: GEMM's implicit scaling, with the residual as C.
+  const KernelSpec* wgrad = f.spec("wgrad");
+  REQUIRE(wgrad);
+  order.clear();
+  for (const Operand& o : wgrad->operands) order.push_back(o.name);
+  CHECK(order == std::vector<std::string>{"Y", "X", "residual", "W"});
+  CHECK(wgrad->operand("residual")->layout == Layout::KRSC);
+  CHECK(wgrad->epilogue.implicit);
+  CHECK(wgrad->epilogue.usesSource);
+  CHECK(f.render("wgrad") == "alpha * acc + beta * residual");
+  REQUIRE(wgrad->epilogue.params.size() == 2);
+  CHECK(wgrad->epilogue.params[1].name == "beta");
+  CHECK(wgrad->epilogue.params[1].defaultValue == 0.0);
+  // No residual: alpha * acc only, and no source read.
+  const KernelSpec* plain = f.spec("plain");
+  REQUIRE(plain);
+  CHECK(!plain->epilogue.usesSource);
+  CHECK(f.render("plain") == "alpha * acc");
+}
+
+TEST_CASE("e2e: an sm90a convolution resolves to the multistage path's defaults", "[validate][e2e]") {
+  Frontend f(
+      "kernel k {\n"
+      "  op = conv2d_fprop; arch = sm90a;\n"
+      "  X : bf16 nhwc; W : bf16 krsc; Y : bf16 nhwc;\n"
+      "}\n"
+      "kernel g {\n"
+      "  op = gemm; arch = sm90a;\n"
+      "  A : bf16 row; B : bf16 col; D : bf16 row;\n"
+      "}\n");
+  INFO(f.text());
+  REQUIRE(f.diags.errorCount() == 0);
+  const KernelSpec* k = f.spec("k");
+  REQUIRE(k);
+  CHECK(k->schedule.value == Schedule::Multistage);
+  CHECK(k->tile.value == std::array<int, 3>{128, 128, 32});  // K of 64 bytes, the multistage default
+  CHECK(k->stages.value == 4);
+  // The gemm beside it keeps its wgmma defaults.
+  const KernelSpec* g = f.spec("g");
+  REQUIRE(g);
+  CHECK(g->schedule.value == Schedule::Cooperative);
+  CHECK(g->tile.value == std::array<int, 3>{128, 128, 64});
+}
+
+TEST_CASE("e2e: `groups` is an unknown field with a note that kdl generates groups = 1", "[validate][e2e]") {
+  Frontend f(
+      "kernel k {\n"
+      "  op = conv2d_fprop; arch = sm80;\n"
+      "  X : f16 nhwc; W : f16 krsc; Y : f16 nhwc;\n"
+      "  groups = 2;\n"
+      "}\n");
+  REQUIRE(f.diags.errorCount() == 1);
+  const Diagnostic& d = f.diags.all()[0];
+  CHECK(d.kind == DiagKind::UnknownField);
+  REQUIRE(d.notes.size() == 1);
+  CHECK(contains(d.notes[0].message, "groups = 1"));
+}
+
 TEST_CASE("e2e: the sketch's tile-shape diagnostic, exactly", "[validate][e2e]") {
   Frontend f(
       "// a\n"
