@@ -174,7 +174,8 @@ class EpilogueBuilder {
       return false;
     }
     // Epilogue names become C++ names in the generated API (dsl/check/cpp_names.h).
-    if (std::string why = cppNameProblem(name, CppNameUse::Epilogue); !why.empty()) {
+    CppNameUse use = op_ == Op::Gemm ? CppNameUse::Epilogue : CppNameUse::ConvEpilogue;
+    if (std::string why = cppNameProblem(name, use); !why.empty()) {
       std::string shown = name.size() > 80 ? name.substr(0, 80) + "..." : name;
       c_.diags.error(DiagKind::EpilogueName, loc, "`" + shown + "` " + why + "; pick another name");
       return false;

@@ -1364,7 +1364,7 @@ TEST_CASE("[scaling] the diagnostics point at the suffix, the field or the tile"
 // ---- names in the generated C++ (dsl/check/cpp_names.h) -------------------------------------------------
 
 TEST_CASE("cppNameProblem refuses what qualification cannot fix, and only that", "[validate][names]") {
-  for (CppNameUse use : {CppNameUse::Kernel, CppNameUse::Epilogue}) {
+  for (CppNameUse use : {CppNameUse::Kernel, CppNameUse::Epilogue, CppNameUse::ConvEpilogue}) {
     for (const char* fine : {"gemm_bf16", "half", "int64_t", "size_t", "cudaStream_t", "kdl", "std", "x", "_x1"})
       CHECK(cppNameProblem(fine, use) == "");
     for (const char* bad : {"NULL", "EOF", "CUDART_VERSION", "errno", "stdin", "INT64_MAX", "KDL_OK", "and", "xor_eq",
@@ -1377,6 +1377,12 @@ TEST_CASE("cppNameProblem refuses what qualification cannot fix, and only that",
        {"m", "n", "k", "batch", "split_k", "lda", "ldz", "batch_stride_bias", "scale_A", "ld_scale_B"}) {
     CHECK(cppNameProblem(member, CppNameUse::Kernel) == "");
     CHECK(cppNameProblem(member, CppNameUse::Epilogue) != "");
+    CHECK(cppNameProblem(member, CppNameUse::ConvEpilogue) != "");
+  }
+  // A convolution's Arguments also hold its problem: those names are free in a gemm only.
+  for (const char* member : {"h", "w", "c", "r", "s", "p", "q", "pad_h", "stride_w", "dilation_h", "ldresidual"}) {
+    CHECK(cppNameProblem(member, CppNameUse::Epilogue) == "");
+    CHECK(cppNameProblem(member, CppNameUse::ConvEpilogue) != "");
   }
   // The table is searched by bisection: its first and last names are found, so it is sorted.
   CHECK(isHeaderMacro("ADJ_ESTERROR"));
