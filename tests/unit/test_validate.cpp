@@ -1105,6 +1105,46 @@ TEST_CASE("e2e: a convolution's residual is its source operand, laid out like it
   CHECK(f.render("plain") == "alpha * acc");
 }
 
+// The worked example of docs/language.md §9 is valid KDL, and samples/kernels/conv.kdl holds its kernels
+// unchanged (same operands, fields and epilogues), so the documented layer is the one the samples build.
+TEST_CASE("e2e: docs/language.md's convolution example is valid and is samples/kernels/conv.kdl's layer",
+          "[validate][e2e]") {
+  std::ifstream in(std::string(KDL_SOURCE_DIR) + "/docs/language.md");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string doc = text.str();
+  size_t section = doc.find("## 9. Convolutions");
+  REQUIRE(section != std::string::npos);
+  size_t begin = doc.find("```kdl\n", section);
+  REQUIRE(begin != std::string::npos);
+  begin += 7;
+  size_t end = doc.find("```", begin);
+  REQUIRE(end != std::string::npos);
+  Frontend example(doc.substr(begin, end - begin), "language.md");
+  INFO(example.text());
+  REQUIRE(example.diags.errorCount() == 0);
+  REQUIRE(example.specs.size() == 3);
+
+  Frontend sample = Frontend::file(std::string(KDL_SOURCE_DIR) + "/samples/kernels/conv.kdl");
+  INFO(sample.text());
+  REQUIRE(sample.diags.errorCount() == 0);
+  for (const KernelSpec& e : example.specs) {
+    const KernelSpec* s = sample.spec(e.name);
+    REQUIRE(s);
+    CHECK(s->op.value == e.op.value);
+    REQUIRE(s->operands.size() == e.operands.size());
+    for (size_t i = 0; i < e.operands.size(); ++i) {
+      CHECK(s->operands[i].name == e.operands[i].name);
+      CHECK(s->operands[i].dtype == e.operands[i].dtype);
+      CHECK(s->operands[i].layout == e.operands[i].layout);
+    }
+    CHECK(s->filter.value == e.filter.value);
+    CHECK(s->splitK.value == e.splitK.value);
+    CHECK(s->splitKSlices.value == e.splitKSlices.value);
+    CHECK(sample.render(e.name) == example.render(e.name));
+  }
+}
+
 TEST_CASE("e2e: an sm90a convolution resolves to the multistage path's defaults", "[validate][e2e]") {
   Frontend f(
       "kernel k {\n"
