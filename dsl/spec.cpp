@@ -49,6 +49,8 @@ const char* name(Op o) {
   return "?";
 }
 
+const char* sourceOperandName(Op o) { return o == Op::Gemm ? "C" : "residual"; }
+
 const char* name(Schedule s) {
   switch (s) {
     case Schedule::Multistage: return "multistage";

@@ -31,6 +31,9 @@ const char* name(Schedule);
 const char* name(Raster);
 const char* name(SplitKMode);
 const char* name(Fallback);  // "none", "sm80"
+// The optional operand the epilogue reads as its source (EpiOp::Source): gemm's `C`, a convolution's
+// `residual` (laid out like the op's output: Y / dX `nhwc`, dW `krsc`).
+const char* sourceOperandName(Op);
 int bitsOf(DType);
 inline int bytesOf(DType t) { return (bitsOf(t) + 7) / 8; }
 bool isFloat8(DType);
@@ -50,7 +53,7 @@ struct Field {
 };
 
 struct Operand {
-  std::string name;  // A, B, C, D, X, W, Y
+  std::string name;  // A, B, C, D, X, W, Y, residual
   DType dtype;
   Layout layout;
   int align;  // elements
@@ -82,7 +85,7 @@ struct EpiInput {
 
 // Epilogue expression: a tree of typed nodes. Values are computed in f32.
 enum class EpiOp {
-  Const, Acc, Source /* the operand C */, Param, Input, Let, Output /* value of an assigned output, e.g. D in amax */,
+  Const, Acc, Source /* the source operand: C (gemm), residual (conv) */, Param, Input, Let, Output /* value of an assigned output, e.g. D in amax */,
   Neg, Add, Sub, Mul, Div, Lt, Le, Gt, Ge, Eq, Ne, And, Or, Not,
   Min, Max, Abs, Clamp, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Relu, Gelu, GeluTanh, Silu, LeakyRelu, Select, Cast
 };
@@ -123,8 +126,9 @@ struct Epilogue {
   std::vector<EpiInput> inputs;
   std::vector<EpiLet> lets;        // in order; a Let node refers to an earlier one
   std::vector<EpiOutput> outputs;  // outputs[0] is the main output
-  bool usesSource = false;         // reads C
-  bool implicit = false;           // no epilogue block: D = alpha * acc (+ beta * C)
+  bool usesSource = false;         // reads the source operand
+  std::string sourceName = "C";    // the source operand's name: sourceOperandName(op)
+  bool implicit = false;           // no epilogue block: D = alpha * acc (+ beta * C); conv alike with residual
   SourceLoc loc;
 };
 
@@ -136,7 +140,9 @@ struct KernelSpec {
   std::string templateName;
   Field<Op> op;
   Field<Arch> arch;
-  std::vector<Operand> operands;  // gemm: A, B, [C], D; conv: X, W, Y (inputs first, output last)
+  // gemm: A, B, [C], D; conv: the two inputs, [residual], the output (fprop X, W, Y; dgrad Y, W, X;
+  // wgrad Y, X, W)
+  std::vector<Operand> operands;
   Field<DType> accum;
   Field<std::array<int, 3>> tile;
   Field<std::array<int, 3>> cluster;

@@ -50,6 +50,19 @@ std::string memberProblem(std::string_view s) {
   return "";
 }
 
+// The conv problem's members of a convolution's Arguments (the contract of kdl/conv_host.h), and the
+// residual's leading dimension, the one operand name longer than a letter.
+std::string convMemberProblem(std::string_view s) {
+  static constexpr std::string_view kConvSizes[] = {"h",        "w",        "c",          "r",         "s",
+                                                    "p",        "q",        "pad_h",      "pad_w",     "stride_h",
+                                                    "stride_w", "dilation_h", "dilation_w"};
+  if (std::find(std::begin(kConvSizes), std::end(kConvSizes), s) != std::end(kConvSizes))
+    return "names a member of a convolution's problem in the generated C++ API (n, h, w, c, k, r, s, pad_h, pad_w, "
+           "stride_h, stride_w, dilation_h, dilation_w, p, q, split_k)";
+  if (s == "ldresidual") return "is reserved for the residual's pixel stride in the generated C++ API";
+  return "";
+}
+
 }  // namespace
 
 bool isCppKeyword(std::string_view s) {
@@ -83,7 +96,9 @@ std::string cppNameProblem(std::string_view name, CppNameUse use) {
   if (isReserved(name)) return "is reserved in C++ (names starting with `__` or `_` and a capital)";
   if (isHeaderMacro(name)) return "is a macro of the CUDA or C/C++ headers the generated code includes";
   if (isGeneratedDeclaration(name)) return "is declared by the generated C++ API itself";
-  if (use == CppNameUse::Epilogue) return memberProblem(name);
+  if (use == CppNameUse::Epilogue || use == CppNameUse::ConvEpilogue)
+    if (std::string why = memberProblem(name); !why.empty()) return why;
+  if (use == CppNameUse::ConvEpilogue) return convMemberProblem(name);
   return "";
 }
 

@@ -13,6 +13,9 @@ namespace kdl {
 enum class CppNameUse {
   Kernel,    // namespace kdl_kernels::NAME, the files NAME.cu and NAME.h, C symbols kdl_NAME_run, ...
   Epilogue,  // a param, input or output (a member of Arguments and Epilogue::Params), or a `let`
+  // The same in a convolution, whose Arguments also hold the conv problem (n, h, w, c, k, r, s, pad_h,
+  // ..., p, q) and the residual's `ldresidual`.
+  ConvEpilogue,
 };
 
 // The longest kernel or epilogue name: NAME.cu must fit a file name (255 bytes) with room to spare,
@@ -23,7 +26,8 @@ inline constexpr size_t kMaxCppNameLength = 200;
 // with the name ("is a C++ keyword"), or "" when it can: not an identifier, longer than
 // kMaxCppNameLength, a C/C++ keyword or alternative token (`and`), reserved (`__x`, `_X`), a macro of
 // the headers the generated code includes (dsl/check/cpp_header_macros.txt), or a name the generated
-// code declares next to user names (`Arguments`, `run`, `m`, `lda`, `batch_stride_X`, `scale_A`, ...).
+// code declares next to user names (`Arguments`, `run`, `m`, `lda`, `batch_stride_X`, `scale_A`, ...;
+// in a convolution also `h`, `pad_h`, `dilation_w`, `ldresidual`, ...).
 std::string cppNameProblem(std::string_view name, CppNameUse use);
 
 // C and C++ keywords and the alternative operator spellings (`and`, `xor_eq`).

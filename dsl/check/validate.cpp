@@ -86,6 +86,8 @@ const char* outputOperandName(Op op) {
   return "D";
 }
 
+Layout convTensorLayout(std::string_view tensor) { return tensor == "W" ? Layout::KRSC : Layout::NHWC; }
+
 std::array<const char*, 2> inputOperandNames(Op op) {
   switch (op) {
     case Op::Gemm: return {"A", "B"};
@@ -96,7 +98,13 @@ std::array<const char*, 2> inputOperandNames(Op op) {
   return {"A", "B"};
 }
 
-bool onMultistagePath(const KernelCheck& c) { return c.schedule && c.schedule->value == Schedule::Multistage; }
+// A convolution always instantiates the sm80 mainloop (kdl::Conv2dSm80 on GemmSm80's): there is no wgmma
+// conv path, and an explicit wgmma schedule on one is codegen's [unsupported] (codegen/support.cpp), so its
+// tile, stages and alignments are checked by the multistage rules whatever the schedule says.
+bool onMultistagePath(const KernelCheck& c) {
+  if (c.op && c.op->value != Op::Gemm) return c.schedule.has_value();
+  return c.schedule && c.schedule->value == Schedule::Multistage;
+}
 
 }  // namespace validation
 

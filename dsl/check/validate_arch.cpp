@@ -47,9 +47,12 @@ std::string wgmmaTileProblem(const std::array<int, 3>& tile, DType input) {
 
 bool isSm90a(const KernelCheck& c) { return c.arch && c.arch->value == Arch::SM90a; }
 
+bool isConv(const KernelCheck& c) { return c.op && c.op->value != Op::Gemm; }
+
 // Whether the kernel will run a wgmma schedule (decided before the tile when the schedule is auto:
-// sm90a's auto choices are both wgmma schedules).
+// sm90a's auto choices for a gemm are both wgmma schedules; a convolution's is multistage).
 bool wgmmaPath(const KernelCheck& c) {
+  if (isConv(c)) return false;
   if (c.schedule) return c.schedule->value != Schedule::Multistage;
   return c.scheduleAuto && isSm90a(c);
 }
@@ -81,7 +84,8 @@ void resolveSchedule(KernelCheck& c) {
   }
   if (!c.scheduleAuto || !c.arch) return;
   Schedule s = Schedule::Multistage;
-  if (isSm90a(c)) {
+  // There is no wgmma conv path yet: an sm90a convolution runs the sm80 mainloop compiled for sm_90a.
+  if (isSm90a(c) && !isConv(c)) {
     if (!c.tile) return;
     // Cooperative splits M between two 64-row consumer warpgroups, so it needs M a multiple of 128.
     s = c.tile->value[0] % 128 == 0 ? Schedule::Cooperative : Schedule::Pingpong;
@@ -110,7 +114,7 @@ void checkTileShape(KernelCheck& c) {
                                    : wgmmaTileProblem(c.tile->value, *c.inputA);
   // The schedule is worth a note where it, not the arch, picked the path.
   bool scheduleMatters = multistage && isSm90a(c);
-  if (problem.empty() && c.schedule->value == Schedule::Cooperative && c.tile->value[0] % 128 != 0) {
+  if (problem.empty() && !multistage && c.schedule->value == Schedule::Cooperative && c.tile->value[0] % 128 != 0) {
     problem = "tile M = " + str(c.tile->value[0]) +
               " is not a multiple of 128, which the cooperative schedule needs (two consumer warpgroups of 64 "
               "rows each); use `pingpong` or a larger M";
@@ -120,6 +124,9 @@ void checkTileShape(KernelCheck& c) {
   Diagnostic& d = c.diags.error(DiagKind::TileShape, c.tile->loc, problem);
   if (scheduleMatters) c.noteSchedule(d);
   c.noteArch(d);
+  if (isConv(c) && isSm90a(c))
+    d.notes.push_back({c.op->loc, "convolutions run the multistage (sm80) mainloop on sm90a too; there is no wgmma "
+                                  "conv path yet"});
   c.tile.reset();
 }
 
@@ -190,6 +197,12 @@ void checkCluster(KernelCheck& c) {
                                   std::string("thread block clusters need sm90a (its wgmma schedules); ") +
                                       name(c.arch->value) + " kernels run without them, so the cluster must be (1, 1, 1)");
     c.noteArch(d);
+    return;
+  }
+  if (isConv(c)) {
+    c.diags.error(DiagKind::Cluster, c.cluster->loc,
+                  "convolutions run the multistage (sm80) mainloop, which does not use clusters (there is no wgmma "
+                  "conv path yet); use (1, 1, 1)");
     return;
   }
   if (onMultistagePath(c)) {

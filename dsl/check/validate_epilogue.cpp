@@ -1,5 +1,6 @@
 // The epilogue: declared names, typed expression trees, and outputs each assigned exactly once.
-// Without an epilogue block the kernel gets the implicit D = alpha * acc (+ beta * C).
+// Without an epilogue block the kernel gets the implicit D = alpha * acc (+ beta * C); a convolution's
+// alike with its output and `residual`.
 #include <cctype>
 #include <cmath>
 #include <map>
@@ -93,6 +94,7 @@ class EpilogueBuilder {
 
   Epilogue build() {
     epi_.loc = raw_.loc;
+    epi_.sourceName = sourceOperandName(op_);
     declareBuiltins();
     for (const RawEpilogueItem& item : raw_.items) declare(item);
     for (const RawEpilogueItem& item : raw_.items) define(item);
@@ -121,7 +123,7 @@ class EpilogueBuilder {
   void declareBuiltins() {
     symbols_["acc"] = Symbol{Symbol::Kind::Acc, -1, SourceLoc{}};
     for (const RawOperand& o : c_.raw.operands) {
-      if (op_ == Op::Gemm && o.name == "C")
+      if (o.name == sourceOperandName(op_))
         symbols_[o.name] = Symbol{Symbol::Kind::Source, -1, o.nameLoc};
       else if (o.name != mainName())
         symbols_[o.name] = Symbol{Symbol::Kind::Operand, -1, o.nameLoc};
@@ -172,7 +174,8 @@ class EpilogueBuilder {
       return false;
     }
     // Epilogue names become C++ names in the generated API (dsl/check/cpp_names.h).
-    if (std::string why = cppNameProblem(name, CppNameUse::Epilogue); !why.empty()) {
+    CppNameUse use = op_ == Op::Gemm ? CppNameUse::Epilogue : CppNameUse::ConvEpilogue;
+    if (std::string why = cppNameProblem(name, use); !why.empty()) {
       std::string shown = name.size() > 80 ? name.substr(0, 80) + "..." : name;
       c_.diags.error(DiagKind::EpilogueName, loc, "`" + shown + "` " + why + "; pick another name");
       return false;
@@ -240,9 +243,20 @@ class EpilogueBuilder {
     std::vector<std::string> legal = gemm ? std::vector<std::string>{"row", "col"} : std::vector<std::string>{"channel"};
     c_.diags.error(DiagKind::EpilogueBroadcast, item.broadcastLoc.valid() ? item.broadcastLoc : item.loc,
                    std::string(name(op_)) + " inputs broadcast as " + quotedList(legal) +
-                       (gemm ? " (one value per output row m or column n)" : " (one value per output channel)") +
+                       (gemm ? " (one value per output row m or column n)" : " (" + channelMeaning() + ")") +
                        " or `[]` (one scalar), not `[" + b + "]`" + suggest(b, legal));
     return std::nullopt;
+  }
+
+  // What `[channel]` indexes: the channels of the op's output.
+  std::string channelMeaning() const {
+    switch (op_) {
+      case Op::Conv2dFprop: return "one value per output channel k of `Y`";
+      case Op::Conv2dDgrad: return "one value per channel c of `X`";
+      case Op::Conv2dWgrad: return "one value per filter k of `W`";
+      case Op::Gemm: break;
+    }
+    return "one value per output channel";
   }
 
   void declareInput(const RawEpilogueItem& item) {
@@ -281,17 +295,19 @@ class EpilogueBuilder {
     if (out.kind == EpiOutput::Kind::Tensor) claimLeadingDimension(item.name, item.nameLoc);
   }
 
-  // Extra tensors are matrices like the main output: row- or column-major (gemm), NHWC (conv).
+  // Extra tensors are shaped like the main output: row- or column-major matrices (gemm); a convolution's
+  // are laid out like its output (Y and dX `nhwc`, dW `krsc`).
   Layout readOutputLayout(const RawEpilogueItem& item) {
-    const std::vector<Layout> allowed =
-        op_ == Op::Gemm ? std::vector<Layout>{Layout::Row, Layout::Col} : std::vector<Layout>{Layout::NHWC};
+    const std::vector<Layout> allowed = op_ == Op::Gemm ? std::vector<Layout>{Layout::Row, Layout::Col}
+                                                        : std::vector<Layout>{convTensorLayout(mainName())};
     const Value& v = item.layout;
     if (v.isWord(WordCategory::Layout))
       for (Layout l : allowed)
         if (v.asString() == name(l)) return l;
     std::string msg = "extra output `" + item.name + "` must be `" + name(allowed[0]) + "`" +
                       (allowed.size() > 1 ? std::string(" or `") + name(allowed[1]) + "`" : std::string()) +
-                      (op_ == Op::Gemm ? ", a matrix" : " for now") + ", not " + describe(v);
+                      (op_ == Op::Gemm ? ", a matrix" : ", laid out like the op's output `" + mainName() + "`") +
+                      ", not " + describe(v);
     if (!v.isWord(WordCategory::Layout)) msg += wordHint(v, wordsOf(WordCategory::Layout));
     c_.diags.error(DiagKind::OperandLayout, item.layoutLoc.valid() ? item.layoutLoc : item.loc, msg);
     return allowed[0];
@@ -494,6 +510,21 @@ class EpilogueBuilder {
     return names;
   }
 
+  // A read of the other op family's source (`C` in a convolution, `residual` in a gemm) points at this
+  // op's; a source that is not declared says how to declare it; anything else gets a near miss.
+  std::string undeclaredNameHint(const std::string& n) const {
+    const std::string source = sourceOperandName(op_);
+    const bool otherSource = n == sourceOperandName(op_ == Op::Gemm ? Op::Conv2dFprop : Op::Gemm);
+    if (!otherSource && n != source) return suggest(n, readableNames());
+    const Operand* out = findOperand(mainName());
+    std::string layout = op_ == Op::Gemm ? (out ? name(out->layout) : "row") : name(convTensorLayout(mainName()));
+    std::string declare = "`" + source + " : " + (out ? name(out->dtype) : "f16") + " " + layout + ";`";
+    if (otherSource)
+      return ", did you mean `" + source + "`? " + (op_ == Op::Gemm ? "A gemm" : "A convolution") +
+             "'s source operand is `" + source + "`, declared among the kernel's operands like " + declare;
+    return "; the source operand `" + source + "` is declared among the kernel's operands: add " + declare;
+  }
+
   std::optional<Typed> lowerName(const EpiExpr& e) {
     auto it = symbols_.find(e.name);
     if (it == symbols_.end()) {
@@ -503,7 +534,7 @@ class EpilogueBuilder {
         return Typed{n, EType::DType};
       }
       c_.diags.error(DiagKind::EpilogueName, e.loc,
-                     "`" + e.name + "` is not declared in this epilogue" + suggest(e.name, readableNames()));
+                     "`" + e.name + "` is not declared in this epilogue" + undeclaredNameHint(e.name));
       return std::nullopt;
     }
     const Symbol& s = it->second;
@@ -531,7 +562,7 @@ class EpilogueBuilder {
         return std::nullopt;
       case Symbol::Kind::Operand: break;
     }
-    std::string readable = op_ == Op::Gemm ? "`acc` and the source operand `C`" : "`acc`";
+    std::string readable = "`acc` and the source operand `" + std::string(sourceOperandName(op_)) + "`";
     c_.diags.error(DiagKind::EpilogueName, e.loc,
                    "operand `" + e.name + "` cannot be read in the epilogue; it reads " + readable +
                        ", params, inputs and lets");
@@ -645,15 +676,17 @@ class EpilogueBuilder {
   }
 };
 
-// D = alpha * acc (+ beta * C when C is declared), located at the kernel's name.
+// D = alpha * acc (+ beta * C when C is declared), located at the kernel's name; a convolution's alike:
+// Y = alpha * acc (+ beta * residual), the GEMM's scaling, so that `beta` blends a residual in (beta = 1:
+// Y = acc + residual) and the same arguments mean the same on both ops.
 Epilogue implicitEpilogue(const KernelCheck& c) {
   Epilogue epi;
   epi.implicit = true;
   epi.loc = c.raw.nameLoc;
+  epi.sourceName = sourceOperandName(c.op->value);
   SourceLoc at = c.raw.nameLoc;
   bool hasSource = false;
-  if (c.op->value == Op::Gemm)
-    for (const RawOperand& o : c.raw.operands) hasSource |= o.name == "C";
+  for (const RawOperand& o : c.raw.operands) hasSource |= o.name == epi.sourceName;
   epi.params.push_back(EpiParam{"alpha", 1.0, at});
   EpiNode value = makeNode(EpiOp::Mul, at, {makeNode(EpiOp::Param, at, {}, 0), makeNode(EpiOp::Acc, at)});
   if (hasSource) {

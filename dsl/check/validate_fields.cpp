@@ -215,8 +215,13 @@ void readField(KernelCheck& c, const RawField& f) {
 }
 
 void reportUnknown(KernelCheck& c, const RawField& f) {
-  c.diags.error(DiagKind::UnknownField, f.nameLoc,
-                "kernels have no field `" + f.name + "`" + suggest(f.name, knownFields()));
+  Diagnostic& d = c.diags.error(DiagKind::UnknownField, f.nameLoc,
+                                "kernels have no field `" + f.name + "`" + suggest(f.name, knownFields()));
+  // Convolution users coming from frameworks write `groups`; say what kdl generates rather than only
+  // that the field does not exist.
+  if (f.name == "groups")
+    d.notes.push_back({f.valueLoc, "kdl generates convolutions with groups = 1 only; grouped (and depthwise) "
+                                   "convolution is not supported, so remove the field"});
 }
 
 void reportMissing(KernelCheck& c, const char* field, WordCategory cat) {

@@ -15,18 +15,17 @@ enum class Role { Input, Source, Output };
 
 struct OperandSet {
   std::vector<std::string> required;  // in the spec's order: inputs, then the output
-  std::vector<std::string> optional;  // gemm's source C
+  std::vector<std::string> optional;  // the source: gemm's C, a convolution's residual
 };
 
 OperandSet operandSet(Op op) {
   auto in = inputOperandNames(op);
-  if (op == Op::Gemm) return {{"A", "B", "D"}, {"C"}};
-  return {{in[0], in[1], outputOperandName(op)}, {}};
+  return {{in[0], in[1], outputOperandName(op)}, {sourceOperandName(op)}};
 }
 
 Role roleOf(Op op, const std::string& n) {
   if (n == outputOperandName(op)) return Role::Output;
-  if (op == Op::Gemm && n == "C") return Role::Source;
+  if (n == sourceOperandName(op)) return Role::Source;
   return Role::Input;
 }
 
@@ -38,11 +37,19 @@ std::string describeSet(Op op) {
   return out;
 }
 
-// Operand names are single letters, so any two are one edit apart; only a change of case is worth
-// suggesting (`c` for `C`).
-std::string sameLetterHint(const std::string& n, const std::vector<std::string>& names) {
+// A hint for an operand name the op does not have: the other op family's source (`C` on a conv,
+// `residual` on a gemm), a change of case for single letters (`c` for `C`; any two letters are one edit
+// apart, so nothing else is worth suggesting), a near miss for longer names (`residul`).
+std::string operandNameHint(Op op, const std::string& n, const std::vector<std::string>& names) {
+  std::string source = sourceOperandName(op);
+  if (op != Op::Gemm && (n == "C" || n == "c"))
+    return ", did you mean `" + source + "`? A convolution's source operand is `" + source +
+           "`, laid out like its output `" + outputOperandName(op) + "`";
+  if (op == Op::Gemm && n == sourceOperandName(Op::Conv2dFprop))
+    return ", did you mean `C`? `residual` is a convolution's source operand; gemm's is `C`";
+  if (n.size() > 1) return suggest(n, names);
   for (const std::string& candidate : names)
-    if (n.size() == 1 && candidate.size() == 1 && std::toupper(static_cast<unsigned char>(n[0])) == candidate[0])
+    if (candidate.size() == 1 && std::toupper(static_cast<unsigned char>(n[0])) == candidate[0])
       return ", did you mean `" + candidate + "`?";
   return "";
 }
@@ -98,7 +105,8 @@ std::optional<Layout> readLayout(KernelCheck& c, const RawOperand& o) {
   return std::nullopt;
 }
 
-// gemm operands are matrices (row/col); convolution tensors are NHWC activations and KRSC filters.
+// gemm operands are matrices (row/col); convolution tensors are NHWC activations and KRSC filters, and
+// the residual is laid out like the op's output.
 bool checkLayoutForOp(KernelCheck& c, const RawOperand& o, Layout l, Op op) {
   if (op == Op::Gemm) {
     if (l == Layout::Row || l == Layout::Col) return true;
@@ -106,10 +114,13 @@ bool checkLayoutForOp(KernelCheck& c, const RawOperand& o, Layout l, Op op) {
                   std::string("gemm operand `") + o.name + "` must be `row` or `col`, not `" + name(l) + "`");
     return false;
   }
-  Layout want = o.name == "W" ? Layout::KRSC : Layout::NHWC;
+  bool isSource = o.name == sourceOperandName(op);
+  Layout want = convTensorLayout(isSource ? outputOperandName(op) : o.name);
   if (l == want) return true;
+  std::string like = isSource ? std::string(" (laid out like its output `") + outputOperandName(op) + "`)" : "";
   c.diags.error(DiagKind::OperandLayout, o.layoutLoc,
-                std::string(name(op)) + " takes `" + o.name + "` as `" + name(want) + "`, not `" + name(l) + "`");
+                std::string(name(op)) + " takes `" + o.name + "` as `" + name(want) + "`" + like + ", not `" +
+                    name(l) + "`");
   return false;
 }
 
@@ -207,7 +218,7 @@ void checkOperands(KernelCheck& c) {
       all.insert(all.end(), s.optional.begin(), s.optional.end());
       if (std::find(all.begin(), all.end(), o.name) == all.end()) {
         c.diags.error(DiagKind::OperandSet, o.nameLoc,
-                      describeSet(*op) + "; `" + o.name + "` is not one of them" + sameLetterHint(o.name, all));
+                      describeSet(*op) + "; `" + o.name + "` is not one of them" + operandNameHint(*op, o.name, all));
         c.operandsBroken = true;
         continue;
       }
@@ -230,7 +241,7 @@ void checkOperands(KernelCheck& c) {
     c.diags.error(DiagKind::OperandSet, c.raw.nameLoc,
                   describeSet(*op) + "; " + quotedList(missing, " and ") + (missing.size() == 1 ? " is" : " are") +
                       " missing (declare them like `" + missing[0] + " : bf16 " +
-                      (*op == Op::Gemm ? "row" : missing[0] == "W" ? "krsc" : "nhwc") + ";`)");
+                      (*op == Op::Gemm ? "row" : name(convTensorLayout(missing[0]))) + ";`)");
     c.operandsBroken = true;
   }
 
@@ -242,10 +253,9 @@ void checkOperands(KernelCheck& c) {
   }
   resolveAccum(c);
 
-  // The spec's order: gemm A, B, [C], D; conv the two inputs, then the output.
-  std::vector<std::string> order = {in[0], in[1]};
-  if (*op == Op::Gemm) order.push_back("C");
-  order.push_back(outputOperandName(*op));
+  // The spec's order: the two inputs, the source if any, the output (gemm A, B, [C], D; conv e.g.
+  // X, W, [residual], Y).
+  std::vector<std::string> order = {in[0], in[1], sourceOperandName(*op), outputOperandName(*op)};
   for (const std::string& n : order)
     if (auto it = usable.find(n); it != usable.end()) c.operands.push_back(it->second);
 }

@@ -98,9 +98,12 @@ struct KernelCheck {
 
 // The name of the op's output tensor: D for gemm, Y/X/W for the convolutions.
 const char* outputOperandName(Op op);
+// A convolution tensor's layout: the filters W `krsc`, the activations X and Y `nhwc`. The residual and
+// extra tensor outputs are laid out like the op's output: convTensorLayout(outputOperandName(op)).
+Layout convTensorLayout(std::string_view tensor);
 // The op's two MMA input tensors, in (A, B) order.
 std::array<const char*, 2> inputOperandNames(Op op);
-// The multistage (sm80 mma.sync) path: schedule multistage on any arch.
+// The multistage (sm80 mma.sync) path: schedule multistage on any arch, and every convolution.
 bool onMultistagePath(const KernelCheck& c);
 
 // validate_fields.cpp: unknown and missing fields, each known field's type and own range.

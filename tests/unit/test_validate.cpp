@@ -1059,6 +1059,130 @@ TEST_CASE("e2e: examples/conv_fprop.kdl", "[validate][e2e]") {
   CHECK(f.specs[0].epilogue.inputs[0].broadcast == Broadcast::Channel);
 }
 
+TEST_CASE("e2e: a convolution's residual is its source operand, laid out like its output", "[validate][e2e]") {
+  Frontend f(
+      "kernel fprop {\n"
+      "  op = conv2d_fprop; arch = sm80;\n"
+      "  Y : f16 nhwc; residual : bf16 nhwc; W : f16 krsc; X : f16 nhwc;\n"
+      "  epilogue { input bias : f32 [channel]; Y = relu(acc + bias + residual); }\n"
+      "}\n"
+      "kernel wgrad {\n"
+      "  op = conv2d_wgrad; arch = sm80;\n"
+      "  residual : f32 krsc; W : f32 krsc; X : f16 nhwc; Y : f16 nhwc;\n"
+      "}\n"
+      "kernel plain {\n"
+      "  op = conv2d_dgrad; arch = sm80;\n"
+      "  X : f16 nhwc; W : f16 krsc; Y : f16 nhwc;\n"
+      "}\n");
+  INFO(f.text());
+  REQUIRE(f.diags.errorCount() == 0);
+  const KernelSpec* fprop = f.spec("fprop");
+  REQUIRE(fprop);
+  // Inputs, then the residual, then the output, whatever the order written (like A, B, [C], D).
+  std::vector<std::string> order;
+  for (const Operand& o : fprop->operands) order.push_back(o.name);
+  CHECK(order == std::vector<std::string>{"X", "W", "residual", "Y"});
+  CHECK(fprop->epilogue.usesSource);
+  CHECK(fprop->epilogue.sourceName == "residual");
+  CHECK(f.render("fprop") == "relu(acc + bias + residual)");
+  // Without an epilogue block: GEMM's implicit scaling, with the residual as C.
+  const KernelSpec* wgrad = f.spec("wgrad");
+  REQUIRE(wgrad);
+  order.clear();
+  for (const Operand& o : wgrad->operands) order.push_back(o.name);
+  CHECK(order == std::vector<std::string>{"Y", "X", "residual", "W"});
+  CHECK(wgrad->operand("residual")->layout == Layout::KRSC);
+  CHECK(wgrad->epilogue.implicit);
+  CHECK(wgrad->epilogue.usesSource);
+  CHECK(f.render("wgrad") == "alpha * acc + beta * residual");
+  REQUIRE(wgrad->epilogue.params.size() == 2);
+  CHECK(wgrad->epilogue.params[1].name == "beta");
+  CHECK(wgrad->epilogue.params[1].defaultValue == 0.0);
+  // No residual: alpha * acc only, and no source read.
+  const KernelSpec* plain = f.spec("plain");
+  REQUIRE(plain);
+  CHECK(!plain->epilogue.usesSource);
+  CHECK(f.render("plain") == "alpha * acc");
+}
+
+// The worked example of docs/language.md §9 is valid KDL, and samples/kernels/conv.kdl holds its kernels
+// unchanged (same operands, fields and epilogues), so the documented layer is the one the samples build.
+TEST_CASE("e2e: docs/language.md's convolution example is valid and is samples/kernels/conv.kdl's layer",
+          "[validate][e2e]") {
+  std::ifstream in(std::string(KDL_SOURCE_DIR) + "/docs/language.md");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string doc = text.str();
+  size_t section = doc.find("## 9. Convolutions");
+  REQUIRE(section != std::string::npos);
+  size_t begin = doc.find("```kdl\n", section);
+  REQUIRE(begin != std::string::npos);
+  begin += 7;
+  size_t end = doc.find("```", begin);
+  REQUIRE(end != std::string::npos);
+  Frontend example(doc.substr(begin, end - begin), "language.md");
+  INFO(example.text());
+  REQUIRE(example.diags.errorCount() == 0);
+  REQUIRE(example.specs.size() == 3);
+
+  Frontend sample = Frontend::file(std::string(KDL_SOURCE_DIR) + "/samples/kernels/conv.kdl");
+  INFO(sample.text());
+  REQUIRE(sample.diags.errorCount() == 0);
+  for (const KernelSpec& e : example.specs) {
+    const KernelSpec* s = sample.spec(e.name);
+    REQUIRE(s);
+    CHECK(s->op.value == e.op.value);
+    REQUIRE(s->operands.size() == e.operands.size());
+    for (size_t i = 0; i < e.operands.size(); ++i) {
+      CHECK(s->operands[i].name == e.operands[i].name);
+      CHECK(s->operands[i].dtype == e.operands[i].dtype);
+      CHECK(s->operands[i].layout == e.operands[i].layout);
+    }
+    CHECK(s->filter.value == e.filter.value);
+    CHECK(s->splitK.value == e.splitK.value);
+    CHECK(s->splitKSlices.value == e.splitKSlices.value);
+    CHECK(sample.render(e.name) == example.render(e.name));
+  }
+}
+
+TEST_CASE("e2e: an sm90a convolution resolves to the multistage path's defaults", "[validate][e2e]") {
+  Frontend f(
+      "kernel k {\n"
+      "  op = conv2d_fprop; arch = sm90a;\n"
+      "  X : bf16 nhwc; W : bf16 krsc; Y : bf16 nhwc;\n"
+      "}\n"
+      "kernel g {\n"
+      "  op = gemm; arch = sm90a;\n"
+      "  A : bf16 row; B : bf16 col; D : bf16 row;\n"
+      "}\n");
+  INFO(f.text());
+  REQUIRE(f.diags.errorCount() == 0);
+  const KernelSpec* k = f.spec("k");
+  REQUIRE(k);
+  CHECK(k->schedule.value == Schedule::Multistage);
+  CHECK(k->tile.value == std::array<int, 3>{128, 128, 32});  // K of 64 bytes, the multistage default
+  CHECK(k->stages.value == 4);
+  // The gemm beside it keeps its wgmma defaults.
+  const KernelSpec* g = f.spec("g");
+  REQUIRE(g);
+  CHECK(g->schedule.value == Schedule::Cooperative);
+  CHECK(g->tile.value == std::array<int, 3>{128, 128, 64});
+}
+
+TEST_CASE("e2e: `groups` is an unknown field with a note that kdl generates groups = 1", "[validate][e2e]") {
+  Frontend f(
+      "kernel k {\n"
+      "  op = conv2d_fprop; arch = sm80;\n"
+      "  X : f16 nhwc; W : f16 krsc; Y : f16 nhwc;\n"
+      "  groups = 2;\n"
+      "}\n");
+  REQUIRE(f.diags.errorCount() == 1);
+  const Diagnostic& d = f.diags.all()[0];
+  CHECK(d.kind == DiagKind::UnknownField);
+  REQUIRE(d.notes.size() == 1);
+  CHECK(contains(d.notes[0].message, "groups = 1"));
+}
+
 TEST_CASE("e2e: the sketch's tile-shape diagnostic, exactly", "[validate][e2e]") {
   Frontend f(
       "// a\n"
@@ -1280,7 +1404,7 @@ TEST_CASE("[scaling] the diagnostics point at the suffix, the field or the tile"
 // ---- names in the generated C++ (dsl/check/cpp_names.h) -------------------------------------------------
 
 TEST_CASE("cppNameProblem refuses what qualification cannot fix, and only that", "[validate][names]") {
-  for (CppNameUse use : {CppNameUse::Kernel, CppNameUse::Epilogue}) {
+  for (CppNameUse use : {CppNameUse::Kernel, CppNameUse::Epilogue, CppNameUse::ConvEpilogue}) {
     for (const char* fine : {"gemm_bf16", "half", "int64_t", "size_t", "cudaStream_t", "kdl", "std", "x", "_x1"})
       CHECK(cppNameProblem(fine, use) == "");
     for (const char* bad : {"NULL", "EOF", "CUDART_VERSION", "errno", "stdin", "INT64_MAX", "KDL_OK", "and", "xor_eq",
@@ -1293,6 +1417,12 @@ TEST_CASE("cppNameProblem refuses what qualification cannot fix, and only that",
        {"m", "n", "k", "batch", "split_k", "lda", "ldz", "batch_stride_bias", "scale_A", "ld_scale_B"}) {
     CHECK(cppNameProblem(member, CppNameUse::Kernel) == "");
     CHECK(cppNameProblem(member, CppNameUse::Epilogue) != "");
+    CHECK(cppNameProblem(member, CppNameUse::ConvEpilogue) != "");
+  }
+  // A convolution's Arguments also hold its problem: those names are free in a gemm only.
+  for (const char* member : {"h", "w", "c", "r", "s", "p", "q", "pad_h", "stride_w", "dilation_h", "ldresidual"}) {
+    CHECK(cppNameProblem(member, CppNameUse::Epilogue) == "");
+    CHECK(cppNameProblem(member, CppNameUse::ConvEpilogue) != "");
   }
   // The table is searched by bisection: its first and last names are found, so it is sorted.
   CHECK(isHeaderMacro("ADJ_ESTERROR"));

@@ -97,7 +97,7 @@ std::string render(const Epilogue& epi, const EpiNode& n) {
   switch (n.op) {
     case EpiOp::Const: return number(n.constant);
     case EpiOp::Acc: return "acc";
-    case EpiOp::Source: return "C";
+    case EpiOp::Source: return epi.sourceName;
     case EpiOp::Param: return nameAt(epi.params, n.index);
     case EpiOp::Input: return nameAt(epi.inputs, n.index);
     case EpiOp::Let: return nameAt(epi.lets, n.index);
