@@ -61,6 +61,15 @@ typedef struct kdl_gemm_shape {
   int32_t split_k;  /* serial split-K slices for kernels with split_k = serial(N): 1..N; else 1 */
 } kdl_gemm_shape;
 
+/* ---- h-conv-gpu: added ONLY so that the GPU suite compiles before the conv ABI helper's branch is merged;
+ * the lead keeps that branch's definition (this one is the brief's contract, verbatim). ---- */
+typedef struct kdl_conv2d_shape {
+  int64_t n, h, w, c, k, r, s;
+  int64_t p, q;                 /* 0: derived */
+  int32_t pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w;   /* stride/dilation 0 read as 1 */
+  int32_t split_k;              /* 1 unless the kernel has split_k = serial(N) */
+} kdl_conv2d_shape;
+
 typedef struct kdl_kernel_info {
   int32_t abi_version;
   const char* name;
