@@ -1720,13 +1720,16 @@ void runConvRejections(Harness& h, const ConvUnderTest& k) {
   } else {
     skip(who + " reject/misaligned-pointer: " + k.in0->name + "'s alignment is one element");
   }
-  if (k.align > 1) {
+  // The second input holds the channels c in every op (fprop W, dgrad W, wgrad X) and is gathered in
+  // 16-byte pieces of them: c must be a multiple of its alignment.
+  if (k.in1->align > 1) {
     kdl_conv2d_shape s = shape;
     s.c = shape.c - 1;  // the buffers still cover it: only the alignment is wrong
-    expectReject("c=" + std::to_string(s.c) + "-not-a-multiple-of-the-alignment(" + std::to_string(k.align) + ")", s,
-                 cb.args);
+    expectReject("c=" + std::to_string(s.c) + "-not-a-multiple-of-" + k.in1->name + "'s-alignment(" +
+                     std::to_string(k.in1->align) + ")",
+                 s, cb.args);
   } else {
-    skip(who + " reject/c-not-a-multiple-of-the-alignment: the alignment is one element");
+    skip(who + " reject/c-not-a-multiple-of-the-alignment: " + k.in1->name + "'s alignment is one element");
   }
   {
     kdl_conv2d_shape s = shape;
