@@ -58,17 +58,13 @@ def time_launches(launch, warmup, runs, iters):
     """Median ms per launch over `runs` batches of `iters` launches (CUDA events on the current stream)."""
     for _ in range(warmup):
         launch()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
+    ca.synchronize()
+
+    def batch():
         for _ in range(iters):
             launch()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / iters)
-    return statistics.median(times)
+
+    return statistics.median(ca.measure_ms(batch) / iters for _ in range(runs))
 
 
 class KdlLaunch:
@@ -89,7 +85,7 @@ class KdlLaunch:
                 args.append(ca.KdlArg(None, 0, 0, default))
             elif kind in (ca.ARG_VECTOR, ca.ARG_DEVICE_SCALAR):  # inputs of ones, amax outputs
                 n = max(out_dims[0], out_dims[1])
-                t = torch.ones((n,), dtype=torch.float32, device="cuda")
+                t = torch.ones((n,), dtype=torch.float32, device=ca.DEVICE)
                 self.keep.append(t)
                 args.append(ca.KdlArg(t.data_ptr(), 0, 0, 0.0))
             else:  # an extra output tensor
@@ -99,8 +95,8 @@ class KdlLaunch:
         self.args = (ca.KdlArg * len(args))(*args)
         self.shape = pr.shape(split)
         self.ws_bytes = kernel.workspace_size(self.shape)
-        self.ws = torch.empty((max(self.ws_bytes, 1),), dtype=torch.uint8, device="cuda")
-        self.stream = torch.cuda.current_stream().cuda_stream
+        self.ws = torch.empty((max(self.ws_bytes, 1),), dtype=torch.uint8, device=ca.DEVICE)
+        self.stream = ca.stream_handle()
 
     def can_implement(self):
         return self.kernel.can_implement(self.shape, self.args)
@@ -114,7 +110,7 @@ class KdlLaunch:
 
 def bench_case(op, pr, kernels, cc, a, rows, table):
     label = f"{OP_WORD[op]} {pr.label}"
-    gen = torch.Generator(device="cuda")
+    gen = torch.Generator(device=ca.DEVICE)
     gen.manual_seed(1)
     in_names = ca.OPERANDS[op][:2]
     inputs = {n: ca.Tensor4(pr.tensor_dims(n), torch.bfloat16, pr.tensor_dims(n)[1], gen) for n in in_names}
@@ -140,7 +136,7 @@ def bench_case(op, pr, kernels, cc, a, rows, table):
                 status = "rejected: " + why
             else:
                 launch()
-                torch.cuda.synchronize()
+                ca.synchronize()
                 got = launch.out.view.float()
                 err = float(torch.linalg.vector_norm((torch.nan_to_num(got, nan=1e30) - ref).flatten()) /
                             max(float(torch.linalg.vector_norm(ref.flatten())), 1e-30))
@@ -183,12 +179,12 @@ def main():
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--shrink", type=int, default=1, help="divide the cases' sizes (the CPU smoke test)")
     a = ap.parse_args()
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False
-    major, minor = torch.cuda.get_device_capability()
-    cc = major * 10 + minor
-    device = f"{torch.cuda.get_device_name()} (sm_{cc}), torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}"
+    cc = ca.device_capability()
+    device = f"{ca.device_name()} (sm_{cc}), torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}"
     print("conv_bench: " + device, flush=True)
     kernels, problems = ca.discover(a.carry, ["bench.list"])
     for p in problems:
@@ -208,8 +204,9 @@ def main():
     for op, pr in CASES:
         if a.case and not any(c in f"{OP_WORD[op]} {pr.label}" for c in a.case):
             continue
-        bench_case(op, pr, kernels, cc, a, rows, table)
-        torch.cuda.empty_cache()
+        bench_case(op, pr.shrunk(a.shrink) if a.shrink > 1 else pr, kernels, cc, a, rows, table)
+        if ca.DEVICE == "cuda":
+            torch.cuda.empty_cache()
     os.makedirs(a.out, exist_ok=True)
     md = markdown(table, device)
     print("\n" + md)

@@ -23,6 +23,9 @@ import os
 import re
 
 ARG_TENSOR, ARG_VECTOR, ARG_DEVICE_SCALAR, ARG_PARAM = 0, 1, 2, 3
+# "cuda" on the GPU machine; "cpu" only for tests/gpu/conv/cpu_smoke.py, which drives the scripts with a fake
+# kernel library computing on host memory (KDL_CONV_FAKE_CC: the compute capability it pretends).
+DEVICE = os.environ.get("KDL_CONV_DEVICE", "cuda")
 KDL_OK, KDL_ERR_INVALID = 0, 1
 CONV_OPS = ("conv2d_fprop", "conv2d_dgrad", "conv2d_wgrad")
 # The op's inputs and output (docs/language.md): fprop X, W -> Y; dgrad Y, W -> X; wgrad Y, X -> W.
@@ -46,6 +49,47 @@ class KernelInfo(ctypes.Structure):
                 ("arg_names", ctypes.POINTER(ctypes.c_char_p)), ("arg_kinds", ctypes.POINTER(ctypes.c_int32)),
                 ("arg_dtypes", ctypes.POINTER(ctypes.c_char_p)), ("arg_broadcasts", ctypes.POINTER(ctypes.c_char_p)),
                 ("param_defaults", ctypes.POINTER(ctypes.c_double))]
+
+
+def synchronize():
+    import torch
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def stream_handle():
+    """The cudaStream_t the kernels launch on: PyTorch's current stream (0 on the CPU)."""
+    import torch
+    return torch.cuda.current_stream().cuda_stream if DEVICE == "cuda" else 0
+
+
+def device_capability():
+    import torch
+    if DEVICE == "cuda":
+        major, minor = torch.cuda.get_device_capability()
+        return major * 10 + minor
+    return int(os.environ.get("KDL_CONV_FAKE_CC", "90"))
+
+
+def device_name():
+    import torch
+    return torch.cuda.get_device_name() if DEVICE == "cuda" else "cpu (fake kernels)"
+
+
+def measure_ms(fn):
+    """Milliseconds that fn's work takes on the device: CUDA events around it on the current stream."""
+    import time
+    import torch
+    if DEVICE != "cuda":
+        t = time.perf_counter()
+        fn()
+        return (time.perf_counter() - t) * 1e3
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
 
 
 def _s(b):
@@ -92,6 +136,12 @@ class Problem:
             q.w += 4
         return q
 
+    def shrunk(self, f):
+        """The same case divided by f (n, h, w, c, k; at least 1, 5, 5, 8, 8): the CPU smoke test's."""
+        c, k = max(8, self.c // f // 8 * 8), max(8, self.k // f // 8 * 8)
+        return Problem(max(1, self.n // f), max(5, self.h // f), max(5, self.w // f), c, k, self.r, self.s, self.pad,
+                       self.stride, self.dil, self.split, self.label + f" / {f}")
+
     def text(self):
         return (f"n={self.n} c={self.c} {self.h}x{self.w} k={self.k} {self.r}x{self.s} pad={self.pad[0]},{self.pad[1]} "
                 f"stride={self.stride[0]},{self.stride[1]} dil={self.dil[0]},{self.dil[1]}")
@@ -125,6 +175,7 @@ class ConvKernel:
         self.in0, self.in1, self.out = OPERANDS[self.op]
         self.residual = "residual" in self.operands
         self.epilogue = spec["epilogue"]
+        self.list_name = ""  # tests.list / bench.list: where discover() found it
         pre = "kdl_" + self.name + "_"
         self._info = getattr(lib, pre + "info")  # AttributeError when the library lacks the kernel
         self._info.restype = ctypes.POINTER(KernelInfo)
@@ -182,8 +233,9 @@ class Tensor4:
     rows * cols * cpad. `gen` (a torch.Generator): random values in [-1, 1] rounded to `dtype`, never zero;
     without it the tensor is poisoned with NaN. The padding holds NaN either way."""
 
-    def __init__(self, dims, dtype, cpad, gen=None, device="cuda"):
+    def __init__(self, dims, dtype, cpad, gen=None, device=None):
         import torch
+        device = device or DEVICE
         outer, ch, rows, cols = dims
         self.ch, self.cpad, self.rows, self.cols = ch, max(cpad, ch), rows, cols
         self.buf = torch.full((outer, rows, cols, self.cpad), float("nan"), dtype=dtype, device=device)
@@ -274,6 +326,7 @@ def discover(carry, lists, kernel_filter=None):
             for k in convs:
                 try:
                     kernels.append(ConvKernel(lib, k))
+                    kernels[-1].list_name = list_name
                 except AttributeError as e:
                     if k["name"] not in listed and "*" not in listed:
                         problems.append(f"{k['name']}: the library {lib_path} lacks it ({e}) and it is not in not-built.list")
@@ -393,7 +446,7 @@ def torch_functions(torch, F, dtypes):
             return x
         ref = like if isinstance(like, torch.Tensor) else None
         return torch.tensor(float(x), dtype=ref.dtype if ref is not None else torch.float64,
-                            device=ref.device if ref is not None else "cuda")
+                            device=ref.device if ref is not None else DEVICE)
 
     return {
         "relu": lambda x: torch.clamp_min(t(x), 0), "gelu": lambda x: F.gelu(t(x)),

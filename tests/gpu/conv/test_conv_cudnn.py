@@ -16,7 +16,8 @@ through kdl_NAME_run (ctypes, conv_abi.py) on PyTorch's stream; then
 The kdl output must be finite, within the output dtype's tolerance of the fp64 reference (relative
 Frobenius 1e-2 bf16, 2e-3 f16, 1e-4 f32; max error 2 ulps of the output at max|ref|), widened to 3x
 cuDNN's own error where that is larger (a 16-bit wgrad of a long reduction). amax outputs within the same.
-One line per case (PASS / FAIL / SKIP), "N passed, M failed, S skipped" last; exit 1 on any failure.
+Kernels of bench.list (and all with --quick) run the first two problems only. One line per case
+(PASS / FAIL / SKIP), "N passed, M failed, S skipped" last; exit 1 on any failure.
 """
 import argparse
 import os
@@ -29,7 +30,7 @@ import conv_abi as ca  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-DEV = "cuda"
+DEV = ca.DEVICE
 TORCH_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 EPS = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11, "f32": 2.0 ** -24}
 BASE_REL = {"bf16": 1e-2, "f16": 2e-3, "f32": 1e-4}
@@ -122,8 +123,8 @@ def run_case(kernel, pr, split, cpad_extra, seed, default_params):
         return
     ws_bytes = kernel.workspace_size(shape)
     ws = torch.full((max(ws_bytes, 1),), 255, dtype=torch.uint8, device=DEV)
-    rc = kernel.run(shape, args_c, ws.data_ptr() if ws_bytes else None, ws_bytes, torch.cuda.current_stream().cuda_stream)
-    torch.cuda.synchronize()
+    rc = kernel.run(shape, args_c, ws.data_ptr() if ws_bytes else None, ws_bytes, ca.stream_handle())
+    ca.synchronize()
     if rc != ca.KDL_OK:
         report(False, f"{label}: run returned {rc}")
         return
@@ -197,7 +198,7 @@ PROBLEMS = [
 ]
 
 
-def test_kernel(kernel, quick, seed, cc):
+def test_kernel(kernel, quick, seed, cc, shrink=1):
     probs = kernel.info_problems()
     report(not probs, f"{kernel.name} info: " + (probs or f"{len(kernel.arg_names)} arguments, op {kernel.op}"))
     exact = kernel.arch in ("sm90a", "sm100a")
@@ -205,10 +206,11 @@ def test_kernel(kernel, quick, seed, cc):
     if (exact and cc != need) or cc < need:
         skip(f"{kernel.name}: arch {kernel.arch} does not run on sm_{cc}")
         return
-    problems = PROBLEMS[:2] if quick else PROBLEMS
+    # Bench kernels (bench.list) are checked against cuDNN again by the benchmark: the first two problems here.
+    problems = PROBLEMS[:2] if quick or kernel.list_name == "bench.list" else PROBLEMS
     for i, base in enumerate(problems):
-        pr = base.with_fixed(kernel.filter, kernel.stride)
-        padded = base.label == "padded channels"
+        pr = (base.shrunk(shrink) if shrink > 1 else base).with_fixed(kernel.filter, kernel.stride)
+        padded = base.label.startswith("padded channels")
         splits = [1]
         if kernel.slices > 1:
             s = min(kernel.slices, ca.ktiles(kernel, pr))
@@ -224,12 +226,12 @@ def main():
     ap.add_argument("--kernel", action="append", default=[])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--shrink", type=int, default=1, help="divide the problems' sizes (the CPU smoke test)")
     a = ap.parse_args()
     seed = a.seed if a.seed is not None else int(time.time()) % 100000
-    cc_major, cc_minor = torch.cuda.get_device_capability()
-    cc = cc_major * 10 + cc_minor
+    cc = ca.device_capability()
     print(f"test_conv_cudnn seed={seed} (replay with --seed {seed}); torch {torch.__version__}, cuDNN "
-          f"{torch.backends.cudnn.version()}, {torch.cuda.get_device_name()} (sm_{cc})", flush=True)
+          f"{torch.backends.cudnn.version()}, {ca.device_name()} (sm_{cc})", flush=True)
     kernels, problems = ca.discover(a.carry, a.lists.split(","), set(a.kernel) or None)
     for p in problems:
         report(False, p)
@@ -243,7 +245,7 @@ def main():
         print("no conv kernel in the built libraries (kdlc refuses the conv specs: NOT BUILT above)")
     t0 = time.time()
     for k in kernels:
-        test_kernel(k, a.quick, seed, cc)
+        test_kernel(k, a.quick, seed, cc, a.shrink)
     print(f"conv kernels: {len(kernels)}, {time.time() - t0:.1f} s")
     if failures:
         print(f"\nfailures ({len(failures)}):")
