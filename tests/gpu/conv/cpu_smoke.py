@@ -9,6 +9,11 @@ libraries of `kdlc build`, PyTorch runs on the CPU (KDL_CONV_DEVICE=cpu), and th
     filter tap (FAKE_CONV_BUG=2);
   - conv_bench.py times them beside PyTorch's conv and writes its table.
 usage: cpu_smoke.py KDLC     (prints SKIP: and exits 0 when this Python has no torch)
+
+With `--kdl-gpu-test PATH [--cuda-include DIR]` it checks kdl_gpu_test's conv path instead (no torch needed):
+fake_cuda.c, LD_PRELOADed, answers its CUDA runtime calls on host memory (one compute capability 9.0
+device), so kdl_gpu_test runs every conv case, rejection and host-thread run of the fake kernels; it must
+pass them all and fail the FAKE_CONV_BUG=1 / =2 fakes.
 """
 import os
 import shutil
@@ -50,7 +55,50 @@ def check(ok, what):
         failures.append(what)
 
 
+def compile_lib(src, out, *flags):
+    cc = os.environ.get("CC", "cc")
+    r = subprocess.run([cc, "-shared", "-fPIC", "-O2", *flags, src, "-o", out, "-lm"], capture_output=True, text=True)
+    check(r.returncode == 0, f"{os.path.basename(src)} compiles {r.stderr.strip()[:400]}")
+    return r.returncode == 0
+
+
+def kdl_gpu_test_smoke(kdlc, exe, cuda_include):
+    """kdl_gpu_test's conv path on the fake library, its CUDA calls answered by fake_cuda.c."""
+    with tempfile.TemporaryDirectory() as tmp:
+        lib, shim, spec = os.path.join(tmp, "libfake.so"), os.path.join(tmp, "fake_cuda.so"), os.path.join(tmp, "fake.kdl")
+        if not (compile_lib(os.path.join(HERE, "fake_conv_lib.c"), lib, "-I", os.path.join(ROOT, "include")) and
+                compile_lib(os.path.join(HERE, "fake_cuda.c"), shim, "-I", cuda_include)):
+            return 1
+        open(spec, "w").write(FAKE_SPEC)
+        js = subprocess.run([kdlc, "check", spec], capture_output=True, text=True)
+        check(js.returncode == 0, f"kdlc check of the fake spec {js.stderr.strip()[:300]}")
+
+        def run(bug, *args):
+            env = dict(os.environ, LD_PRELOAD=shim)
+            if bug:
+                env["FAKE_CONV_BUG"] = str(bug)
+            p = subprocess.run([exe, "--seed", "5", *args, spec, lib], capture_output=True, text=True, env=env,
+                               timeout=600)
+            return p.returncode, p.stdout + p.stderr
+
+        rc, out = run(None)
+        last = [l for l in out.splitlines() if " passed, " in l]
+        passed = int(last[-1].split()[0]) if last else 0
+        check(rc == 0 and passed >= 100 and last[-1].endswith(" 0 failed"),
+              f"kdl_gpu_test passes every case of the correct fake conv kernels: rc={rc} {last[-1] if last else out[-3000:]}")
+        if rc:
+            print("\n".join(l for l in out.splitlines() if l.startswith("FAIL"))[:6000])
+        for bug, sign in ((1, "unwritten="), (2, "tolerance rel")):
+            rc, out = run(bug, "--quick")
+            check(rc == 1 and sign in out, f"kdl_gpu_test fails the fake with FAKE_CONV_BUG={bug} ({sign}): rc={rc}")
+    print(f"{len(failures)} failed")
+    return 1 if failures else 0
+
+
 def main(argv):
+    if len(argv) >= 4 and argv[2] == "--kdl-gpu-test":
+        inc = argv[argv.index("--cuda-include") + 1] if "--cuda-include" in argv else "/usr/local/cuda/include"
+        return kdl_gpu_test_smoke(os.path.abspath(argv[1]), os.path.abspath(argv[3]), inc)
     if len(argv) != 2:
         print(__doc__)
         return 2
@@ -65,11 +113,7 @@ def main(argv):
         for d in ("specs/matrix", "specs/bench", "libs/matrix", "libs/bench"):
             os.makedirs(os.path.join(carry, d))
         lib = os.path.join(carry, "libs/matrix/libfake.so")
-        cc = os.environ.get("CC", "cc")
-        r = subprocess.run([cc, "-shared", "-fPIC", "-O2", "-I", os.path.join(ROOT, "include"),
-                            os.path.join(HERE, "fake_conv_lib.c"), "-o", lib, "-lm"], capture_output=True, text=True)
-        check(r.returncode == 0, f"the fake conv library compiles {r.stderr.strip()[:400]}")
-        if r.returncode:
+        if not compile_lib(os.path.join(HERE, "fake_conv_lib.c"), lib, "-I", os.path.join(ROOT, "include")):
             return 1
         shutil.copy(lib, os.path.join(carry, "libs/bench/libfakebench.so"))
         for group, stem, text in (("matrix", "fake", FAKE_SPEC), ("bench", "fakebench", FAKE_BENCH_SPEC)):

@@ -148,6 +148,13 @@ static const char* check(const Fake* f, const kdl_conv2d_shape* sh, const kdl_ar
       return g_msg;
     }
   }
+  for (int i = 0; i < 3; ++i) { /* 16-byte pieces: pointers, strides and channels in whole pieces */
+    const int align = (i == 2 ? f->out_dt : f->in_dt) == F32 ? 4 : 8;
+    if ((uintptr_t)args[i].data % 16 || args[i].ld % align || args[i].batch_stride % align) {
+      snprintf(g_msg, sizeof g_msg, "fake: %s is not 16-byte aligned (pointer, ld or batch stride)", kOperands[f->op][i]);
+      return g_msg;
+    }
+  }
   if (f->op == WGRAD && args[2].ld && args[2].ld != d->c) return "fake: dW's taps must be packed";
   if (f->epi == EPI_ALPHA_BIAS_AMAX && !args[5].data) return "fake: amax is null";
   return NULL;
@@ -176,7 +183,9 @@ static int run_impl(const Fake* f, const kdl_conv2d_shape* sh, const kdl_arg* ar
   W = tensor(&args[wi], wi == 2 ? f->out_dt : f->in_dt, d.r, d.s, d.c);
   Y = tensor(&args[yi], yi == 2 ? f->out_dt : f->in_dt, d.p, d.q, d.k);
   const double alpha = f->epi == EPI_BIAS_RELU ? 1.0 : args[3].value;
-  const float* bias = f->epi == EPI_BIAS_RELU ? args[3].data : f->epi == EPI_ALPHA_BIAS_AMAX ? args[4].data : NULL;
+  const kdl_arg* bias_arg = f->epi == EPI_BIAS_RELU ? &args[3] : f->epi == EPI_ALPHA_BIAS_AMAX ? &args[4] : NULL;
+  const float* bias = bias_arg ? bias_arg->data : NULL;
+  const int64_t bias_bs = bias_arg ? bias_arg->batch_stride : 0; /* one vector per image, or 0: shared */
   double amax = 0;
   /* out[o] over the output's elements: (outer, row, col, channel) of the op's output tensor. */
   const int64_t outer = f->op == WGRAD ? d.k : d.n, rows = f->op == FPROP ? d.p : f->op == DGRAD ? d.h : d.r,
@@ -212,8 +221,8 @@ static int run_impl(const Fake* f, const kdl_conv2d_shape* sh, const kdl_arg* ar
                   acc += load(Y.dt, Y.p, at(&Y, n, p, q, o)) * load(X.dt, X.p, at(&X, n, hy, wx, ch));
                 }
           }
-          const int64_t channel = f->op == WGRAD ? o : ch;
-          double v = f->epi == EPI_BIAS_RELU ? acc + bias[channel] : alpha * acc + (bias ? bias[channel] : 0.0);
+          const int64_t bi = f->op == WGRAD ? o : o * bias_bs + ch;
+          double v = f->epi == EPI_BIAS_RELU ? acc + bias[bi] : alpha * acc + (bias ? bias[bi] : 0.0);
           if (f->epi == EPI_BIAS_RELU && v < 0) v = 0;
           if (bug == 1 && ch == chans - 1) continue;
           T* out = f->op == FPROP ? &Y : f->op == DGRAD ? &X : &W;
