@@ -236,11 +236,14 @@ def main():
     for p in problems:
         report(False, p)
     nb = os.path.join(a.carry, "not-built.list")
+    not_built = 0
     if os.path.exists(nb):
         for line in open(nb):
             parts = line.rstrip("\n").split("\t")
             if len(parts) == 3 and "conv" in os.path.basename(parts[0]):
                 print(f"NOT BUILT {parts[0]} {parts[1]}: {parts[2]}")
+                not_built += 1
+    print(f"conv kernels not built (refused by kdlc, listed above): {not_built}")
     if not kernels:
         print("no conv kernel in the built libraries (kdlc refuses the conv specs: NOT BUILT above)")
     t0 = time.time()
