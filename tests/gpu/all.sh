@@ -9,7 +9,7 @@
 #   conv_bench.{log,md,csv,json}
 # Env: KDL_SUITE_ARGS (extra kdl_gpu_test arguments, e.g. --quick), KDL_SUITE_JOBS (parallel suite
 # processes, default 3), KDL_CONV_ARGS (extra test_conv_cudnn.py arguments, e.g. --quick), KDL_SANITIZER_SET
-# (default sm90a), KDL_BENCH_SPECS (bench spec filter, default all),
+# (default sm90a,conv), KDL_BENCH_SPECS (bench spec filter, default all),
 # KDL_SKIP=suite,torch,conv,sanitizer,convbench,bench (steps to leave out).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -73,9 +73,9 @@ if ! skipped conv; then
     head -60 | tee -a "$SUMMARY"
 fi
 
-# 3. compute-sanitizer over the sm90a subset (memcheck + synccheck; racecheck reported).
+# 3. compute-sanitizer over the sm90a subset (memcheck + synccheck; racecheck reported) and the conv set (memcheck).
 if ! skipped sanitizer; then
-  KDL_SANITIZER_ONLY=1 KDL_SANITIZER_SET=${KDL_SANITIZER_SET:-sm90a} OUT="$OUT" \
+  KDL_SANITIZER_ONLY=1 KDL_SANITIZER_SET=${KDL_SANITIZER_SET:-sm90a,conv} OUT="$OUT" \
     run_step "sanitizer" 110 tests/gpu/run.sh >"$OUT/sanitizer.summary" 2>&1 || status=1
   grep -E "^== |SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|passed, |not found" "$OUT/sanitizer.summary" | tee -a "$SUMMARY"
 fi
