@@ -5,10 +5,12 @@
 # (KDL_BUDGET_S, default 530 s: a 600 s call with room to copy $OUT back). Each step gets what is left
 # minus a reserve for the steps after it, under `timeout`; a step cut short says so in the summary.
 #   $OUT/summary.txt        what passed, failed, was not built, the sanitizer verdicts, the bench table
-#   $OUT/build-kernels.log, gpu_tests.log, torch_tests.log, sanitizer.log, bench.{log,md,csv,png}
+#   $OUT/build-kernels.log, gpu_tests.log, torch_tests.log, conv_tests.log, sanitizer.log, bench.{log,md,csv,png},
+#   conv_bench.{log,md,csv,json}
 # Env: KDL_SUITE_ARGS (extra kdl_gpu_test arguments, e.g. --quick), KDL_SUITE_JOBS (parallel suite
-# processes, default 3), KDL_SANITIZER_SET (default sm90a),
-# KDL_BENCH_SPECS (bench spec filter, default all), KDL_SKIP=suite,torch,sanitizer,bench (steps to leave out).
+# processes, default 3), KDL_CONV_ARGS (extra test_conv_cudnn.py arguments, e.g. --quick), KDL_SANITIZER_SET
+# (default sm90a,conv), KDL_BENCH_SPECS (bench spec filter, default all),
+# KDL_SKIP=suite,torch,conv,sanitizer,convbench,bench (steps to leave out).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export OUT=${OUT:-out/all}
@@ -63,11 +65,25 @@ if ! skipped torch; then
   grep -E "^== |^Ran |^OK|^FAILED|^FAIL:|^ERROR:|SAMPLE FAILED|WARM-UP FAILED" "$OUT/torch_tests.log" | tee -a "$SUMMARY"
 fi
 
-# 3. compute-sanitizer over the sm90a subset (memcheck + synccheck; racecheck reported).
+# 2c. The conv kernels against cuDNN and an fp64 reference (PyTorch; tests/gpu/conv/test_conv_cudnn.py).
+if ! skipped conv; then
+  # shellcheck disable=SC2086
+  OUT="$OUT" run_step "conv" 140 tests/gpu/conv/run.sh ${KDL_CONV_ARGS:-} >/dev/null 2>&1 || status=1
+  grep -E "^FAIL|passed, .* failed, .* skipped|^no conv kernel|^conv kernels" "$OUT/conv_tests.log" 2>/dev/null |
+    head -60 | tee -a "$SUMMARY"
+fi
+
+# 3. compute-sanitizer over the sm90a subset (memcheck + synccheck; racecheck reported) and the conv set (memcheck).
 if ! skipped sanitizer; then
-  KDL_SANITIZER_ONLY=1 KDL_SANITIZER_SET=${KDL_SANITIZER_SET:-sm90a} OUT="$OUT" \
+  KDL_SANITIZER_ONLY=1 KDL_SANITIZER_SET=${KDL_SANITIZER_SET:-sm90a,conv} OUT="$OUT" \
     run_step "sanitizer" 110 tests/gpu/run.sh >"$OUT/sanitizer.summary" 2>&1 || status=1
   grep -E "^== |SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|passed, |not found" "$OUT/sanitizer.summary" | tee -a "$SUMMARY"
+fi
+
+# 3b. The conv benchmark beside cuDNN (bench/conv_bench.py).
+if ! skipped convbench; then
+  OUT="$OUT" run_step "conv bench" 60 bench/conv_run.sh >/dev/null 2>&1 || status=1
+  [ -f "$OUT/conv_bench.md" ] && cat "$OUT/conv_bench.md" >>"$SUMMARY"
 fi
 
 # 4. The benchmark.

@@ -114,6 +114,10 @@ sys.exit(0 if any(k["name"] in built and k["arch"]["value"] == "sm90a" for k in 
   mkdir -p "$CARRY/libs/$group"
   cp "$out/lib$stem.so" "$CARRY/libs/$group/"
   strip --strip-unneeded "$CARRY/libs/$group/lib$stem.so" 2>/dev/null || true
+  # The resolved kernels beside the library (names, ops, fixed filter / stride, split-K, epilogue), for the
+  # Python drivers that have no spec parser: tests/gpu/conv/conv_abi.py (cuDNN comparison, conv benchmark).
+  "$KDLC" list --json "$spec" >"$CARRY/libs/$group/$stem.kernels.json" 2>/dev/null ||
+    echo "kdlc list --json $spec failed: no $stem.kernels.json" | tee -a "$CARRY/prepare.log"
   rel_lib="libs/$group/lib$stem.so"
   if [ "$group" = bench ]; then echo "$rel_spec $rel_lib" >>"$CARRY/bench.list"; else echo "$rel_spec $rel_lib" >>"$CARRY/tests.list"; fi
   echo "built $spec: ${#kernels[@]} kernels, $refused not built (unsupported), $(( $(date +%s) - start )) s after the builds started" | tee -a "$CARRY/prepare.log"

@@ -37,6 +37,8 @@ KernelEntry KernelLibrary::lookup(const std::string& kernel, std::string& missin
   return k;
 }
 
+void* KernelLibrary::symbol(const std::string& name) const { return handle_ ? dlsym(handle_, name.c_str()) : nullptr; }
+
 bool waitIdle(double seconds) {
   cudaEvent_t ev;
   KDL_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));

@@ -57,6 +57,8 @@ class KernelLibrary {
   // Looks up kdl_NAME_{info,can_implement,workspace_size,run}; `missing` names what is absent. Also
   // kdl_NAME_path, which only kernels with a fallback export (not missing when absent).
   KernelEntry lookup(const std::string& kernel, std::string& missing) const;
+  // Any exported symbol (nullptr when absent): conv kernels' entry points take a kdl_conv2d_shape.
+  void* symbol(const std::string& name) const;
 
  private:
   void* handle_ = nullptr;

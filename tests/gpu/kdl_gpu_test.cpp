@@ -14,9 +14,16 @@
 // amax pointer with nothing to compute), and the kernel on every device in turn and from several
 // host threads (per-device launch set-up). One line per case; "N passed, M failed" last; exit 1 on
 // any failure. The seed is printed first: --seed replays a run.
+//
+// Convolution kernels (kdl_kernel_info::op conv2d_fprop / conv2d_dgrad / conv2d_wgrad; see "convolutions"
+// below) run a list of conv problems (odd n / h / w, channels not multiples of the tile, pad 0-3, stride
+// 1-2, dilation 1-2, 1x1 to 7x7 filters, padded pixel / tap / image / filter strides, serial split-K)
+// against a direct fp64 convolution on the CPU (conv_reference.h) and the spec's epilogue, then the
+// rejections of can_implement.
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -25,6 +32,7 @@
 #include <climits>
 #include <functional>
 #include <mutex>
+#include <numeric>
 #include <random>
 #include <string>
 #include <thread>
@@ -32,6 +40,8 @@
 
 #include "dsl/diagnostics.h"
 #include "dsl/frontend.h"
+#include "kdl/conv_problem.h"
+#include "tests/gpu/conv_reference.h"
 #include "tests/gpu/harness.h"
 #include "tests/gpu/reference.h"
 
@@ -192,6 +202,50 @@ const char* kindName(int k) {
   return "?";
 }
 
+// The role of an epilogue argument (a param, an input, an extra output: the arguments after the op's
+// operands, gemm and conv alike) named `n`, with the kind and dtype the spec gives it; false when the
+// epilogue has no such name. A vector's broadcast is checked here (`bc`: what the kernel exports).
+bool epilogueRole(const Epilogue& epi, const std::string& n, const std::string& bc, ArgRole& r, int& wantKind,
+                  std::string& wantDtype, std::string& p) {
+  for (size_t j = 0; j < epi.params.size(); ++j)
+    if (epi.params[j].name == n) {
+      r.role = Role::Param, r.index = (int)j, r.dtype = DType::F32, wantKind = KDL_ARG_PARAM, wantDtype = "f32";
+      return true;
+    }
+  for (size_t j = 0; j < epi.inputs.size(); ++j)
+    if (epi.inputs[j].name == n) {
+      const EpiInput& in = epi.inputs[j];
+      r.role = Role::Input, r.index = (int)j, r.dtype = in.dtype;
+      wantKind = in.broadcast == Broadcast::Scalar ? KDL_ARG_DEVICE_SCALAR : KDL_ARG_VECTOR;
+      wantDtype = name(in.dtype);
+      if (in.broadcast != Broadcast::Scalar && bc != name(in.broadcast))
+        p += "arg " + n + " broadcast '" + bc + "' (spec " + name(in.broadcast) + "); ";
+      return true;
+    }
+  for (size_t j = 1; j < epi.outputs.size(); ++j)
+    if (epi.outputs[j].name == n) {
+      const EpiOutput& o = epi.outputs[j];
+      const bool amax = o.kind == EpiOutput::Kind::AmaxReduction;
+      r.role = amax ? Role::OutAmax : Role::OutTensor, r.index = (int)j, r.dtype = o.dtype;
+      wantKind = amax ? KDL_ARG_DEVICE_SCALAR : KDL_ARG_TENSOR;
+      wantDtype = name(o.dtype);
+      return true;
+    }
+  return false;
+}
+
+// The exported kind, dtype and (params) default of argument i against what the spec says.
+void checkArgAgainstSpec(const kdl_kernel_info* info, int i, const Epilogue& epi, const ArgRole& r, int kind,
+                         int wantKind, const std::string& dt, const std::string& wantDtype, std::string& p) {
+  const std::string& n = r.name;
+  if (kind != wantKind) p += "arg " + n + " kind " + kindName(kind) + " (expected " + kindName(wantKind) + "); ";
+  if (dt != wantDtype) p += "arg " + n + " dtype '" + dt + "' (expected " + wantDtype + "); ";
+  if (r.role == Role::Param && info->param_defaults &&
+      std::fabs(info->param_defaults[i] - epi.params[(size_t)r.index].defaultValue) > 1e-6)
+    p += "param " + n + " default " + fmtDouble(info->param_defaults[i]) + " (spec " +
+         fmtDouble(epi.params[(size_t)r.index].defaultValue) + "); ";
+}
+
 // Builds the argument roles from the kernel's exported info and checks them against the spec.
 bool bindArguments(KernelUnderTest& k, std::string& problems) {
   const kdl_kernel_info* info = k.entry.info();
@@ -230,43 +284,11 @@ bool bindArguments(KernelUnderTest& k, std::string& problems) {
       // A k-block-major matrix of scales with its own leading dimension and batch stride.
       wantKind = kind == KDL_ARG_VECTOR ? KDL_ARG_VECTOR : KDL_ARG_TENSOR;
       wantDtype = "f32";
-    } else {
-      bool found = false;
-      for (size_t j = 0; j < k.epi.params.size() && !found; ++j)
-        if (k.epi.params[j].name == n) {
-          r.role = Role::Param, r.index = (int)j, r.dtype = DType::F32, wantKind = KDL_ARG_PARAM, wantDtype = "f32";
-          found = true;
-        }
-      for (size_t j = 0; j < k.epi.inputs.size() && !found; ++j)
-        if (k.epi.inputs[j].name == n) {
-          const EpiInput& in = k.epi.inputs[j];
-          r.role = Role::Input, r.index = (int)j, r.dtype = in.dtype;
-          wantKind = in.broadcast == Broadcast::Scalar ? KDL_ARG_DEVICE_SCALAR : KDL_ARG_VECTOR;
-          wantDtype = name(in.dtype);
-          if (in.broadcast != Broadcast::Scalar && bc != name(in.broadcast))
-            p += "arg " + n + " broadcast '" + bc + "' (spec " + name(in.broadcast) + "); ";
-          found = true;
-        }
-      for (size_t j = 1; j < k.epi.outputs.size() && !found; ++j)
-        if (k.epi.outputs[j].name == n) {
-          const EpiOutput& o = k.epi.outputs[j];
-          const bool amax = o.kind == EpiOutput::Kind::AmaxReduction;
-          r.role = amax ? Role::OutAmax : Role::OutTensor, r.index = (int)j, r.dtype = o.dtype;
-          wantKind = amax ? KDL_ARG_DEVICE_SCALAR : KDL_ARG_TENSOR;
-          wantDtype = name(o.dtype);
-          found = true;
-        }
-      if (!found) {
-        p += "arg '" + n + "' is not in the spec; ";
-        continue;
-      }
+    } else if (!epilogueRole(k.epi, n, bc, r, wantKind, wantDtype, p)) {
+      p += "arg '" + n + "' is not in the spec; ";
+      continue;
     }
-    if (kind != wantKind) p += "arg " + n + " kind " + kindName(kind) + " (expected " + kindName(wantKind) + "); ";
-    if (dt != wantDtype) p += "arg " + n + " dtype '" + dt + "' (expected " + wantDtype + "); ";
-    if (r.role == Role::Param && info->param_defaults &&
-        std::fabs(info->param_defaults[i] - k.epi.params[(size_t)r.index].defaultValue) > 1e-6)
-      p += "param " + n + " default " + fmtDouble(info->param_defaults[i]) + " (spec " +
-           fmtDouble(k.epi.params[(size_t)r.index].defaultValue) + "); ";
+    checkArgAgainstSpec(info, i, k.epi, r, kind, wantKind, dt, wantDtype, p);
     k.args.push_back(r);
   }
   problems = p;
@@ -644,10 +666,13 @@ CaseBuffers prepare(Harness& h, const KernelUnderTest& k, const Case& c, std::mt
   return cb;
 }
 
-const Buffer* bufferOf(const KernelUnderTest& k, const CaseBuffers& cb, Role role, int index = -1) {
-  for (size_t i = 0; i < k.args.size(); ++i)
-    if (k.args[i].role == role && (index < 0 || k.args[i].index == index)) return &cb.bufs[i];
+const Buffer* bufferOf(const std::vector<ArgRole>& args, const CaseBuffers& cb, Role role, int index = -1) {
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].role == role && (index < 0 || args[i].index == index)) return &cb.bufs[i];
   return nullptr;
+}
+const Buffer* bufferOf(const KernelUnderTest& k, const CaseBuffers& cb, Role role, int index = -1) {
+  return bufferOf(k.args, cb, role, index);
 }
 
 // The accumulator's magnitude, for the floors of compareTensor (norm: Frobenius over all elements;
@@ -1229,6 +1254,635 @@ int archNumberOfDevice() {
   return major * 10 + minor;
 }
 
+// ---- convolutions ---------------------------------------------------------------------------------
+//
+// A conv kernel (kdl_kernel_info::op "conv2d_fprop" / "conv2d_dgrad" / "conv2d_wgrad") takes a
+// kdl_conv2d_shape; its tensors are NHWC activations (ld = pixel stride, batch_stride = image stride) and
+// KRSC filters (ld = tap stride, batch_stride = filter stride). The harness reuses the GEMM machinery by
+// viewing each tensor as a batch of row-major matrices: an activation is n images of (pixels x channels),
+// a filter k filters of (taps x channels); makeMatrix fills and pads them, compareTensor checks them
+// (padding of a padded pixel / tap / image / filter stride must keep its poison). The reference is a
+// direct fp64 convolution (conv_reference.h) followed by the spec's epilogue in its GEMM view
+// (kdl::conv_epilogue_extent).
+
+struct ConvEntry {
+  const kdl_kernel_info* (*info)() = nullptr;
+  const char* (*canImplement)(const kdl_conv2d_shape*, const kdl_arg*, int32_t) = nullptr;
+  size_t (*workspaceSize)(const kdl_conv2d_shape*) = nullptr;
+  int (*run)(const kdl_conv2d_shape*, const kdl_arg*, int32_t, void*, size_t, void*) = nullptr;
+  bool complete() const { return info && canImplement && workspaceSize && run; }
+};
+
+ConvEntry lookupConv(const KernelLibrary& lib, const std::string& kernel, std::string& missing) {
+  ConvEntry e;
+  missing.clear();
+  auto sym = [&](const char* suffix) {
+    const std::string s = "kdl_" + kernel + "_" + suffix;
+    void* p = lib.symbol(s);
+    if (!p) missing += (missing.empty() ? "" : ", ") + s;
+    return p;
+  };
+  e.info = reinterpret_cast<decltype(e.info)>(sym("info"));
+  e.canImplement = reinterpret_cast<decltype(e.canImplement)>(sym("can_implement"));
+  e.workspaceSize = reinterpret_cast<decltype(e.workspaceSize)>(sym("workspace_size"));
+  e.run = reinterpret_cast<decltype(e.run)>(sym("run"));
+  return e;
+}
+
+ConvKind convKindOf(Op op) {
+  return op == Op::Conv2dDgrad ? ConvKind::Dgrad : op == Op::Conv2dWgrad ? ConvKind::Wgrad : ConvKind::Fprop;
+}
+// The op's operands (docs/language.md): fprop X, W -> Y; dgrad Y, W -> X; wgrad Y, X -> W.
+std::array<const char*, 3> convOperandNames(ConvKind kind) {
+  switch (kind) {
+    case ConvKind::Fprop: return {"X", "W", "Y"};
+    case ConvKind::Dgrad: return {"Y", "W", "X"};
+    case ConvKind::Wgrad: return {"Y", "X", "W"};
+  }
+  return {"X", "W", "Y"};
+}
+
+struct ConvUnderTest {
+  const KernelSpec* spec = nullptr;
+  Epilogue epi;
+  ConvEntry entry;
+  ConvKind kind = ConvKind::Fprop;
+  std::vector<ArgRole> args;  // Role::A / B: the two inputs, C: residual, D: the output
+  const Operand *in0 = nullptr, *in1 = nullptr, *residual = nullptr, *out = nullptr;
+  int align = 1;  // channel granule: the largest alignment of any tensor (C and K come in multiples of it)
+};
+
+struct ConvCase {
+  ConvDims d;
+  int split = 1;
+  bool padStrides = false;      // pixel / tap strides beyond the channels, image / filter strides beyond them
+  bool givePQ = false;          // p and q passed (equal to the derived ones) instead of 0
+  bool defaultParams = false;
+  bool perImageVectors = false; // [channel] inputs with one vector per image (batch_stride = channels)
+  std::string note;
+};
+
+// One tensor as a batch of row-major matrices: `batch` x (`rows` x `cols`).
+struct ConvTensorShape {
+  int64_t batch, rows, cols;
+};
+ConvTensorShape convShapeOf(const std::string& operandName, const ConvDims& d) {
+  if (operandName == "X") return {d.n, d.h * d.w, d.c};
+  if (operandName == "Y") return {d.n, d.p() * d.q(), d.k};
+  return {d.k, d.r * d.s, d.c};  // W
+}
+
+// The GEMM view of the output the epilogue sees (kdl::conv_epilogue_extent): M, N, batch.
+ConvTensorShape convEpilogueView(ConvKind kind, const ConvDims& d) {
+  switch (kind) {
+    case ConvKind::Fprop: return {d.n, d.p() * d.q(), d.k};
+    case ConvKind::Dgrad: return {d.n, d.h * d.w, d.c};
+    case ConvKind::Wgrad: return {1, d.k, d.r * d.s * d.c};
+  }
+  return {1, 1, 1};
+}
+
+// The GEMM's k-tiles (kdl::Conv2dSm80::gemm_ktiles): the most serial split-K slices a problem takes.
+int64_t convKtiles(ConvKind kind, const ConvDims& d, int tileK) {
+  auto ceilDiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  if (kind == ConvKind::Fprop) return d.r * d.s * ceilDiv(d.c, tileK);
+  if (kind == ConvKind::Dgrad) {
+    const int64_t ph = d.stride_h / std::gcd(d.stride_h, d.dil_h), pw = d.stride_w / std::gcd(d.stride_w, d.dil_w);
+    return ceilDiv(d.r, ph) * ceilDiv(d.s, pw) * ceilDiv(d.k, tileK);
+  }
+  return ceilDiv(d.n * d.p() * d.q(), tileK);
+}
+
+std::string convCaseLabel(const ConvUnderTest& k, const ConvCase& c) {
+  const ConvDims& d = c.d;
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "%-34s n=%lld h=%lld w=%lld c=%lld k=%lld %lldx%lld pad=%d,%d stride=%d,%d dil=%d,%d (p=%lld q=%lld) "
+                "split=%d%s%s",
+                k.spec->name.c_str(), (long long)d.n, (long long)d.h, (long long)d.w, (long long)d.c, (long long)d.k,
+                (long long)d.r, (long long)d.s, d.pad_h, d.pad_w, d.stride_h, d.stride_w, d.dil_h, d.dil_w,
+                (long long)d.p(), (long long)d.q(), c.split, c.padStrides ? " strides+pad" : "",
+                c.note.empty() ? "" : (" [" + c.note + "]").c_str());
+  return buf;
+}
+
+kdl_conv2d_shape abiShapeOf(const ConvCase& c) {
+  const ConvDims& d = c.d;
+  kdl_conv2d_shape s{};
+  s.n = d.n, s.h = d.h, s.w = d.w, s.c = d.c, s.k = d.k, s.r = d.r, s.s = d.s;
+  s.p = c.givePQ ? d.p() : 0;
+  s.q = c.givePQ ? d.q() : 0;
+  s.pad_h = d.pad_h, s.pad_w = d.pad_w, s.stride_h = d.stride_h, s.stride_w = d.stride_w;
+  s.dilation_h = d.dil_h, s.dilation_w = d.dil_w;
+  s.split_k = c.split;
+  return s;
+}
+
+// A conv tensor filled (inputs: random values, NaN padding) or poisoned (outputs). With `padStrides` the
+// pixel (tap) stride is the channels plus two alignments and the image (filter) stride one alignment
+// more than its pixels (taps) need; `packedTaps` keeps ld = channels (wgrad's dW and its epilogue tensors:
+// the host refuses padded taps there) while the filter stride is still padded.
+Buffer makeConvTensor(std::mt19937_64& rng, DType t, const ConvTensorShape& sh, int align, bool padStrides, bool fill,
+                      double scale, bool packedTaps) {
+  const int64_t ld = sh.cols + (padStrides && !packedTaps ? 2 * align : 0);
+  Buffer b = makeMatrix(rng, t, Layout::Row, sh.rows, sh.cols, sh.batch, align, padStrides, fill, scale, ld);
+  return b;
+}
+
+CaseBuffers prepareConv(Harness& h, const ConvUnderTest& k, const ConvCase& c, std::mt19937_64& rng) {
+  CaseBuffers cb;
+  cb.bufs.resize(k.args.size());
+  cb.args.resize(k.args.size());
+  cb.paramValues.assign(k.epi.params.size(), 0.0);
+  static const double kDyadic[] = {0.5, 1.5, 1.25, -0.75, 2.0, 0.75};
+  static const double kFactors[] = {0.5, 1.5, 1.25, 2.0};
+  for (size_t i = 0; i < k.epi.params.size(); ++i) {
+    const double def = k.epi.params[i].defaultValue;
+    if (c.defaultParams) cb.paramValues[i] = def;
+    else if (def == 0) cb.paramValues[i] = kDyadic[rng() % 6];
+    else cb.paramValues[i] = def * kFactors[rng() % 4];
+  }
+  const bool wgrad = k.kind == ConvKind::Wgrad;
+  const ConvTensorShape outShape = convShapeOf(k.out->name, c.d);
+  const ConvTensorShape view = convEpilogueView(k.kind, c.d);
+  const int64_t outChannels = wgrad ? c.d.k : view.cols;
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    const ArgRole& r = k.args[i];
+    kdl_arg& a = cb.args[i];
+    a = kdl_arg{nullptr, 0, 0, 0.0};
+    Buffer& b = cb.bufs[i];
+    switch (r.role) {
+      case Role::A:
+        b = makeConvTensor(rng, r.dtype, convShapeOf(k.in0->name, c.d), k.in0->align, c.padStrides, true, 1.0, false);
+        break;
+      case Role::B:
+        b = makeConvTensor(rng, r.dtype, convShapeOf(k.in1->name, c.d), k.in1->align, c.padStrides, true, 1.0, false);
+        break;
+      case Role::C:
+        b = makeConvTensor(rng, r.dtype, outShape, k.residual->align, c.padStrides, true, 2.0, wgrad);
+        break;
+      case Role::D: b = makeConvTensor(rng, r.dtype, outShape, k.out->align, c.padStrides, false, 0, wgrad); break;
+      case Role::OutTensor: {
+        const int align = std::max<int>(1, 16 / (int)storageBytes(r.dtype));
+        b = makeConvTensor(rng, r.dtype, outShape, align, c.padStrides, false, 0, wgrad);
+        break;
+      }
+      case Role::OutAmax: {
+        b.host.dtype = r.dtype;
+        b.host.resize(1);
+        const int fill = h.opt.amaxZeroInit ? 0 : poisonByte(r.dtype);
+        std::memset(b.host.bytes.data(), fill, b.host.bytes.size());
+        b.dev = deviceAllocFilled(b.host.bytes.size(), fill);
+        break;
+      }
+      case Role::Input: {
+        const EpiInput& in = k.epi.inputs[(size_t)r.index];
+        if (in.broadcast == Broadcast::Scalar) {
+          b = makeVector(rng, r.dtype, 1, 1, 0.5, 1.5);
+          b.batchStride = 0;
+        } else {
+          // [channel]: one value per output channel; one vector per image, or one shared (batch stride 0).
+          const bool perImage = c.perImageVectors && !wgrad;
+          b = makeVector(rng, r.dtype, outChannels, perImage ? c.d.n : 1, -1.0, 1.0);
+          if (!perImage) b.batchStride = 0;
+        }
+        break;
+      }
+      case Role::Param: a.value = cb.paramValues[(size_t)r.index]; continue;
+      case Role::ScaleA: case Role::ScaleB: continue;  // gemm only
+    }
+    a.data = b.dev;
+    a.ld = b.ld;
+    a.batch_stride = b.batchStride;
+  }
+  return cb;
+}
+
+// Mean |x| over a tensor's valid elements (a sample), for the error floors.
+double meanAbsValid(const Buffer& b, const ConvTensorShape& sh) {
+  const int64_t total = sh.batch * sh.rows * sh.cols;
+  const int64_t step = std::max<int64_t>(1, total / 65536);
+  double sum = 0;
+  int64_t n = 0;
+  for (int64_t i = 0; i < total; i += step, ++n) {
+    const int64_t bb = i / (sh.rows * sh.cols), r = (i / sh.cols) % sh.rows, col = i % sh.cols;
+    const double x = b.host.at((size_t)(bb * b.batchStride + r * b.ld + col));
+    if (std::isfinite(x)) sum += std::fabs(x);
+  }
+  return n ? sum / (double)n : 0.0;
+}
+
+// The fp64 accumulator of the case in the output's epilogue view.
+std::vector<double> convReferenceAccumulator(const ConvUnderTest& k, const ConvCase& c, const Buffer& in0,
+                                             const Buffer& in1, int threads) {
+  const ConvDims& d = c.d;
+  auto act = [&](const Buffer& b, const std::string& nm) {
+    return ActView{&b.host, nm == "X" ? d.w : d.q(), b.ld, b.batchStride};
+  };
+  auto filt = [&](const Buffer& b) { return FilterView{&b.host, d.s, b.ld, b.batchStride}; };
+  switch (k.kind) {
+    case ConvKind::Fprop: return convFpropReference(d, act(in0, "X"), filt(in1), threads);
+    case ConvKind::Dgrad: return convDgradReference(d, act(in0, "Y"), filt(in1), threads);
+    case ConvKind::Wgrad: return convWgradReference(d, act(in0, "Y"), act(in1, "X"), threads);
+  }
+  return {};
+}
+
+void runConvCase(Harness& h, const ConvUnderTest& k, const ConvCase& c) {
+  const uint64_t caseSeed = splitmix(h.opt.seed ^ hashString(k.spec->name) ^ splitmix(++h.caseCounter));
+  std::mt19937_64 rng(caseSeed);
+  const std::string label = convCaseLabel(k, c);
+  CaseBuffers cb = prepareConv(h, k, c, rng);
+  const kdl_conv2d_shape shape = abiShapeOf(c);
+  const int32_t nargs = (int32_t)cb.args.size();
+  if (const char* msg = k.entry.canImplement(&shape, cb.args.data(), nargs)) {
+    report(false, label + " can_implement rejected a valid case: " + msg);
+    cb.release();
+    return;
+  }
+  const size_t wsBytes = k.entry.workspaceSize(&shape);
+  void* ws = wsBytes ? deviceAllocFilled(wsBytes, 0xff) : nullptr;
+  const int rc = k.entry.run(&shape, cb.args.data(), nargs, ws, wsBytes, nullptr);
+  if (rc != KDL_OK) {
+    report(false, label + " run returned " + std::to_string(rc));
+    if (ws) cudaFree(ws);
+    cb.release();
+    return;
+  }
+  if (!waitIdle(h.opt.hangSeconds)) {
+    report(false, label + " the kernel did not finish within " + fmtDouble(h.opt.hangSeconds) + " s (hang); stopping");
+    std::printf("%d passed, %d failed\n", gStats.passed, gStats.failed);
+    std::exit(1);
+  }
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    Buffer& b = cb.bufs[i];
+    const Role r = k.args[i].role;
+    if (r == Role::D || r == Role::OutTensor || r == Role::OutAmax)
+      KDL_CUDA_CHECK(cudaMemcpy(b.host.bytes.data(), b.dev, b.host.bytes.size(), cudaMemcpyDeviceToHost));
+  }
+
+  const Buffer* in0 = bufferOf(k.args, cb, Role::A);
+  const Buffer* in1 = bufferOf(k.args, cb, Role::B);
+  const std::vector<double> acc = convReferenceAccumulator(k, c, *in0, *in1, h.threads);
+  const ConvTensorShape view = convEpilogueView(k.kind, c.d);
+  EpilogueInputs ei;
+  ei.epi = &k.epi;
+  ei.params = cb.paramValues;
+  ei.inputs.assign(k.epi.inputs.size(), nullptr);
+  ei.inputBatchStride.assign(k.epi.inputs.size(), 0);
+  ei.channelOnRow = k.kind == ConvKind::Wgrad;
+  for (size_t i = 0; i < k.args.size(); ++i)
+    if (k.args[i].role == Role::Input) {
+      ei.inputs[(size_t)k.args[i].index] = &cb.bufs[i].host;
+      ei.inputBatchStride[(size_t)k.args[i].index] = cb.bufs[i].batchStride;
+    }
+  if (const Buffer* R = bufferOf(k.args, cb, Role::C)) {
+    // The residual in the epilogue view: (image, pixel, channel) of an activation; (0, k, tap * c + c) of
+    // a filter, whose rows are its filter stride apart (taps packed).
+    ei.C = k.kind == ConvKind::Wgrad ? MatView{&R->host, Layout::Row, R->batchStride, 0}
+                                     : MatView{&R->host, Layout::Row, R->ld, R->batchStride};
+    ei.hasC = true;
+  }
+  const EpilogueResult ref = evalEpilogue(ei, acc, view.rows, view.cols, view.batch, h.threads);
+
+  // Floors of the relative errors (see accumulatorScale): 10 x K x mean|in0| x mean|in1| bounds sum |products|.
+  double accNorm = 0, accMax = 0;
+  for (double a : acc) accNorm += a * a, accMax = std::max(accMax, std::fabs(a));
+  accNorm = std::sqrt(accNorm);
+  const double gemmK = k.kind == ConvKind::Fprop ? (double)(c.d.r * c.d.s * c.d.c)
+                       : k.kind == ConvKind::Dgrad ? (double)(c.d.r * c.d.s * c.d.k)
+                                                  : (double)(c.d.n * c.d.p() * c.d.q());
+  const double absScale = gemmK * meanAbsValid(*in0, convShapeOf(k.in0->name, c.d)) *
+                          meanAbsValid(*in1, convShapeOf(k.in1->name, c.d));
+  accMax = std::max(accMax, 10 * absScale);
+  accNorm = std::max(accNorm, 10 * absScale * std::sqrt((double)acc.size()));
+
+  // Outputs are compared in their stored shape; its flat (batch, row, col) order is the epilogue view's.
+  const ConvTensorShape outShape = convShapeOf(k.out->name, c.d);
+  bool ok = true;
+  std::string text;
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    const ArgRole& r = k.args[i];
+    if (r.role == Role::D || r.role == Role::OutTensor) {
+      const size_t o = r.role == Role::D ? 0 : (size_t)r.index;
+      const Tolerance tol = toleranceFor(k.in0->dtype, r.dtype, &k.epi.outputs[o].value, k.epi);
+      const CompareResult cr = compareTensor(r.name, cb.bufs[i], ref.outputs[o], o == 0 ? &ref.unrounded0 : nullptr,
+                                             outShape.rows, outShape.cols, outShape.batch, tol, 1e-3 * accNorm,
+                                             1e-3 * accMax);
+      ok &= cr.ok;
+      text += " " + cr.text;
+    } else if (r.role == Role::OutAmax) {
+      const size_t o = (size_t)r.index;
+      const double got = cb.bufs[i].host.at(0);
+      const Tolerance tol = toleranceFor(k.in0->dtype, k.epi.outputs[0].dtype, &k.epi.outputs[o].value, k.epi);
+      const double slack = std::max(tol.maxRel, 1e-5);
+      auto close = [&](double want) { return std::fabs(got - want) <= slack * std::max(std::fabs(want), 1e-3 * accMax); };
+      const bool good = !std::isnan(got) && (close(ref.amax[o]) || close(ref.amaxRounded[o]));
+      char buf[160];
+      std::snprintf(buf, sizeof buf, " %s=%.6g (want %.6g)", r.name.c_str(), got, ref.amax[o]);
+      text += buf;
+      if (!good) text += " AMAX MISMATCH";
+      ok &= good;
+    }
+  }
+  report(ok, label + text + (ok ? "" : "  seed=" + std::to_string(h.opt.seed)));
+  if (ws) cudaFree(ws);
+  cb.release();
+}
+
+// The problems every conv kernel runs. Channels come in multiples of the kernel's alignment `a` (C and K
+// not multiples of any tile: 3a, 5a, 9a, 17a), N, H, W odd (and one even H for dgrad's stride phases).
+// A spec's fixed filter or stride replaces the problem's; the padding is then clamped below the dilated
+// filter and H / W grown until the output has a pixel.
+std::vector<ConvCase> convCasesFor(const ConvUnderTest& k, bool quick, bool tiny) {
+  const int64_t a = k.align;
+  struct P {
+    int64_t n, h, w, c, k, r, s;
+    int ph, pw, sh, sw, dh, dw;
+    const char* note;
+    bool inQuick;
+  };
+  const std::vector<P> problems = {
+      {3, 13, 11, 5 * a, 17 * a, 3, 3, 1, 1, 1, 1, 1, 1, "3x3 pad 1", true},
+      {2, 15, 9, 9 * a, 5 * a, 1, 1, 0, 0, 1, 1, 1, 1, "1x1", true},
+      {3, 17, 13, 3 * a, 9 * a, 1, 1, 0, 0, 2, 2, 1, 1, "1x1 stride 2", false},
+      {1, 19, 21, 5 * a, 5 * a, 3, 3, 0, 0, 2, 2, 1, 1, "3x3 pad 0 stride 2", false},
+      {3, 11, 13, 3 * a, 17 * a, 3, 3, 2, 2, 1, 1, 2, 2, "3x3 pad 2 dilation 2", true},
+      {2, 13, 15, 5 * a, 9 * a, 5, 5, 2, 2, 1, 1, 1, 1, "5x5 pad 2", false},
+      {3, 17, 11, 3 * a, 5 * a, 5, 5, 1, 1, 2, 2, 1, 1, "5x5 pad 1 stride 2", false},
+      {2, 23, 21, a, 9 * a, 7, 7, 3, 3, 2, 2, 1, 1, "7x7 pad 3 stride 2", true},
+      {1, 17, 19, 2 * a, 5 * a, 7, 7, 2, 2, 1, 1, 2, 2, "7x7 pad 2 dilation 2", false},
+      {3, 15, 17, 5 * a, 5 * a, 3, 3, 1, 1, 2, 2, 2, 2, "3x3 stride 2 dilation 2", false},
+      {2, 13, 17, 3 * a, 9 * a, 3, 5, 1, 2, 2, 1, 1, 2, "3x5 asymmetric", true},
+      {5, 7, 9, a, a, 3, 3, 1, 1, 1, 1, 1, 1, "one alignment of channels", false},
+      {3, 14, 15, 3 * a, 5 * a, 3, 3, 1, 1, 2, 2, 1, 1, "even h, stride 2", true},
+      {2, 9, 10, 5 * a, 9 * a, 3, 3, 2, 2, 2, 2, 1, 1, "3x3 pad 2 stride 2", false},
+      {2, 27, 29, 8 * a, 17 * a, 3, 3, 1, 1, 1, 1, 1, 1, "several tiles", false},
+  };
+  const std::array<int, 2> fixedFilter = k.spec->filter.value, fixedStride = k.spec->stride.value;
+  auto dimsOf = [&](const P& p) {
+    ConvDims d;
+    d.n = p.n, d.h = p.h, d.w = p.w, d.c = p.c, d.k = p.k, d.r = p.r, d.s = p.s;
+    d.pad_h = p.ph, d.pad_w = p.pw, d.stride_h = p.sh, d.stride_w = p.sw, d.dil_h = p.dh, d.dil_w = p.dw;
+    if (fixedFilter[0] > 0) d.r = fixedFilter[0];
+    if (fixedFilter[1] > 0) d.s = fixedFilter[1];
+    if (fixedStride[0] > 0) d.stride_h = fixedStride[0];
+    if (fixedStride[1] > 0) d.stride_w = fixedStride[1];
+    d.pad_h = std::min<int>(d.pad_h, d.dil_h * (int)(d.r - 1));
+    d.pad_w = std::min<int>(d.pad_w, d.dil_w * (int)(d.s - 1));
+    while (d.p() < 1) d.h += 4;
+    while (d.q() < 1) d.w += 4;
+    return d;
+  };
+  std::vector<ConvCase> cs;
+  int i = 0;
+  for (const P& p : problems) {
+    if (tiny && i >= 2) break;
+    if (quick && !p.inQuick) {
+      ++i;
+      continue;
+    }
+    ConvCase c;
+    c.d = dimsOf(p);
+    c.note = p.note;
+    c.padStrides = tiny ? i == 0 : (i % 2) == 1;
+    c.perImageVectors = c.padStrides;
+    c.defaultParams = i == 0;
+    if (c.defaultParams) c.note += ", param defaults";
+    c.givePQ = i == 3;
+    if (c.givePQ) c.note += ", p and q given";
+    cs.push_back(c);
+    ++i;
+  }
+  if (k.spec->splitK.value == SplitKMode::Serial) {
+    const int maxSlices = std::max(1, k.spec->splitKSlices.value);
+    const int tileK = k.spec->tile.value[2];
+    ConvCase base;
+    base.d = dimsOf(problems[0]);
+    std::vector<int> splits = {2, maxSlices};
+    if (maxSlices > 3 && !tiny) splits.push_back(3);
+    for (int s : splits) {
+      ConvCase c = base;
+      c.split = (int)std::min<int64_t>(s, convKtiles(k.kind, c.d, tileK));
+      if (c.split < 2) continue;
+      c.padStrides = s == maxSlices;
+      c.note = "serial split-K";
+      cs.push_back(c);
+    }
+    if (!quick && !tiny) {
+      ConvCase c;
+      c.d = dimsOf(problems.back());
+      c.split = (int)std::min<int64_t>(maxSlices, convKtiles(k.kind, c.d, tileK));
+      c.padStrides = true;
+      c.note = "serial split-K, several tiles";
+      if (c.split >= 2) cs.push_back(c);
+    }
+  }
+  return cs;
+}
+
+// can_implement must refuse what the kernel cannot run, each with a message (printed).
+void runConvRejections(Harness& h, const ConvUnderTest& k) {
+  ConvCase base;
+  base.d.n = 2, base.d.h = 9, base.d.w = 11, base.d.c = 3 * k.align, base.d.k = 5 * k.align;
+  base.d.r = k.spec->filter.value[0] > 0 ? k.spec->filter.value[0] : 3;
+  base.d.s = k.spec->filter.value[1] > 0 ? k.spec->filter.value[1] : 3;
+  base.d.stride_h = k.spec->stride.value[0] > 0 ? k.spec->stride.value[0] : 1;
+  base.d.stride_w = k.spec->stride.value[1] > 0 ? k.spec->stride.value[1] : 1;
+  base.d.pad_h = std::min<int>(1, (int)base.d.r - 1), base.d.pad_w = std::min<int>(1, (int)base.d.s - 1);
+  base.note = "reject";
+  std::mt19937_64 rng(splitmix(h.opt.seed ^ hashString(k.spec->name + "/reject")));
+  CaseBuffers cb = prepareConv(h, k, base, rng);
+  const std::string who = k.spec->name;
+  const kdl_conv2d_shape shape = abiShapeOf(base);
+  const int32_t nargs = (int32_t)cb.args.size();
+  if (const char* m = k.entry.canImplement(&shape, cb.args.data(), nargs)) {
+    report(false, who + " reject/baseline: a valid problem was rejected: " + m);
+    cb.release();
+    return;
+  }
+  auto expectReject = [&](const std::string& what, const kdl_conv2d_shape& s, const std::vector<kdl_arg>& args) {
+    const char* m = k.entry.canImplement(&s, args.data(), (int32_t)args.size());
+    if (!m) report(false, who + " reject/" + what + ": accepted (can_implement returned NULL)");
+    else if (!*m) report(false, who + " reject/" + what + ": rejected with an empty message");
+    else report(true, who + " reject/" + what + ": \"" + m + "\"");
+  };
+  auto idx = [&](Role r) {
+    for (size_t i = 0; i < k.args.size(); ++i)
+      if (k.args[i].role == r) return i;
+    return k.args.size();
+  };
+  const size_t i0 = idx(Role::A), iOut = idx(Role::D);
+  if (k.in0->align > 1) {
+    std::vector<kdl_arg> a = cb.args;
+    a[i0].data = static_cast<char*>(a[i0].data) + storageBytes(k.in0->dtype);
+    expectReject("misaligned-" + k.in0->name + "-pointer", shape, a);
+  } else {
+    skip(who + " reject/misaligned-pointer: " + k.in0->name + "'s alignment is one element");
+  }
+  // The second input holds the channels c in every op (fprop W, dgrad W, wgrad X) and is gathered in
+  // 16-byte pieces of them: c must be a multiple of its alignment.
+  if (k.in1->align > 1) {
+    kdl_conv2d_shape s = shape;
+    s.c = shape.c - 1;  // the buffers still cover it: only the alignment is wrong
+    expectReject("c=" + std::to_string(s.c) + "-not-a-multiple-of-" + k.in1->name + "'s-alignment(" +
+                     std::to_string(k.in1->align) + ")",
+                 s, cb.args);
+  } else {
+    skip(who + " reject/c-not-a-multiple-of-the-alignment: " + k.in1->name + "'s alignment is one element");
+  }
+  {
+    kdl_conv2d_shape s = shape;
+    s.p = base.d.p() + 1, s.q = base.d.q();
+    expectReject("wrong-p(" + std::to_string(s.p) + ", derived " + std::to_string(base.d.p()) + ")", s, cb.args);
+  }
+  {
+    kdl_conv2d_shape s = shape;
+    s.pad_h = -1;
+    expectReject("negative-pad_h", s, cb.args);
+  }
+  {
+    std::vector<kdl_arg> a = cb.args;
+    a[i0].data = nullptr;
+    expectReject("null-" + k.in0->name, shape, a);
+    a = cb.args;
+    a[iOut].data = nullptr;
+    expectReject("null-" + k.out->name, shape, a);
+    const int rc = k.entry.run(&shape, a.data(), nargs, nullptr, 0, nullptr);
+    report(rc == KDL_ERR_INVALID, who + " reject/run-null-" + k.out->name + ": run returned " + std::to_string(rc) +
+                                      " (expected KDL_ERR_INVALID = " + std::to_string(KDL_ERR_INVALID) + ")");
+    KDL_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  if (k.kind == ConvKind::Wgrad) {
+    std::vector<kdl_arg> a = cb.args;
+    a[iOut].ld = base.d.c + k.align;  // the contract: dW's taps must be packed
+    expectReject("dW-tap-stride-" + std::to_string(a[iOut].ld) + "-not-c", shape, a);
+  }
+  {
+    kdl_conv2d_shape s = shape;
+    const bool serial = k.spec->splitK.value == SplitKMode::Serial;
+    s.split_k = serial ? k.spec->splitKSlices.value + 1 : 2;
+    expectReject(std::string("split_k=") + std::to_string(s.split_k) +
+                     (serial ? "-beyond-serial(" + std::to_string(k.spec->splitKSlices.value) + ")" : "-without-split-k"),
+                 s, cb.args);
+  }
+  cb.release();
+}
+
+// Builds the conv kernel's argument roles from its info and checks them against the spec: the op's
+// inputs, [residual], the output, then the epilogue's params / inputs / extra outputs.
+bool bindConvArguments(ConvUnderTest& k, std::string& problems) {
+  const kdl_kernel_info* info = k.entry.info();
+  if (!info) {
+    problems = "kdl_" + k.spec->name + "_info() returned NULL";
+    return false;
+  }
+  std::string p;
+  const char* opName = name(k.spec->op.value);
+  if (info->abi_version != KDL_ABI_VERSION) p += "abi_version " + std::to_string(info->abi_version) + "; ";
+  if (!info->name || k.spec->name != info->name) p += std::string("name '") + (info->name ? info->name : "(null)") + "'; ";
+  if (!info->op || std::string(info->op) != opName)
+    p += std::string("op '") + (info->op ? info->op : "(null)") + "' (spec " + opName + "); ";
+  if (!info->arch || std::string(info->arch) != name(k.spec->arch.value))
+    p += std::string("arch '") + (info->arch ? info->arch : "(null)") + "' (spec " + name(k.spec->arch.value) + "); ";
+  const size_t expected = k.spec->operands.size() + k.epi.params.size() + k.epi.inputs.size() +
+                          (k.epi.outputs.empty() ? 0 : k.epi.outputs.size() - 1);
+  if ((size_t)info->nargs != expected)
+    p += "nargs " + std::to_string(info->nargs) + " (the spec has " + std::to_string(expected) + "); ";
+  // The operands lead, in the ABI's order.
+  std::vector<std::string> lead = {k.in0->name, k.in1->name};
+  if (k.residual) lead.push_back(k.residual->name);
+  lead.push_back(k.out->name);
+  for (size_t i = 0; i < lead.size() && i < (size_t)info->nargs; ++i)
+    if (!info->arg_names[i] || lead[i] != info->arg_names[i])
+      p += "argument " + std::to_string(i) + " is '" + (info->arg_names[i] ? info->arg_names[i] : "(null)") +
+           "', expected '" + lead[i] + "'; ";
+  for (int i = 0; i < info->nargs; ++i) {
+    const std::string n = info->arg_names[i] ? info->arg_names[i] : "";
+    const int kind = info->arg_kinds[i];
+    const std::string dt = info->arg_dtypes[i] ? info->arg_dtypes[i] : "";
+    const std::string bc = info->arg_broadcasts && info->arg_broadcasts[i] ? info->arg_broadcasts[i] : "";
+    ArgRole r;
+    r.name = n;
+    int wantKind = -1;
+    std::string wantDtype;
+    const Operand* o = nullptr;
+    if (n == k.in0->name) r.role = Role::A, o = k.in0;
+    else if (n == k.in1->name) r.role = Role::B, o = k.in1;
+    else if (k.residual && n == k.residual->name) r.role = Role::C, o = k.residual;
+    else if (n == k.out->name) r.role = Role::D, o = k.out;
+    if (o) {
+      r.dtype = o->dtype;
+      wantKind = KDL_ARG_TENSOR;
+      wantDtype = name(o->dtype);
+    } else if (!epilogueRole(k.epi, n, bc, r, wantKind, wantDtype, p)) {
+      p += "arg '" + n + "' is not in the spec; ";
+      continue;
+    }
+    checkArgAgainstSpec(info, i, k.epi, r, kind, wantKind, dt, wantDtype, p);
+    k.args.push_back(r);
+  }
+  problems = p;
+  bool haveA = false, haveB = false, haveD = false;
+  for (const ArgRole& r : k.args) haveA |= r.role == Role::A, haveB |= r.role == Role::B, haveD |= r.role == Role::D;
+  if (!(haveA && haveB && haveD)) {
+    problems += "an input or the output is missing from the arguments; ";
+    return false;
+  }
+  return true;
+}
+
+// Every test of one conv kernel: info, the problem list, the rejections, 4 host threads at once.
+void testConvKernel(Harness& h, const KernelSpec& spec, const KernelLibrary& lib, const std::string& specPath) {
+  ConvUnderTest k;
+  k.spec = &spec;
+  k.epi = effectiveEpilogue(spec);
+  k.kind = convKindOf(spec.op.value);
+  std::string missing;
+  k.entry = lookupConv(lib, spec.name, missing);
+  if (!k.entry.complete()) {
+    if (!listedIn(gNotBuilt, specPath, spec.name) && !listedIn(gBuildFailed, specPath, spec.name))
+      report(false, spec.name + ": the library lacks " + missing + " (not in not-built.list either)");
+    return;
+  }
+  if (!runsOn(spec.arch.value, h.deviceCC)) {
+    skip(spec.name + ": needs " + name(spec.arch.value) + ", the device is sm" + std::to_string(h.deviceCC));
+    return;
+  }
+  const auto names = convOperandNames(k.kind);
+  k.in0 = spec.operand(names[0]), k.in1 = spec.operand(names[1]), k.out = spec.operand(names[2]);
+  k.residual = spec.operand("residual");
+  if (!k.in0 || !k.in1 || !k.out) {
+    report(false, spec.name + ": the spec lacks " + names[0] + ", " + names[1] + " or " + names[2]);
+    return;
+  }
+  k.align = std::max({k.in0->align, k.in1->align, k.out->align, k.residual ? k.residual->align : 1});
+  for (size_t o = 1; o < k.epi.outputs.size(); ++o)
+    if (k.epi.outputs[o].kind == EpiOutput::Kind::Tensor)
+      k.align = std::max(k.align, std::max(1, 16 / (int)storageBytes(k.epi.outputs[o].dtype)));
+  std::string problems;
+  const bool bound = bindConvArguments(k, problems);
+  if (!problems.empty() || !bound) {
+    report(false, spec.name + " info: " + problems);
+    if (!bound) return;
+  } else {
+    report(true, spec.name + " info: " + std::to_string(k.args.size()) + " arguments match the spec (" +
+                     name(spec.op.value) + ")");
+  }
+  const std::vector<ConvCase> cases = convCasesFor(k, h.opt.quick, h.opt.tiny);
+  for (const ConvCase& c : cases) runConvCase(h, k, c);
+  runConvRejections(h, k);
+  if (h.opt.tiny) return;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&h, &k, c = cases.front(), t] {
+      ConvCase ct = c;
+      ct.note = "host thread " + std::to_string(t);
+      runConvCase(h, k, ct);
+    });
+  for (std::thread& t : threads) t.join();
+}
+
 void testFile(Harness& h, const std::string& specPath, const std::string& libPath) {
   std::printf("== %s  (library %s)\n", specPath.c_str(), libPath.c_str());
   SourceManager sm;
@@ -1250,8 +1904,8 @@ void testFile(Harness& h, const std::string& specPath, const std::string& libPat
     if (!h.opt.kernels.empty() &&
         std::find(h.opt.kernels.begin(), h.opt.kernels.end(), spec.name) == h.opt.kernels.end())
       continue;
-    if (spec.op.value != Op::Gemm) {
-      skip(spec.name + ": op " + name(spec.op.value) + " is not covered by this harness (GEMM only)");
+    if (spec.op.value != Op::Gemm) {  // kdl_kernel_info::op names the shape struct: conv kernels take kdl_conv2d_shape
+      testConvKernel(h, spec, lib, specPath);
       continue;
     }
     KernelUnderTest k;
@@ -1468,6 +2122,117 @@ int selfTest() {
     d.host.set((size_t)(1 * d.ld + 3), 0.0);  // padding of column 1
     const CompareResult cr = compareTensor("D", d, ref, nullptr, M, N, 1, exact, 0, 0);
     check(!cr.ok && cr.text.find("out-of-bounds-writes=1") != std::string::npos, "write into a column's padding");
+  }
+  // The conv reference (conv_reference.h): hand-computed cases of each op, then fprop, dgrad and wgrad as
+  // adjoints of each other on random integer tensors with strided, padded storage (NaN in the padding).
+  {
+    // X 3x3 (one image, one channel) = 1..9; W: two 3x3 filters, all 1 and all 2; pad 1, stride 2 -> 2x2.
+    ConvDims d;
+    d.n = 1, d.h = 3, d.w = 3, d.c = 1, d.k = 2, d.r = 3, d.s = 3, d.pad_h = d.pad_w = 1, d.stride_h = d.stride_w = 2;
+    check(d.p() == 2 && d.q() == 2 && convOutputSize(3, 0, 1, 5, 1) == 0 && convOutputSize(17, 2, 2, 7, 1) == 9,
+          "conv output sizes");
+    HostTensor x, w, dy;
+    x.dtype = w.dtype = dy.dtype = DType::F32;
+    x.resize(9), w.resize(18), dy.resize(4);
+    for (int i = 0; i < 9; ++i) x.set((size_t)i, i + 1), w.set((size_t)i, 1), w.set((size_t)(9 + i), 2);
+    for (int i = 0; i < 4; ++i) dy.set((size_t)i, i + 1);
+    const ActView vx{&x, 3, 1, 9};
+    const FilterView vw{&w, 3, 1, 9};
+    const std::vector<double> y = convFpropReference(d, vx, vw, 2);  // [p][q][k]
+    check(y.size() == 8 && y[0] == 12 && y[1] == 24 && y[2] == 16 && y[4] == 24 && y[6] == 28 && y[7] == 56,
+          "conv fprop by hand (3x3 ones, pad 1, stride 2)");
+    d.k = 1;  // dgrad / wgrad with the first filter and dY = [[1, 2], [3, 4]]
+    const ActView vdy{&dy, 2, 1, 4};
+    const std::vector<double> dx = convDgradReference(d, vdy, vw, 2);
+    const double wantDx[9] = {1, 3, 2, 4, 10, 6, 3, 7, 4};
+    bool dxOk = dx.size() == 9;
+    for (int i = 0; dxOk && i < 9; ++i) dxOk = dx[(size_t)i] == wantDx[i];
+    check(dxOk, "conv dgrad by hand (each input pixel sums the output pixels whose window covers it)");
+    const std::vector<double> dw = convWgradReference(d, vdy, vx, 2);  // [r][s]
+    check(dw.size() == 9 && dw[4] == 64 && dw[0] == 20 && dw[8] == 5 && dw[1] == 36, "conv wgrad by hand");
+  }
+  {
+    struct Geo {
+      int64_t n, h, w, c, k, r, s;
+      int ph, pw, sh, sw, dh, dw;
+    };
+    const Geo geos[] = {{2, 7, 9, 3, 5, 3, 3, 1, 1, 1, 1, 1, 1}, {2, 9, 8, 2, 3, 3, 3, 1, 1, 2, 2, 1, 1},
+                        {1, 11, 10, 3, 2, 3, 5, 2, 1, 2, 1, 2, 1}, {2, 13, 12, 2, 3, 7, 7, 3, 3, 2, 2, 1, 1},
+                        {1, 9, 9, 4, 2, 1, 1, 0, 0, 2, 2, 1, 1},   {1, 14, 13, 2, 2, 5, 3, 2, 2, 3, 2, 2, 2}};
+    std::mt19937_64 rng(8);
+    for (const Geo& g : geos) {
+      ConvDims d;
+      d.n = g.n, d.h = g.h, d.w = g.w, d.c = g.c, d.k = g.k, d.r = g.r, d.s = g.s;
+      d.pad_h = g.ph, d.pad_w = g.pw, d.stride_h = g.sh, d.stride_w = g.sw, d.dil_h = g.dh, d.dil_w = g.dw;
+      const int64_t P = d.p(), Q = d.q();
+      // Padded strides: pixel / tap stride = channels + 3, image / filter stride 5 beyond; NaN in the gaps.
+      auto filled = [&](int64_t batch, int64_t pixels, int64_t channels, int64_t& ld, int64_t& bs) {
+        ld = channels + 3, bs = pixels * ld + 5;
+        HostTensor t;
+        t.dtype = DType::F32;
+        t.resize((size_t)(batch * bs));
+        for (size_t i = 0; i < t.elements(); ++i) t.set(i, std::nan(""));
+        for (int64_t b = 0; b < batch; ++b)
+          for (int64_t px = 0; px < pixels; ++px)
+            for (int64_t ch = 0; ch < channels; ++ch)
+              t.set((size_t)(b * bs + px * ld + ch), (double)((int)(rng() % 9) - 4));
+        return t;
+      };
+      int64_t ldx, bsx, ldw, bsw, ldy, bsy;
+      const HostTensor x = filled(d.n, d.h * d.w, d.c, ldx, bsx);
+      const HostTensor w = filled(d.k, d.r * d.s, d.c, ldw, bsw);
+      const HostTensor dy = filled(d.n, P * Q, d.k, ldy, bsy);
+      const ActView vx{&x, d.w, ldx, bsx}, vdy{&dy, Q, ldy, bsy};
+      const FilterView vw{&w, d.s, ldw, bsw};
+      const std::vector<double> y = convFpropReference(d, vx, vw, 2);
+      const std::vector<double> dx = convDgradReference(d, vdy, vw, 2);
+      const std::vector<double> dw = convWgradReference(d, vdy, vx, 2);
+      double yDy = 0, xDx = 0, wDw = 0;
+      for (int64_t n = 0; n < d.n; ++n)
+        for (int64_t p = 0; p < P; ++p)
+          for (int64_t q = 0; q < Q; ++q)
+            for (int64_t k = 0; k < d.k; ++k) yDy += y[(size_t)(((n * P + p) * Q + q) * d.k + k)] * vdy.at(n, p, q, k);
+      for (int64_t n = 0; n < d.n; ++n)
+        for (int64_t hh = 0; hh < d.h; ++hh)
+          for (int64_t ww = 0; ww < d.w; ++ww)
+            for (int64_t c = 0; c < d.c; ++c) xDx += vx.at(n, hh, ww, c) * dx[(size_t)(((n * d.h + hh) * d.w + ww) * d.c + c)];
+      for (int64_t k = 0; k < d.k; ++k)
+        for (int64_t r = 0; r < d.r; ++r)
+          for (int64_t s = 0; s < d.s; ++s)
+            for (int64_t c = 0; c < d.c; ++c) wDw += vw.at(k, r, s, c) * dw[(size_t)(((k * d.r + r) * d.s + s) * d.c + c)];
+      const std::string geo = std::to_string(g.r) + "x" + std::to_string(g.s) + " stride " + std::to_string(g.sh) + "," +
+                              std::to_string(g.sw) + " dilation " + std::to_string(g.dh) + "," + std::to_string(g.dw);
+      check(!std::isnan(yDy) && yDy == xDx && yDy == wDw && yDy != 0,
+            "conv adjoints <fprop(X,W), dY> == <X, dgrad(dY,W)> == <W, wgrad(dY,X)> (" + geo + "): " + fmtDouble(yDy, 10) +
+                " " + fmtDouble(xDx, 10) + " " + fmtDouble(wDw, 10));
+    }
+  }
+  // A [channel] input is the GEMM view's column (gemm, fprop, dgrad) or its row (wgrad: channelOnRow).
+  {
+    Epilogue epi;
+    epi.inputs.push_back(EpiInput{"bias", DType::F32, Broadcast::Channel, {}});
+    EpiOutput out;
+    out.name = "W";
+    out.value = EpiNode{EpiOp::Add, 0, -1, DType::F32,
+                        {EpiNode{EpiOp::Acc, 0, -1, DType::F32, {}, {}}, EpiNode{EpiOp::Input, 0, 0, DType::F32, {}, {}}},
+                        {}};
+    epi.outputs.push_back(out);
+    HostTensor bias;
+    bias.dtype = DType::F32;
+    bias.resize(3);
+    for (int i = 0; i < 3; ++i) bias.set((size_t)i, 10.0 * (i + 1));
+    EpilogueInputs ei;
+    ei.epi = &epi;
+    ei.inputs = {&bias};
+    ei.inputBatchStride = {0};
+    const std::vector<double> acc = {0, 1, 2, 3, 4, 5};  // 2 x 3
+    ei.channelOnRow = true;
+    const EpilogueResult onRow = evalEpilogue(ei, acc, 2, 3, 1, 1);
+    ei.channelOnRow = false;
+    const EpilogueResult onCol = evalEpilogue(ei, acc, 2, 3, 1, 1);
+    check(onRow.outputs[0][4] == 4 + 20 && onCol.outputs[0][4] == 4 + 20 && onRow.outputs[0][2] == 2 + 10 &&
+              onCol.outputs[0][2] == 2 + 30,
+          "[channel] input on the row (wgrad) and on the column (fprop / dgrad)");
   }
   std::printf("self-test: %s\n", bad ? "FAILED" : "ok");
   return bad ? 1 : 0;

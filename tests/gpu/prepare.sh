@@ -3,7 +3,8 @@
 # so that the GPU machine (which has nvcc and cuBLAS but no antlr4 or fmt) only runs carried files:
 #   .carry/gpu/bin/     kdl_gpu_test, kdl_bench (stripped) + the shared libraries they need (libfmt)
 #   .carry/gpu/specs/   the spec files (test matrix, samples, shared examples with their imports, bench)
-#   .carry/gpu/libs/    one library per spec, built by `kdlc build` (stripped)
+#   .carry/gpu/libs/    one library per spec, built by `kdlc build` (stripped), and beside it the spec's
+#                       `kdlc list --json` (STEM.kernels.json: what the Python conv drivers read, tests/gpu/conv/)
 #   .carry/gpu/tests.list, bench.list   "SPEC LIB" lines for tests/gpu/run.sh and bench/run.sh
 # Usage: tests/gpu/prepare.sh            (env: BUILD_DIR=build-gpu, JOBS=nproc, KDL_SHARED=../shared)
 #   KDL_KERNELS_ON_GPU_MACHINE=1: carry kdlc instead of the libraries; tests/gpu/run.sh and bench/run.sh

@@ -264,7 +264,7 @@ double inputValue(const ElementCtx& x, int idx) {
   switch (inp.broadcast) {
     case Broadcast::Row: return t->at((size_t)(x.b * bs + x.m));
     case Broadcast::Col: return t->at((size_t)(x.b * bs + x.n));
-    case Broadcast::Channel: return t->at((size_t)(x.b * bs + x.n));
+    case Broadcast::Channel: return t->at((size_t)(x.b * bs + (x.in->channelOnRow ? x.m : x.n)));
     case Broadcast::Scalar: return t->at(0);
   }
   return 0;

@@ -84,6 +84,9 @@ struct EpilogueInputs {
   std::vector<int64_t> inputBatchStride;   // per input (elements; 0 for scalars)
   MatView C;                               // when the spec reads C (row-major in the epilogue)
   bool hasC = false;
+  // Where a [channel] input is indexed: the GEMM view's column n (gemm, conv fprop / dgrad: n = the
+  // output channel) or its row m (conv wgrad, whose GEMM rows are the output channels k).
+  bool channelOnRow = false;
 };
 
 // Reference values of every output, for every element (b, m, n): outputs[i][(b * M + m) * N + n]

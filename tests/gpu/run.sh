@@ -4,7 +4,8 @@
 # $OUT/gpu_tests.log (OUT defaults to out/gpu). Extra arguments go to kdl_gpu_test (--seed N,
 # --kernel NAME, --quick). Kernels kdlc refused as [unsupported] are listed as "NOT BUILT" (from
 # not-built.list, tests/gpu/build-kernels.sh). Then compute-sanitizer over a small set (KDL_NO_SANITIZER=1
-# skips it, KDL_SANITIZER_ONLY=1 runs only it; KDL_SANITIZER_SET=sm80|sm90a|all, default all: the sm80
+# skips it, KDL_SANITIZER_ONLY=1 runs only it; KDL_SANITIZER_SET=sm80|sm90a|conv|all or a comma list
+# (sm90a,conv), default all: the conv set under memcheck (--tiny sizes); the sm80
 # set under memcheck + racecheck, the sm90a set under memcheck + synccheck, racecheck reported only).
 # Exit status: non-zero on any failure.
 set -uo pipefail
@@ -73,7 +74,10 @@ SANITIZED=(mx_bf16_bias_relu mx_bf16_amax mx_bf16_splitk4 mx_s8_saturate mx_tf32
            mx_f16_nn_rowC_colD)
 SANITIZED_SM90=(h90_bf16_coop_128x256x64_c2x1 h90_f16_pp_64x256x64_c1x2 h90_bf16_aux_z_amax h90_e4m3_tensor_scales
                 h90_e4m3_block_128x128 h90_bf16_splitk4 h90_bf16_rowC_colD_bias)
+# conv set (--tiny sizes): an fprop with a [channel] bias, a fixed-stride (phased) dgrad, a serial split-K wgrad.
+SANITIZED_CONV=(cv_bf16_fprop_bias_relu cv_f16_dgrad_3x3_s2 cv_f16_wgrad_splitk8)
 SET=${KDL_SANITIZER_SET:-all}
+in_set() { [ "$SET" = all ] || [[ ",$SET," == *",$1,"* ]]; }
 # sanitize LOG TOOL KERNEL SIZES COUNTED: one compute-sanitizer run of kdl_gpu_test on one kernel,
 # appended to LOG; prints its verdict; returns 1 on a counted failure.
 sanitize() {
@@ -107,15 +111,20 @@ sanitize() {
 if command -v compute-sanitizer >/dev/null 2>&1 && [ -z "${KDL_NO_SANITIZER:-}" ]; then
   LOG="$OUT/sanitizer.log"
   : >"$LOG"
-  if [ "$SET" = all ] || [ "$SET" = sm80 ]; then
+  if in_set sm80; then
     for k in "${SANITIZED[@]}"; do sanitize "$LOG" memcheck "$k" --quick yes || rc=1; done
     for k in mx_bf16_bias_relu mx_bf16_splitk4 mx_f16_leaky_clamp; do sanitize "$LOG" racecheck "$k" --quick yes || rc=1; done
   fi
-  if [ "$SET" = all ] || [ "$SET" = sm90a ]; then
-    # Up to KDL_SANITIZER_JOBS (default 4) runs at once, each into its own log, then appended in order.
-    runs=()
+  runs=()
+  if in_set sm90a; then
     for k in "${SANITIZED_SM90[@]}"; do runs+=("memcheck $k yes" "synccheck $k yes"); done
     for k in h90_bf16_coop_128x256x64_c2x1 h90_f16_pp_64x256x64_c1x2; do runs+=("racecheck $k no"); done
+  fi
+  if in_set conv; then
+    for k in "${SANITIZED_CONV[@]}"; do runs+=("memcheck $k yes"); done
+  fi
+  if [ ${#runs[@]} -gt 0 ]; then
+    # Up to KDL_SANITIZER_JOBS (default 4) runs at once, each into its own log, then appended in order.
     par=${KDL_SANITIZER_JOBS:-4}
     for ((i = 0; i < ${#runs[@]}; i += par)); do
       pids=()

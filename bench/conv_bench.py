@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""The conv benchmark: the conv kernels of bench/specs/conv.kdl beside cuDNN (through PyTorch), bf16 NHWC,
+on the shapes of ANCHORS.md, in one process on one GPU.
+
+  python3 bench/conv_bench.py [--carry .carry/gpu] [--out DIR] [--case SUBSTRING]... [--runs 7] [--iters 20]
+                              [--warmup 10]
+
+Per case and kernel (every kernel whose op, dtype, fixed filter and stride fit the case; serial split-K
+kernels at 1, 2, 4 and 8 slices up to their serial(N)): the kernel is launched through its C ABI (ctypes,
+tests/gpu/conv/conv_abi.py) on PyTorch's current stream with Y = alpha * acc at alpha's default; its
+output is checked once against cuDNN's (relative Frobenius error <= 2e-2, else WRONG: it cannot win);
+then `warmup` launches and the median over `runs` batches of `iters` launches timed with CUDA events.
+cuDNN is timed the same way on channels_last bf16 tensors with torch.backends.cudnn.benchmark = True
+(torch.nn.functional.conv2d, torch.nn.grad.conv2d_input / conv2d_weight). TFLOP/s count 2 * N*P*Q*K*R*S*C
+for all three ops; ratio = cuDNN ms / kdl ms (>= 1: kdl as fast or faster), per case and arch (sm80 path,
+sm90a: the same template compiled for sm_90a).
+Writes DIR/conv_bench.md (the table, also printed), conv_bench.csv (every measurement) and
+conv_bench.json (the table and the device); DIR defaults to $OUT, else out/bench.
+"""
+import argparse
+import csv
+import json
+import os
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "gpu", "conv"))
+import conv_abi as ca  # noqa: E402
+
+import torch  # noqa: E402
+
+P1 = ca.Problem(32, 56, 56, 256, 256, 3, 3, (1, 1), label="N32 C256 56x56 K256 3x3")
+CASES = [
+    ("conv2d_fprop", P1),
+    ("conv2d_fprop", ca.Problem(128, 56, 56, 64, 64, 3, 3, (1, 1), label="N128 C64 56x56 K64 3x3")),
+    ("conv2d_fprop", ca.Problem(32, 28, 28, 512, 512, 3, 3, (1, 1), label="N32 C512 28x28 K512 3x3")),
+    ("conv2d_fprop", ca.Problem(64, 112, 112, 128, 128, 1, 1, (0, 0), label="N64 C128 112x112 K128 1x1")),
+    ("conv2d_dgrad", P1),
+    ("conv2d_wgrad", P1),
+]
+OP_WORD = {"conv2d_fprop": "fprop", "conv2d_dgrad": "dgrad", "conv2d_wgrad": "wgrad"}
+
+
+def fits(kernel, op, pr, cc):
+    if kernel.op != op or kernel.dtype(kernel.in0) != "bf16" or kernel.dtype(kernel.in1) != "bf16":
+        return False
+    if kernel.filter and kernel.filter != (pr.r, pr.s):
+        return False
+    if kernel.stride and kernel.stride != pr.stride:
+        return False
+    need = {"sm80": 80, "sm86": 86, "sm89": 89, "sm90a": 90, "sm100a": 100}.get(kernel.arch, 80)
+    return cc == need if kernel.arch in ("sm90a", "sm100a") else cc >= need
+
+
+def time_launches(launch, warmup, runs, iters):
+    """Median ms per launch over `runs` batches of `iters` launches (CUDA events on the current stream)."""
+    for _ in range(warmup):
+        launch()
+    ca.synchronize()
+
+    def batch():
+        for _ in range(iters):
+            launch()
+
+    return statistics.median(ca.measure_ms(batch) / iters for _ in range(runs))
+
+
+class KdlLaunch:
+    """One kernel on one case: its arguments built once, launched through kdl_NAME_run."""
+
+    def __init__(self, kernel, pr, split, inputs, out_dims):
+        self.kernel, self.pr, self.split = kernel, pr, split
+        self.out = ca.Tensor4(out_dims, torch.bfloat16 if kernel.dtype(kernel.out) == "bf16" else torch.float32,
+                              out_dims[1])
+        self.keep = []  # epilogue inputs / amax buffers, alive as long as the launch
+        args = []
+        for name, kind, default in zip(kernel.arg_names, kernel.arg_kinds, kernel.param_defaults):
+            if name in inputs:
+                args.append(inputs[name].arg())
+            elif name == kernel.out:
+                args.append(self.out.arg())
+            elif kind == ca.ARG_PARAM:
+                args.append(ca.KdlArg(None, 0, 0, default))
+            elif kind in (ca.ARG_VECTOR, ca.ARG_DEVICE_SCALAR):  # inputs of ones, amax outputs
+                n = max(out_dims[0], out_dims[1])
+                t = torch.ones((n,), dtype=torch.float32, device=ca.DEVICE)
+                self.keep.append(t)
+                args.append(ca.KdlArg(t.data_ptr(), 0, 0, 0.0))
+            else:  # an extra output tensor
+                t = ca.Tensor4(out_dims, torch.float32, out_dims[1])
+                self.keep.append(t)
+                args.append(t.arg())
+        self.args = (ca.KdlArg * len(args))(*args)
+        self.shape = pr.shape(split)
+        self.ws_bytes = kernel.workspace_size(self.shape)
+        self.ws = torch.empty((max(self.ws_bytes, 1),), dtype=torch.uint8, device=ca.DEVICE)
+        self.stream = ca.stream_handle()
+
+    def can_implement(self):
+        return self.kernel.can_implement(self.shape, self.args)
+
+    def __call__(self):
+        rc = self.kernel.run(self.shape, self.args, self.ws.data_ptr() if self.ws_bytes else None, self.ws_bytes,
+                             self.stream)
+        if rc != ca.KDL_OK:
+            raise RuntimeError(f"{self.kernel.name}: run returned {rc}")
+
+
+def bench_case(op, pr, kernels, cc, a, rows, table):
+    label = f"{OP_WORD[op]} {pr.label}"
+    gen = torch.Generator(device=ca.DEVICE)
+    gen.manual_seed(1)
+    in_names = ca.OPERANDS[op][:2]
+    inputs = {n: ca.Tensor4(pr.tensor_dims(n), torch.bfloat16, pr.tensor_dims(n)[1], gen) for n in in_names}
+    out_dims = pr.tensor_dims(ca.OPERANDS[op][2])
+    a0, a1 = (inputs[n].view.contiguous(memory_format=torch.channels_last) for n in in_names)
+    cudnn_ms = time_launches(lambda: ca.conv_reference(op, a0, a1, pr), a.warmup, a.runs, a.iters)
+    ref = ca.conv_reference(op, a0, a1, pr).float()
+    flops = pr.flops()
+    tf = lambda ms: flops / (ms * 1e-3) / 1e12  # noqa: E731
+    print(f"== {label}: cuDNN {cudnn_ms:.3f} ms ({tf(cudnn_ms):.1f} TFLOP/s)", flush=True)
+    rows.append({"case": label, "op": OP_WORD[op], "impl": "cuDNN", "kernel": "cudnn", "arch": "", "split": "",
+                 "ms": f"{cudnn_ms:.4f}", "tflops": f"{tf(cudnn_ms):.1f}", "status": "ok"})
+    best = {}
+    for k in kernels:
+        if not fits(k, op, pr, cc):
+            continue
+        splits = [s for s in (1, 2, 4, 8) if s <= k.slices]
+        for split in splits:
+            launch = KdlLaunch(k, pr, split, inputs, out_dims)
+            why = launch.can_implement()
+            status, ms = "ok", None
+            if why is not None:
+                status = "rejected: " + why
+            else:
+                launch()
+                ca.synchronize()
+                got = launch.out.view.float()
+                err = float(torch.linalg.vector_norm((torch.nan_to_num(got, nan=1e30) - ref).flatten()) /
+                            max(float(torch.linalg.vector_norm(ref.flatten())), 1e-30))
+                ms = time_launches(launch, a.warmup, a.runs, a.iters)
+                status = "ok" if err <= 2e-2 else f"WRONG (rel {err:.2e} vs cuDNN)"
+                if status == "ok" and (k.arch not in best or ms < best[k.arch][1]):
+                    best[k.arch] = (k, ms, split)
+            print(f"   {k.name:36s} split={split} " + (f"{ms:.3f} ms ({tf(ms):.1f} TFLOP/s) " if ms else "") + status,
+                  flush=True)
+            rows.append({"case": label, "op": OP_WORD[op], "impl": "kdl", "kernel": k.name, "arch": k.arch,
+                         "split": split, "ms": f"{ms:.4f}" if ms else "", "tflops": f"{tf(ms):.1f}" if ms else "",
+                         "status": status})
+            del launch
+    if not best:
+        table.append({"case": label, "arch": "-", "kernel": "(no kdl kernel ran)", "kdl_ms": None, "kdl_tflops": None,
+                      "cudnn_ms": cudnn_ms, "cudnn_tflops": tf(cudnn_ms), "ratio": None})
+    for arch in sorted(best):
+        k, ms, split = best[arch]
+        table.append({"case": label, "arch": arch, "kernel": k.name + (f" split {split}" if split > 1 else ""),
+                      "kdl_ms": ms, "kdl_tflops": tf(ms), "cudnn_ms": cudnn_ms, "cudnn_tflops": tf(cudnn_ms),
+                      "ratio": cudnn_ms / ms})
+
+
+def markdown(table, device):
+    lines = [f"conv benchmark, bf16 NHWC, {device}", "",
+             "| shape | path | kdl kernel | kdl ms | kdl TFLOP/s | cuDNN ms | cuDNN TFLOP/s | ratio (cuDNN ms / kdl ms) |",
+             "|---|---|---|---|---|---|---|---|"]
+    f = lambda v, fmt: "-" if v is None else format(v, fmt)  # noqa: E731
+    for r in table:
+        lines.append(f"| {r['case']} | {r['arch']} | {r['kernel']} | {f(r['kdl_ms'], '.3f')} | {f(r['kdl_tflops'], '.1f')} | "
+                     f"{f(r['cudnn_ms'], '.3f')} | {f(r['cudnn_tflops'], '.1f')} | {f(r['ratio'], '.2f')} |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--carry", default=os.path.join(ROOT, ".carry", "gpu"))
+    ap.add_argument("--out", default=os.environ.get("OUT", os.path.join(ROOT, "out", "bench")))
+    ap.add_argument("--case", action="append", default=[], help="only cases whose label contains this")
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--shrink", type=int, default=1, help="divide the cases' sizes (the CPU smoke test)")
+    a = ap.parse_args()
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    cc = ca.device_capability()
+    device = f"{ca.device_name()} (sm_{cc}), torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}"
+    print("conv_bench: " + device, flush=True)
+    kernels, problems = ca.discover(a.carry, ["bench.list"])
+    for p in problems:
+        print("PROBLEM " + p)
+    nb = os.path.join(a.carry, "not-built.list")
+    if os.path.exists(nb):
+        for line in open(nb):
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) == 3 and parts[0].startswith("specs/bench/conv"):
+                print(f"NOT BUILT {parts[1]}: {parts[2]}")
+    print(f"{len(kernels)} conv kernels in the bench libraries", flush=True)
+    if not kernels:  # nothing to set beside cuDNN (kdlc refused them all: NOT BUILT above); keep the budget
+        print("conv_bench: no conv kernel built, cuDNN not timed")
+        return 1 if problems else 0
+    rows, table = [], []
+    t0 = time.time()
+    for op, pr in CASES:
+        if a.case and not any(c in f"{OP_WORD[op]} {pr.label}" for c in a.case):
+            continue
+        bench_case(op, pr.shrunk(a.shrink) if a.shrink > 1 else pr, kernels, cc, a, rows, table)
+        if ca.DEVICE == "cuda":
+            torch.cuda.empty_cache()
+    os.makedirs(a.out, exist_ok=True)
+    md = markdown(table, device)
+    print("\n" + md)
+    open(os.path.join(a.out, "conv_bench.md"), "w").write(md)
+    with open(os.path.join(a.out, "conv_bench.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["case", "op", "impl", "kernel", "arch", "split", "ms", "tflops", "status"])
+        w.writeheader()
+        w.writerows(rows)
+    json.dump({"device": device, "table": table}, open(os.path.join(a.out, "conv_bench.json"), "w"), indent=1)
+    print(f"conv_bench: {time.time() - t0:.1f} s; {a.out}/conv_bench.{{md,csv,json}}")
+    wrong = [r for r in rows if r["status"].startswith("WRONG")]
+    return 1 if wrong or problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

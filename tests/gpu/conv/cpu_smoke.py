@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""CPU smoke test of the Python conv drivers (test_conv_cudnn.py, bench/conv_bench.py), without a GPU:
+a fake kernel library (fake_conv_lib.c: the conv C ABI computing on host memory) stands in for the
+libraries of `kdlc build`, PyTorch runs on the CPU (KDL_CONV_DEVICE=cpu), and the real kdlc writes the
+`kdlc list --json` beside it as tests/gpu/build-kernels.sh does. Checks that
+  - test_conv_cudnn.py passes every case of the correct fake kernels (fprop with a [channel] bias + relu,
+    a fixed 3x3 stride 2 fprop, dgrad, serial split-K wgrad with an f32 output and an amax; the bench kernels);
+  - it fails when the fake leaves an output channel unwritten (FAKE_CONV_BUG=1) or reads the wrong
+    filter tap (FAKE_CONV_BUG=2);
+  - conv_bench.py times them beside PyTorch's conv and writes its table.
+usage: cpu_smoke.py KDLC     (prints SKIP: and exits 0 when this Python has no torch)
+
+With `--kdl-gpu-test PATH [--cuda-include DIR]` it checks kdl_gpu_test's conv path instead (no torch needed):
+fake_cuda.c, LD_PRELOADed, answers its CUDA runtime calls on host memory (one compute capability 9.0
+device), so kdl_gpu_test runs every conv case, rejection and host-thread run of the fake kernels; it must
+pass them all and fail the FAKE_CONV_BUG=1 / =2 fakes.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+
+FAKE_SPEC = """
+template t(op_) { op = op_; arch = sm80; accum = f32; tile = (128, 128, 32); stages = 3; }
+kernel fk_fprop_bias_relu = t(conv2d_fprop) {
+  X : bf16 nhwc; W : bf16 krsc; Y : bf16 nhwc;
+  epilogue { input bias : f32 [channel]; Y = relu(acc + bias); }
+}
+kernel fk_fprop_3x3_s2 = t(conv2d_fprop) { X : f16 nhwc; W : f16 krsc; Y : f16 nhwc; filter = (3, 3); stride = (2, 2); }
+kernel fk_dgrad = t(conv2d_dgrad) { Y : f16 nhwc; W : f16 krsc; X : f16 nhwc; }
+kernel fk_wgrad_splitk = t(conv2d_wgrad) {
+  Y : bf16 nhwc; X : bf16 nhwc; W : f32 krsc;
+  split_k = serial(4);
+  epilogue { param alpha = 1.0; input bias : f32 [channel]; W = alpha * acc + bias; output amax : f32 = max(abs(W)); }
+}
+"""
+FAKE_BENCH_SPEC = """
+template t(op_) { op = op_; arch = sm80; accum = f32; tile = (128, 128, 32); stages = 3; stride = (1, 1); }
+kernel fkb_fprop3x3 = t(conv2d_fprop) { X : bf16 nhwc; W : bf16 krsc; Y : bf16 nhwc; filter = (3, 3); }
+kernel fkb_fprop1x1 = t(conv2d_fprop) { X : bf16 nhwc; W : bf16 krsc; Y : bf16 nhwc; filter = (1, 1); }
+kernel fkb_dgrad3x3 = t(conv2d_dgrad) { Y : bf16 nhwc; W : bf16 krsc; X : bf16 nhwc; filter = (3, 3); }
+kernel fkb_wgrad3x3_sk4 = t(conv2d_wgrad) { Y : bf16 nhwc; X : bf16 nhwc; W : bf16 krsc; filter = (3, 3); split_k = serial(4); }
+"""
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def compile_lib(src, out, *flags):
+    cc = os.environ.get("CC", "cc")
+    r = subprocess.run([cc, "-shared", "-fPIC", "-O2", *flags, src, "-o", out, "-lm"], capture_output=True, text=True)
+    check(r.returncode == 0, f"{os.path.basename(src)} compiles {r.stderr.strip()[:400]}")
+    return r.returncode == 0
+
+
+def kdl_gpu_test_smoke(kdlc, exe, cuda_include):
+    """kdl_gpu_test's conv path on the fake library, its CUDA calls answered by fake_cuda.c."""
+    with tempfile.TemporaryDirectory() as tmp:
+        lib, shim, spec = os.path.join(tmp, "libfake.so"), os.path.join(tmp, "fake_cuda.so"), os.path.join(tmp, "fake.kdl")
+        if not (compile_lib(os.path.join(HERE, "fake_conv_lib.c"), lib, "-I", os.path.join(ROOT, "include")) and
+                compile_lib(os.path.join(HERE, "fake_cuda.c"), shim, "-I", cuda_include)):
+            return 1
+        open(spec, "w").write(FAKE_SPEC)
+        js = subprocess.run([kdlc, "check", spec], capture_output=True, text=True)
+        check(js.returncode == 0, f"kdlc check of the fake spec {js.stderr.strip()[:300]}")
+
+        def run(bug, *args):
+            env = dict(os.environ, LD_PRELOAD=shim)
+            if bug:
+                env["FAKE_CONV_BUG"] = str(bug)
+            p = subprocess.run([exe, "--seed", "5", *args, spec, lib], capture_output=True, text=True, env=env,
+                               timeout=600)
+            return p.returncode, p.stdout + p.stderr
+
+        rc, out = run(None)
+        last = [l for l in out.splitlines() if " passed, " in l]
+        passed = int(last[-1].split()[0]) if last else 0
+        check(rc == 0 and passed >= 100 and last[-1].endswith(" 0 failed"),
+              f"kdl_gpu_test passes every case of the correct fake conv kernels: rc={rc} {last[-1] if last else out[-3000:]}")
+        if rc:
+            print("\n".join(l for l in out.splitlines() if l.startswith("FAIL"))[:6000])
+        for bug, sign in ((1, "unwritten="), (2, "tolerance rel")):
+            rc, out = run(bug, "--quick")
+            check(rc == 1 and sign in out, f"kdl_gpu_test fails the fake with FAKE_CONV_BUG={bug} ({sign}): rc={rc}")
+    print(f"{len(failures)} failed")
+    return 1 if failures else 0
+
+
+def main(argv):
+    if len(argv) >= 4 and argv[2] == "--kdl-gpu-test":
+        inc = argv[argv.index("--cuda-include") + 1] if "--cuda-include" in argv else "/usr/local/cuda/include"
+        return kdl_gpu_test_smoke(os.path.abspath(argv[1]), os.path.abspath(argv[3]), inc)
+    if len(argv) != 2:
+        print(__doc__)
+        return 2
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("SKIP: this Python has no torch (scripts/setup.sh puts it in .venv)")
+        return 0
+    kdlc = os.path.abspath(argv[1])
+    with tempfile.TemporaryDirectory() as tmp:
+        carry = os.path.join(tmp, "carry")
+        for d in ("specs/matrix", "specs/bench", "libs/matrix", "libs/bench"):
+            os.makedirs(os.path.join(carry, d))
+        lib = os.path.join(carry, "libs/matrix/libfake.so")
+        if not compile_lib(os.path.join(HERE, "fake_conv_lib.c"), lib, "-I", os.path.join(ROOT, "include")):
+            return 1
+        shutil.copy(lib, os.path.join(carry, "libs/bench/libfakebench.so"))
+        for group, stem, text in (("matrix", "fake", FAKE_SPEC), ("bench", "fakebench", FAKE_BENCH_SPEC)):
+            spec = os.path.join(carry, "specs", group, stem + ".kdl")
+            open(spec, "w").write(text)
+            js = subprocess.run([kdlc, "list", "--json", spec], capture_output=True, text=True)
+            check(js.returncode == 0, f"kdlc list --json {stem}.kdl {js.stderr.strip()[:300]}")
+            open(os.path.join(carry, "libs", group, stem + ".kernels.json"), "w").write(js.stdout)
+        open(os.path.join(carry, "tests.list"), "w").write("specs/matrix/fake.kdl libs/matrix/libfake.so\n")
+        open(os.path.join(carry, "bench.list"), "w").write("specs/bench/fakebench.kdl libs/bench/libfakebench.so\n")
+        env = dict(os.environ, KDL_CONV_DEVICE="cpu", KDL_CONV_FAKE_CC="80")
+
+        def run(script, *args, bug=None):
+            e = dict(env)
+            if bug:
+                e["FAKE_CONV_BUG"] = str(bug)
+            p = subprocess.run([sys.executable, script, "--carry", carry, *args], capture_output=True, text=True,
+                               env=e, timeout=600)
+            return p.returncode, p.stdout + p.stderr
+
+        test = os.path.join(HERE, "test_conv_cudnn.py")
+        rc, out = run(test, "--shrink", "4", "--seed", "7")
+        last = [l for l in out.splitlines() if " passed, " in l]
+        passed = int(last[-1].split()[0]) if last else 0
+        check(rc == 0 and passed >= 30 and " 0 failed" in last[-1],
+              f"test_conv_cudnn.py passes the correct fake kernels: rc={rc} {last[-1] if last else out[-3000:]}")
+        if rc:
+            print(out[-6000:])
+        for bug, sign in ((1, "NON-FINITE"), (2, "tolerance")):
+            rc, out = run(test, "--shrink", "4", "--quick", "--seed", "7", bug=bug)
+            check(rc == 1 and sign in out, f"test_conv_cudnn.py fails the fake with FAKE_CONV_BUG={bug} ({sign}): rc={rc}")
+        outdir = os.path.join(tmp, "out")
+        rc, out = run(os.path.join(ROOT, "bench", "conv_bench.py"), "--out", outdir, "--shrink", "16", "--runs", "2",
+                      "--iters", "1", "--warmup", "1")
+        md = os.path.join(outdir, "conv_bench.md")
+        table = open(md).read() if os.path.exists(md) else ""
+        check(rc == 0 and all(k in table for k in ("fkb_fprop3x3", "fkb_fprop1x1", "fkb_dgrad3x3", "fkb_wgrad3x3_sk4")),
+              f"conv_bench.py times every fake bench kernel and writes its table: rc={rc}\n{table or out[-3000:]}")
+        check(os.path.exists(os.path.join(outdir, "conv_bench.csv")) and os.path.exists(os.path.join(outdir, "conv_bench.json")),
+              "conv_bench.csv and conv_bench.json written")
+    print(f"{len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
