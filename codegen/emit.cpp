@@ -3,6 +3,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/emit_internal.h"
+#include "codegen/lower_steps.h"
 #include "codegen/epilogue_expr.h"
 #include "codegen/plan.h"
 #include "codegen/writer.h"
@@ -103,7 +104,14 @@ std::string emitManifest(const std::vector<KernelPlan>& plans, const EmitOptions
     w.line("\"stages\": {},", p.stages);
     w.line("\"smem_bytes\": {},", p.smemBytes);
     if (p.smemBytes != p.cpAsyncSmemBytes) w.line("\"smem_bytes_without_tma\": {},", p.cpAsyncSmemBytes);
-    w.line("\"raster\": {},", q(p.rasterAlongM ? "along_m" : "along_n"));
+    if (p.conv()) {  // the filter and stride the spec fixes (null: given at run time); no raster parameter
+      auto fixed = [](int x, int y) { return x ? fmt::format("[{}, {}]", x, y) : std::string("null"); };
+      w.line("\"conv_kind\": {},", q(toLower(p.convKind())));
+      w.line("\"filter\": {},", fixed(p.filterR, p.filterS));
+      w.line("\"stride\": {},", fixed(p.strideH, p.strideW));
+    } else {
+      w.line("\"raster\": {},", q(p.rasterAlongM ? "along_m" : "along_n"));
+    }
     w.line("\"split_k\": {},", p.serialSplitK ? fmt::format("{{\"mode\": \"serial\", \"max_slices\": {}}}", p.maxSplitK)
                                               : std::string("{\"mode\": \"none\"}"));
     w.line("\"epilogue\": {}", q(renderEpilogueSummary(p.epilogue)));

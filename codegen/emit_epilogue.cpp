@@ -17,10 +17,20 @@ namespace kdl::codegen {
 
 namespace {
 
-// "" when a tensor of `layout` runs along the coordinates' rows, "_transposed" when across them.
+// "" when a tensor of `layout` runs along the coordinates' rows, "_transposed" when across them. A
+// convolution's tensors (nhwc, krsc) are all its output's GEMM view (kdl/conv_problem.h): along the rows.
 const char* tileAccess(const KernelPlan& p, Layout layout) {
+  if (p.conv()) return "";
   const Layout kernelRows = p.transposed ? Layout::Col : Layout::Row;  // the layout of the kernel's output
   return layout == kernelRows ? "" : "_transposed";
+}
+
+// "row" when a broadcast input holds one value per coordinate row (kdl::load_row_broadcast), "col" per
+// coordinate column. [row] is one per row of D, a coordinate column when the kernel computes D^T;
+// [channel] is one per output channel: the GEMM's column for fprop and dgrad, its row (k) for wgrad.
+const char* broadcastAccess(const KernelPlan& p, Broadcast b) {
+  if (b == Broadcast::Channel) return p.spec.op.value == Op::Conv2dWgrad ? "row" : "col";
+  return (b == Broadcast::Row) != p.transposed ? "row" : "col";
 }
 
 }  // namespace
@@ -36,8 +46,10 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
   // The templates' default is 8 columns per apply call; lowering narrows it where registers are short.
   if (p.epilogueVectorWidth != 8) w.line("static constexpr int kVectorWidth = {};", p.epilogueVectorWidth);
   w.open("struct Params {{");
-  w.line("{}* D; ::int64_t ldd; ::int64_t batch_stride_D;", cppQualified(p.d.cppType));
-  if (p.hasSource) w.line("const {}* C; ::int64_t ldc; ::int64_t batch_stride_C;  // null: C reads as 0", cppQualified(p.c.cppType));
+  w.line("{}* {}; ::int64_t {}; ::int64_t {};", cppQualified(p.d.cppType), p.d.name, p.d.ldName, p.d.batchStrideName);
+  if (p.hasSource)
+    w.line("const {}* {}; ::int64_t {}; ::int64_t {};  // null: {} reads as 0", cppQualified(p.c.cppType), p.c.name,
+           p.c.ldName, p.c.batchStrideName, p.c.name);
   for (const ArgPlan& a : p.args) {
     switch (a.role) {
       case ArgPlan::Role::Param: w.line("float {};", a.name); break;
@@ -94,13 +106,13 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
     std::vector<std::string> checks;
     if (e.usesSource) {
       if (*tileAccess(p, p.c.layout) == '\0')
-        checks.push_back(fmt::format("::kdl::tile_vector_aligned<{}, V>(p.C, p.ldc, p.batch_stride_C, b)",
-                                     cppQualified(p.c.cppType)));
+        checks.push_back(fmt::format("::kdl::tile_vector_aligned<{}, V>(p.{}, p.{}, p.{}, b)", cppQualified(p.c.cppType),
+                                     p.c.name, p.c.ldName, p.c.batchStrideName));
       else
-        checks.push_back("p.C != nullptr");
+        checks.push_back(fmt::format("p.{} != nullptr", p.c.name));
     }
     for (const EpiInput& in : e.inputs)
-      if (in.broadcast != Broadcast::Scalar && (in.broadcast == Broadcast::Row) == p.transposed)  // a load_col_broadcast
+      if (in.broadcast != Broadcast::Scalar && std::string(broadcastAccess(p, in.broadcast)) == "col")
         checks.push_back(fmt::format("::kdl::col_vector_aligned<{}, V>(p.{}, p.batch_stride_{}, b)",
                                      cppQualified(cppElementType(in.dtype)), in.name, in.name));
     for (const OperandPlan& z : p.extraOutputs)
@@ -118,17 +130,17 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
   if (!anyAmax && !anyScalar) w.line("(void)s;");
   if (e.usesSource) {
     w.line("float src_C[V];");
-    w.line("if (::kdl::source_present(p.C, c)) ::kdl::load_tile{}<{}, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);",
-           tileAccess(p, p.c.layout), cppQualified(p.c.cppType));
+    w.line("if (::kdl::source_present(p.{1}, c)) ::kdl::load_tile{0}<{2}, V>(p.{1}, p.{3}, p.{4}, c, src_C);",
+           tileAccess(p, p.c.layout), p.c.name, cppQualified(p.c.cppType), p.c.ldName, p.c.batchStrideName);
     w.line("else for (int i = 0; i < V; ++i) src_C[i] = 0.0f;");
   }
   for (const EpiInput& in : e.inputs) {
     const std::string t = cppQualified(cppElementType(in.dtype));
     if (in.broadcast == Broadcast::Scalar)
       w.line("const float in_{0} = s.in_{0};", in.name);
-    else  // [row]: one per row of D, which is a coordinate column when the kernel computes D^T
+    else
       w.line("float in_{0}[V]; ::kdl::load_{2}_broadcast<{1}, V>(p.{0}, p.batch_stride_{0}, c, in_{0});", in.name, t,
-             (in.broadcast == Broadcast::Row) != p.transposed ? "row" : "col");
+             broadcastAccess(p, in.broadcast));
   }
   for (size_t i = 1; i < e.outputs.size(); ++i)
     if (e.outputs[i].kind != EpiOutput::Kind::AmaxReduction) w.line("float out_{}[V];", e.outputs[i].name);
@@ -158,7 +170,7 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
   w.open("__device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {{");
   w.line("float out_{}[V];", dName);
   w.line("compute<V>(p, s, c, acc, out_{});", dName);
-  w.line("::kdl::store_tile<{}, V>(p.D, p.ldd, p.batch_stride_D, c, out_{});", dType, dName);
+  w.line("::kdl::store_tile<{}, V>(p.{}, p.{}, p.{}, c, out_{});", dType, p.d.name, p.d.ldName, p.d.batchStrideName, dName);
   w.close();
   w.blank();
   w.open("__device__ __forceinline__ void finish(const Params& p, State& s) const {{");

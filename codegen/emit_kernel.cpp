@@ -66,7 +66,10 @@ std::string argTableEntry(const KernelPlan& p, const ArgPlan& a) {
   const std::string dt = dtypeWord(a.dtype);
   switch (a.kind) {
     case ArgPlan::Kind::Tensor:
-      if (a.role == ArgPlan::Role::OperandIn && (a.name == "A" || a.name == "B"))
+      if (p.conv() && a.role == ArgPlan::Role::OperandIn && a.index < 2)  // the implicit GEMM's A and B
+        return fmt::format("::kdl::arg::conv_input(\"{0}\", \"{1}\", &Arguments::{0}, &Arguments::{2}, &Arguments::{3}, {4})",
+                           a.name, dt, a.ldName, a.batchStrideName, a.index == 0 ? p.argA.align : p.argB.align);
+      if (!p.conv() && a.role == ArgPlan::Role::OperandIn && (a.name == "A" || a.name == "B"))
         return fmt::format("::kdl::arg::mainloop(\"{0}\", \"{1}\", &Arguments::{0}, &Arguments::{2}, &Arguments::batch_stride_{0}, {3})",
                            a.name, dt, a.ldName, a.name == "A" ? p.argA.align : p.argB.align);
       if (a.role == ArgPlan::Role::BlockScale) {
@@ -91,6 +94,74 @@ std::string argTableEntry(const KernelPlan& p, const ArgPlan& a) {
   return "";
 }
 
+// The C ABI's shape struct, the host template and its header: GEMM or convolution.
+const char* shapeType(const KernelPlan& p) { return p.conv() ? "::kdl_conv2d_shape" : "::kdl_gemm_shape"; }
+const char* hostHeader(const KernelPlan& p) { return p.conv() ? "kdl/conv_host.h" : "kdl/gemm_host.h"; }
+
+// A convolution tensor's extents and strides, by the language's name of it (kdl/conv_problem.h).
+std::string convTensorText(char tensor) {
+  switch (tensor) {
+    case 'X': return "n x h x w x c; ld = pixel stride (0: c), batch_stride = image stride (0: h * w * ld)";
+    case 'Y': return "n x p x q x k; ld = pixel stride (0: k), batch_stride = image stride (0: p * q * ld)";
+    default: return "k x r x s x c; ld = tap stride (0: c), batch_stride = filter stride (0: r * s * ld)";
+  }
+}
+
+// The comment of a tensor member of Arguments.
+std::string tensorComment(const KernelPlan& p, const ArgPlan& a) {
+  if (p.conv()) {
+    const bool input = a.role == ArgPlan::Role::OperandIn && a.index < 2;
+    const char tensor = input ? a.name[0] : p.d.name[0];  // the epilogue's tensors are shaped like the output
+    std::string text = fmt::format("{} {}: {}", dtypeWord(a.dtype), layoutWord(a.layout), convTensorText(tensor));
+    if (!input && p.spec.op.value == Op::Conv2dWgrad) text += "; taps packed (ld 0 or c)";
+    if (a.role == ArgPlan::Role::OperandIn && !input) text += "; may be null (reads as 0)";
+    return text;
+  }
+  const Operand* op = p.spec.operand(a.name);
+  std::string layout = op ? layoutWord(op->layout) : "row";
+  std::string extra;
+  if (a.name == "A") extra = a.role == ArgPlan::Role::OperandIn ? (layout == "row" ? "m x k, row-major" : "m x k, column-major") : "";
+  else if (a.name == "B") extra = layout == "row" ? "k x n, row-major" : "k x n, column-major";
+  else extra = std::string("m x n") + (a.layout == Layout::Col ? ", column-major" : "") +
+               (a.name == "C" ? "; may be null (reads as 0)" : "");
+  if (a.name == "A" && a.role != ArgPlan::Role::OperandIn) extra = "m x n";
+  if (a.role == ArgPlan::Role::BlockScale) {
+    const bool ofA = a.name == "scale_A";
+    extra = fmt::format("one per {0} x {1} ({2} x k) block of {3}: block (i, kb) at [kb * {4} + i], i < ceil({5} / {0})",
+                        ofA ? p.blockMA : p.blockNB, p.blockK, ofA ? "row" : "column", ofA ? "A" : "B", a.ldName,
+                        ofA ? "m" : "n");
+  }
+  return fmt::format("{} {}", dtypeWord(a.dtype), extra);
+}
+
+std::string vectorComment(const KernelPlan& p, const ArgPlan& a) {
+  if (a.broadcast == "channel")
+    return fmt::format("{} [channel]: one per output channel ({}); batch_stride between images (0: shared)",
+                       dtypeWord(a.dtype), p.spec.op.value == Op::Conv2dDgrad ? "c of them" : "k of them");
+  return fmt::format("{} [{}]: one per {}", dtypeWord(a.dtype), a.broadcast,
+                     a.broadcast == "row" ? "row m (length m)" : "column n (length n)");
+}
+
+// The problem's sizes in Arguments: a GEMM's m, n, k, batch; a convolution's (kdl_conv2d_shape's), with
+// the filter and stride the spec fixes as their defaults.
+void sizeMembers(CodeWriter& w, const KernelPlan& p) {
+  if (!p.conv()) {
+    w.raw("int m = 0, n = 0, k = 0;  // D is m x n; the reduction is over k");
+    w.raw("int batch = 1;");
+  } else {
+    w.raw("int n = 0, h = 0, w = 0, c = 0;  // X: n x h x w x c (NHWC)");
+    w.raw("int k = 0;                       // output channels: Y is n x p x q x k, W is k x r x s x c");
+    if (p.filterR) w.line("int r = {0}, s = {1};                // the filter: fixed by the spec (filter = ({0}, {1})), must stay", p.filterR, p.filterS);
+    else w.raw("int r = 0, s = 0;                // the filter");
+    w.raw("int pad_h = 0, pad_w = 0;");
+    if (p.strideH) w.line("int stride_h = {0}, stride_w = {1};    // fixed by the spec (stride = ({0}, {1})), must stay", p.strideH, p.strideW);
+    else w.raw("int stride_h = 1, stride_w = 1;");
+    w.raw("int dilation_h = 1, dilation_w = 1;");
+    w.raw("int p = 0, q = 0;                // Y's spatial size: 0 = derived, else checked against the derived size");
+  }
+  if (p.serialSplitK) w.raw("int split_k = 1;  // serial split-K slices, 1..kMaxSplitK (needs a workspace when > 1)");
+}
+
 }  // namespace
 
 // ---- NAME.h ----------------------------------------------------------------------------------------------
@@ -105,7 +176,8 @@ std::string emitKernelHeader(const KernelPlan& p, const EmitOptions& o) {
   if (p.fallback) w.line("// Fallback (fallback = sm80): {}", kernelDoc(*p.fallback));
   w.line("// Epilogue: {}", renderEpilogueSummary(p.epilogue));
   w.raw("// Host API; plain C++ (needs the CUDA include directory, no device code). Sizes and strides are in");
-  w.raw("// elements; every tensor is row-major unless its comment says otherwise.");
+  w.raw(p.conv() ? "// elements; tensors are NHWC activations and KRSC filters (kdl/conv_problem.h), strides 0 = packed."
+                 : "// elements; every tensor is row-major unless its comment says otherwise.");
   w.raw("#pragma once");
   w.raw("#include <cuda_runtime_api.h>");
   for (const std::string& h : typeHeaders(p)) w.line("#include <{}>", h);
@@ -118,34 +190,16 @@ std::string emitKernelHeader(const KernelPlan& p, const EmitOptions& o) {
   if (p.serialSplitK) w.line("inline constexpr int kMaxSplitK = {};", p.maxSplitK);
   w.blank();
   w.open("struct Arguments {{");
-  w.raw("int m = 0, n = 0, k = 0;  // D is m x n; the reduction is over k");
-  w.raw("int batch = 1;");
-  if (p.serialSplitK) w.raw("int split_k = 1;  // serial split-K slices, 1..kMaxSplitK (needs a workspace when > 1)");
+  sizeMembers(w, p);
   for (const ArgPlan& a : p.args) {
     const std::string type = cppQualified(a.cppType);
     switch (a.kind) {
-      case ArgPlan::Kind::Tensor: {
-        const Operand* op = p.spec.operand(a.name);
-        std::string layout = op ? layoutWord(op->layout) : "row";
-        std::string extra;
-        if (a.name == "A") extra = a.role == ArgPlan::Role::OperandIn ? (layout == "row" ? "m x k, row-major" : "m x k, column-major") : "";
-        else if (a.name == "B") extra = layout == "row" ? "k x n, row-major" : "k x n, column-major";
-        else extra = std::string("m x n") + (a.layout == Layout::Col ? ", column-major" : "") +
-                     (a.name == "C" ? "; may be null (reads as 0)" : "");
-        if (a.name == "A" && a.role != ArgPlan::Role::OperandIn) extra = "m x n";
-        if (a.role == ArgPlan::Role::BlockScale) {
-          const bool ofA = a.name == "scale_A";
-          extra = fmt::format("one per {0} x {1} ({2} x k) block of {3}: block (i, kb) at [kb * {4} + i], i < ceil({5} / {0})",
-                              ofA ? p.blockMA : p.blockNB, p.blockK, ofA ? "row" : "column", ofA ? "A" : "B", a.ldName,
-                              ofA ? "m" : "n");
-        }
-        w.line("{}{}* {} = nullptr; ::int64_t {} = 0; ::int64_t batch_stride_{} = 0;  // {} {}", isWritten(a) ? "" : "const ",
-               type, a.name, a.ldName, a.name, dtypeWord(a.dtype), extra);
+      case ArgPlan::Kind::Tensor:
+        w.line("{}{}* {} = nullptr; ::int64_t {} = 0; ::int64_t {} = 0;  // {}", isWritten(a) ? "" : "const ", type, a.name,
+               a.ldName, a.batchStrideName, tensorComment(p, a));
         break;
-      }
       case ArgPlan::Kind::Vector:
-        w.line("const {}* {} = nullptr; ::int64_t batch_stride_{} = 0;  // {} [{}]: one per {}", type, a.name, a.name,
-               dtypeWord(a.dtype), a.broadcast, a.broadcast == "row" ? "row m (length m)" : "column n (length n)");
+        w.line("const {}* {} = nullptr; ::int64_t {} = 0;  // {}", type, a.name, a.batchStrideName, vectorComment(p, a));
         break;
       case ArgPlan::Kind::DeviceScalar:
         if (a.role == ArgPlan::Role::AmaxOutput)
@@ -190,12 +244,13 @@ void kernelStruct(CodeWriter& w, const KernelPlan& p, const std::string& epilogu
     if (d.what == "orientation" || d.what == "warps" || d.what == "mma" || d.what == "schedule" || d.what == "cluster" ||
         d.what == "stages")
       w.line("// {}: {}", d.what, d.value);
-  w.raw("// The kernel for kdl::GemmHost: its template instance and its arguments in C ABI order.");
+  w.line("// The kernel for {}: its template instance and its arguments in C ABI order.",
+         p.conv() ? "kdl::ConvHost" : "kdl::GemmHost");
   w.open("struct Kernel {{");
   w.line("using Arguments = {}::Arguments;", ns);
   w.line("using Epilogue = {}::Epilogue;", epilogueNs);
   w.raw("using Params = Epilogue::Params;");
-  w.line("using Gemm = {};", gemmInstance(p));
+  w.line("using {} = {};", p.conv() ? "Conv" : "Gemm", gemmInstance(p));
   w.line("static constexpr const char* kName = \"{}\";", p.name);
   w.line("static constexpr const char* kOp = \"{}\";", opWord(p.spec.op.value));
   w.line("static constexpr ::kdl::KernelTarget kTarget = {{\"{}\", {}, {}}};", p.archName, p.minComputeCapability,
@@ -223,7 +278,7 @@ std::string emitKernelSource(const KernelPlan& p, const EmitOptions& o) {
   w.raw("#include <kdl/activations.cuh>");
   w.raw("#include <kdl/epilogue.cuh>");
   if (fb) w.raw("#include <kdl/gemm_fallback.h>");
-  w.raw("#include <kdl/gemm_host.h>");
+  w.line("#include <{}>", hostHeader(p));
   if (fb && std::string(pathHeader(fb->path)) < pathHeader(p.path)) w.line("#include <{}>", pathHeader(fb->path));
   w.line("#include <{}>", pathHeader(p.path));
   if (fb && std::string(pathHeader(fb->path)) > pathHeader(p.path)) w.line("#include <{}>", pathHeader(fb->path));
@@ -248,7 +303,7 @@ std::string emitKernelSource(const KernelPlan& p, const EmitOptions& o) {
     w.raw("}  // namespace fallback");
     w.raw("using Host = ::kdl::GemmHostWithFallback<Kernel, fallback::Kernel>;");
   } else {
-    w.raw("using Host = ::kdl::GemmHost<Kernel>;");
+    w.line("using Host = ::kdl::{}<Kernel>;", p.conv() ? "ConvHost" : "GemmHost");
   }
   w.blank();
   w.line("}}  // namespace kdl_kernels::{}::detail", N);
@@ -263,14 +318,15 @@ std::string emitKernelSource(const KernelPlan& p, const EmitOptions& o) {
   w.blank();
   w.raw("// ---- C ABI (include/kdl/abi.h) ----");
   w.line("extern \"C\" const ::kdl_kernel_info* kdl_{}_info(void) {{ return {}::detail::Host::abi_info(); }}", N, ns);
-  w.line("extern \"C\" const char* kdl_{}_can_implement(const ::kdl_gemm_shape* shape, const ::kdl_arg* args, ::int32_t nargs) {{ "
+  const char* shape = shapeType(p);
+  w.line("extern \"C\" const char* kdl_{}_can_implement(const {}* shape, const ::kdl_arg* args, ::int32_t nargs) {{ "
          "return {}::detail::Host::abi_can_implement(shape, args, nargs); }}",
-         N, ns);
-  w.line("extern \"C\" ::size_t kdl_{}_workspace_size(const ::kdl_gemm_shape* shape) {{ return {}::detail::Host::abi_workspace_size(shape); }}",
-         N, ns);
-  w.line("extern \"C\" int kdl_{}_run(const ::kdl_gemm_shape* shape, const ::kdl_arg* args, ::int32_t nargs, void* workspace, "
+         N, shape, ns);
+  w.line("extern \"C\" ::size_t kdl_{}_workspace_size(const {}* shape) {{ return {}::detail::Host::abi_workspace_size(shape); }}",
+         N, shape, ns);
+  w.line("extern \"C\" int kdl_{}_run(const {}* shape, const ::kdl_arg* args, ::int32_t nargs, void* workspace, "
          "::size_t workspace_bytes, void* stream) {{ return {}::detail::Host::abi_run(shape, args, nargs, workspace, workspace_bytes, stream); }}",
-         N, ns);
+         N, shape, ns);
   if (fb)
     w.line("extern \"C\" const char* kdl_{}_path(const ::kdl_gemm_shape* shape, const ::kdl_arg* args, ::int32_t nargs) {{ "
            "return {}::detail::Host::abi_path(shape, args, nargs); }}",

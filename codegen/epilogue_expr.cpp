@@ -124,6 +124,11 @@ static const char* funcName(EpiOp op) { return op >= EpiOp::Min && op <= EpiOp::
 
 static const char* binOp(EpiOp op) { return infixSpelling(op); }
 
+// The operand a Source node reads: a GEMM's C (whose output is D), a convolution's `residual`.
+static const char* sourceName(const Epilogue& e) {
+  return e.outputs.empty() || e.outputs[0].name == "D" ? "C" : "residual";
+}
+
 std::string renderExpr(const Epilogue& e, const EpiNode& n) {
   auto sub = [&](const EpiNode& c, int minPrec) {
     std::string s = renderExpr(e, c);
@@ -132,7 +137,7 @@ std::string renderExpr(const Epilogue& e, const EpiNode& n) {
   switch (n.op) {
     case EpiOp::Const: return fmt::format("{}", n.constant);
     case EpiOp::Acc: return "acc";
-    case EpiOp::Source: return "C";
+    case EpiOp::Source: return sourceName(e);
     case EpiOp::Param: return e.params.at(n.index).name;
     case EpiOp::Input: return e.inputs.at(n.index).name;
     case EpiOp::Let: return e.lets.at(n.index).name;

@@ -43,6 +43,7 @@ const char* pathWord(KernelPath p) {
     case KernelPath::GemmSm80: return "gemm_sm80";
     case KernelPath::GemmSm80Tma: return "gemm_sm80_tma";
     case KernelPath::GemmSm90: return "gemm_sm90";
+    case KernelPath::ConvSm80: return "conv_sm80";
   }
   return "";
 }
@@ -51,6 +52,7 @@ const char* pathTemplate(KernelPath p) {
     case KernelPath::GemmSm80: return "kdl::GemmSm80";
     case KernelPath::GemmSm80Tma: return "kdl::GemmSm80Tma";
     case KernelPath::GemmSm90: return "kdl::GemmSm90";
+    case KernelPath::ConvSm80: return "kdl::Conv2dSm80";
   }
   return "";
 }
@@ -59,6 +61,17 @@ const char* pathHeader(KernelPath p) {
     case KernelPath::GemmSm80: return "kdl/gemm_sm80.cuh";
     case KernelPath::GemmSm80Tma: return "kdl/gemm_sm80_tma.cuh";
     case KernelPath::GemmSm90: return "kdl/gemm_sm90.cuh";
+    case KernelPath::ConvSm80: return "kdl/conv_sm80.cuh";
+  }
+  return "";
+}
+
+const char* KernelPlan::convKind() const {
+  switch (spec.op.value) {
+    case Op::Conv2dFprop: return "Fprop";
+    case Op::Conv2dDgrad: return "Dgrad";
+    case Op::Conv2dWgrad: return "Wgrad";
+    case Op::Gemm: break;
   }
   return "";
 }
@@ -67,6 +80,13 @@ std::string KernelPlan::templateInstance(std::string (*spell)(const std::string&
   auto s = [&](const std::string& name) { return spell ? spell(name) : name; };
   // The device template's instance; a transposed kernel runs it on D^T = B^T A^T.
   auto device = [&]() -> std::string {
+    if (path == KernelPath::ConvSm80) {
+      // Conv2dSm80<Kind, Element, AlignA, AlignB, ElementAcc, TileM, TileN, TileK, WarpsM, WarpsN, Stages,
+      //            FilterR, FilterS, StrideH, StrideW, Epilogue>
+      return fmt::format("{}<{}::{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, Epilogue>", s(pathTemplate(path)),
+                         s("kdl::ConvKind"), convKind(), s(a.cppType), a.align, b.align, s(accumCpp), tileM, tileN, tileK,
+                         warpsM, warpsN, stages, filterR, filterS, strideH, strideW);
+    }
     if (path == KernelPath::GemmSm90) {
       // GemmSm90<ElementA, LayoutA, ElementB, LayoutB, ElementAccum, TileM, TileN, TileK, Stages, Schedule,
       //          ClusterM, ClusterN, RasterAlongM, PromoteEvery, BlockScaling, Epilogue>
@@ -96,6 +116,10 @@ constexpr LoweringStep kGemmSm80Steps[] = {lowerTarget,   lowerOrientation, lowe
 // computed transposed) comes before the operands it swaps.
 constexpr LoweringStep kGemmSm90Steps[] = {lowerTarget,       lowerOrientation,  lowerSm90Operands, lowerSm90Tiling,
                                            lowerSm90Pipeline, lowerSm90Epilogue, lowerArguments};
+
+// The implicit-GEMM convolution (include/kdl/conv_sm80.cuh): the GEMM it maps to and its operands first,
+// then the sm80 GEMM's tiling (its Core is a kdl::GemmSm80), its pipeline and shared memory, the arguments.
+constexpr LoweringStep kConvSm80Steps[] = {lowerTarget, lowerConvOperands, lowerTiling, lowerConvPipeline, lowerArguments};
 
 bool runSteps(Lowering& l, const LoweringStep* first, const LoweringStep* last) {
   for (const LoweringStep* step = first; step != last; ++step)
@@ -127,17 +151,23 @@ bool lowerGemmSm90(const KernelSpec& s, KernelPlan& p, DiagEngine& diags) {
   return lowerWith(s, p, diags, std::begin(kGemmSm90Steps), std::end(kGemmSm90Steps));
 }
 
+bool lowerConvSm80(const KernelSpec& s, KernelPlan& p, DiagEngine& diags) {
+  p.path = KernelPath::ConvSm80;
+  return lowerWith(s, p, diags, std::begin(kConvSm80Steps), std::end(kConvSm80Steps));
+}
+
 }  // namespace
 
 std::vector<KernelPlan> lower(const std::vector<KernelSpec>& specs, DiagEngine& diags) {
   std::vector<KernelPlan> plans;
   for (const KernelSpec& s : specs) {
-    // checkSupported admits GEMMs only: the wgmma schedules (sm90a) run the sm90a driver, the
-    // multistage schedule the sm80 one.
+    // Convolutions run the conv driver (every arch and schedule checkSupported admits); GEMMs with a
+    // wgmma schedule (sm90a) the sm90a driver, the multistage schedule the sm80 one.
     if (!checkSupported(s, diags)) continue;
     KernelPlan p;
-    bool ok = isWgmmaSchedule(s.schedule.value) ? lowerGemmSm90(s, p, diags) && lowerFallback(s, p, diags)
-                                                : lowerGemmSm80Plan(s, p, diags);
+    bool ok = s.op.value != Op::Gemm           ? lowerConvSm80(s, p, diags)
+              : isWgmmaSchedule(s.schedule.value) ? lowerGemmSm90(s, p, diags) && lowerFallback(s, p, diags)
+                                                  : lowerGemmSm80Plan(s, p, diags);
     if (ok) plans.push_back(std::move(p));
   }
   return plans;

@@ -47,6 +47,32 @@ void addOperandArgs(const KernelSpec& s, KernelPlan& p) {
   addArg(p, "D", ArgPlan::Kind::Tensor, ArgPlan::Role::OperandOut, p.d.dtype, 3).layout = p.d.layout;
 }
 
+// A convolution's: its two inputs (the GEMM's A and B), [residual], the output; each a tensor laid out
+// as declared (nhwc, krsc), with the C++ names of the spec's tensor ("ldx", "batch_stride_X").
+void addConvOperandArgs(KernelPlan& p) {
+  addArg(p, p.argA.name, ArgPlan::Kind::Tensor, ArgPlan::Role::OperandIn, p.argA.dtype, 0).layout = p.argA.layout;
+  addArg(p, p.argB.name, ArgPlan::Kind::Tensor, ArgPlan::Role::OperandIn, p.argB.dtype, 1).layout = p.argB.layout;
+  if (p.hasSource) addArg(p, p.c.name, ArgPlan::Kind::Tensor, ArgPlan::Role::OperandIn, p.c.dtype, 2).layout = p.c.layout;
+  addArg(p, p.d.name, ArgPlan::Kind::Tensor, ArgPlan::Role::OperandOut, p.d.dtype, 3).layout = p.d.layout;
+}
+
+const char* broadcastWord(Broadcast b) {
+  switch (b) {
+    case Broadcast::Row: return "row";
+    case Broadcast::Col: return "col";
+    case Broadcast::Channel: return "channel";
+    case Broadcast::Scalar: break;
+  }
+  return "";
+}
+
+// The members Arguments declares besides the arguments' own: the problem's sizes.
+std::set<std::string> sizeMembers(const KernelPlan& p) {
+  if (!p.conv()) return {"m", "n", "k", "batch", "split_k"};
+  return {"n", "h", "w", "c", "k", "r", "s", "pad_h", "pad_w", "stride_h", "stride_w", "dilation_h", "dilation_w",
+          "p", "q", "split_k"};
+}
+
 // The epilogue's params, inputs and extra outputs in declaration order (declarations without a
 // location, as built by the implicit epilogue, first).
 void addEpilogueArgs(const Epilogue& e, KernelPlan& p) {
@@ -69,7 +95,7 @@ void addEpilogueArgs(const Epilogue& e, KernelPlan& p) {
       bool scalar = in.broadcast == Broadcast::Scalar;
       ArgPlan& a = addArg(p, in.name, scalar ? ArgPlan::Kind::DeviceScalar : ArgPlan::Kind::Vector, ArgPlan::Role::Input,
                           in.dtype, d.index);
-      if (!scalar) a.broadcast = in.broadcast == Broadcast::Row ? "row" : "col";
+      if (!scalar) a.broadcast = broadcastWord(in.broadcast);
     } else {
       const EpiOutput& o = e.outputs[d.index];
       if (o.kind == EpiOutput::Kind::AmaxReduction)
@@ -90,7 +116,7 @@ bool checkNames(Lowering& l) {
     l.unsupported(s.loc, fmt::format("the kernel name `{}` {}; rename the kernel", s.name, why));
     return false;
   }
-  std::set<std::string> members = {"m", "n", "k", "batch", "split_k"};
+  std::set<std::string> members = sizeMembers(l.plan);
   for (const ArgPlan& a : l.plan.args) {
     SourceLoc loc = s.loc;
     for (const EpiParam& x : e.params) if (x.name == a.name) loc = x.loc;
@@ -124,7 +150,8 @@ bool lowerArguments(Lowering& l) {
            fmt::format("f32 math, {} columns per call; one rounding at each store (saturating for integer and fp8 "
                        "outputs)",
                        p.epilogueVectorWidth));
-  addOperandArgs(l.spec, p);
+  if (p.conv()) addConvOperandArgs(p);
+  else addOperandArgs(l.spec, p);
   addEpilogueArgs(l.spec.epilogue, p);
   if (!checkNames(l)) return false;
   std::vector<std::string> argNames;
@@ -132,7 +159,9 @@ bool lowerArguments(Lowering& l) {
   l.decide("arguments", fmt::format("{}", fmt::join(argNames, ", ")),
            p.blockScaling ? "the C ABI order: operands (each block-scaled one followed by its scales), then the epilogue's "
                            "params, inputs and extra outputs as declared"
-                         : "the C ABI order: operands, then the epilogue's params, inputs and extra outputs as declared");
+           : p.conv()     ? "the C ABI order: the two inputs, [residual], the output, then the epilogue's params, inputs "
+                            "and extra outputs as declared"
+                          : "the C ABI order: operands, then the epilogue's params, inputs and extra outputs as declared");
   return true;
 }
 

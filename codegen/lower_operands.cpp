@@ -134,17 +134,23 @@ bool lowerOperands(Lowering& l) {
   decideMainloopOperand(l, p.a, "defaults to 16 bytes, the widest cp.async");
   decideMainloopOperand(l, p.b, "defaults to 16 bytes, the widest cp.async");
 
-  const Sm80Mainloop* ml = findSm80Mainloop(A.dtype);
-  if (A.dtype == DType::F32)
+  decideSm80Math(l, A.dtype, B.dtype);
+  return true;
+}
+
+void decideSm80Math(Lowering& l, DType a, DType b) {
+  const KernelSpec& s = l.spec;
+  KernelPlan& p = l.plan;
+  const Sm80Mainloop* ml = findSm80Mainloop(a);
+  if (a == DType::F32)
     l.decide("precision", "tf32 multiply, f32 accumulate",
              "the sm80 tensor cores have no f32 MMA: f32 operands are rounded to tf32 (cvt.rna) as they are loaded");
   p.accumCpp = s.accum.value == DType::S32 ? "int32_t" : "float";
   l.decide("accumulator", p.accumCpp, fmt::format("accum = {} ({})", dtypeWord(s.accum.value), originWord(s.accum.origin)));
   p.mmaShape = ml->mma;
-  l.decide("mma", fmt::format("mma.sync.aligned.{} ({} x {} -> {})", p.mmaShape, dtypeWord(A.dtype), dtypeWord(B.dtype),
+  l.decide("mma", fmt::format("mma.sync.aligned.{} ({} x {} -> {})", p.mmaShape, dtypeWord(a), dtypeWord(b),
                               dtypeWord(ml->accum)),
            "the sm80 tensor-core instruction for this operand type; each covers 32 bytes of K");
-  return true;
 }
 
 }  // namespace kdl::codegen

@@ -60,28 +60,48 @@ std::string smemText(const KernelPlan& p) {
   return text + fmt::format("; the {} limit is {} B)", p.archName, maxSharedMemoryPerBlock(p.arch));
 }
 
-}  // namespace
+// The stages of the spec, within what the multistage mainloop pipelines; false after an error.
+bool planStages(Lowering& l) {
+  l.plan.stages = l.spec.stages.value;
+  if (l.plan.stages >= 2 && l.plan.stages <= 8) return true;
+  l.unsupported(l.spec.stages.loc, fmt::format("stages = {}: the sm80 path pipelines 2 to 8 stages", l.plan.stages));
+  return false;
+}
 
-bool lowerPipeline(Lowering& l) {
-  const KernelSpec& s = l.spec;
+// The shared memory of the multistage mainloop (plan.path decided) against the arch's limit, and the
+// stages decision that reports it; false after an error.
+bool planSharedMemory(Lowering& l) {
   KernelPlan& p = l.plan;
-  p.stages = s.stages.value;
-  if (p.stages < 2 || p.stages > 8) {
-    l.unsupported(s.stages.loc, fmt::format("stages = {}: the sm80 path pipelines 2 to 8 stages", p.stages));
-    return false;
-  }
-  decidePath(l);
   const GemmSm80SmemShape shape = smemShape(p);
   p.mainloopSmemBytes = size_t(gemm_sm80_mainloop_smem_bytes(shape));
   p.epilogueSmemBytes = size_t(gemm_sm80_epilogue_smem_bytes(shape));
   p.cpAsyncSmemBytes = size_t(gemm_sm80_smem_bytes(shape));
   p.smemBytes = p.path == KernelPath::GemmSm80Tma ? size_t(gemm_sm80_tma_smem_bytes(shape)) : p.cpAsyncSmemBytes;
   if (!checkSmemLimit(l)) return false;
-  l.decide("stages", std::to_string(p.stages), fmt::format("{}; {}", originWord(s.stages.origin), smemText(p)));
+  l.decide("stages", std::to_string(p.stages), fmt::format("{}; {}", originWord(l.spec.stages.origin), smemText(p)));
+  return true;
+}
+
+}  // namespace
+
+bool lowerPipeline(Lowering& l) {
+  const KernelSpec& s = l.spec;
+  KernelPlan& p = l.plan;
+  if (!planStages(l)) return false;
+  decidePath(l);
+  if (!planSharedMemory(l)) return false;
 
   p.rasterAlongM = s.raster.value == Raster::AlongM;
   l.decide("raster", p.rasterAlongM ? "along_m (RasterAlongM = true)" : "along_n (RasterAlongM = false)",
            fmt::format("{}; tiles visited in bands of 8 for L2 reuse", originWord(s.raster.origin)));
+  planSplitK(l, "slices of a tile add into a workspace in order (per-tile semaphores); the last runs the epilogue");
+  return true;
+}
+
+// kdl::Conv2dSm80's launch is its Core's (a kdl::GemmSm80: cp.async stages, the same shared memory);
+// its tiles are visited in launch order (the template has no raster parameter).
+bool lowerConvPipeline(Lowering& l) {
+  if (!planStages(l) || !planSharedMemory(l)) return false;
   planSplitK(l, "slices of a tile add into a workspace in order (per-tile semaphores); the last runs the epilogue");
   return true;
 }

@@ -56,6 +56,19 @@ bool lowerSm90Pipeline(Lowering& l);
 // beside the accumulator; refuses an epilogue that fits at no width.
 bool lowerSm90Epilogue(Lowering& l);
 
+// The implicit-GEMM convolution (kdl::Conv2dSm80), codegen/lower_conv.cpp; lowerTarget, lowerTiling and
+// lowerArguments are shared with the sm80 GEMM.
+// Operands: the GEMM the op maps to (M, N, K in the problem's words), its A and B (the spec's two inputs,
+// their layouts as the GEMM reads them, the iterator that gathers each), residual and output, the
+// accumulator and mma; the filter and stride the spec fixes; on sm90a, why the sm80 mainloop runs.
+bool lowerConvOperands(Lowering& l);
+// Pipeline: stages and the launch's shared memory (the Core's, include/kdl/gemm_sm80_smem.h), split-K.
+bool lowerConvPipeline(Lowering& l);
+
+// codegen/lower_operands.cpp: the accumulator and the mma.sync instruction of the sm80 mainloop for
+// operands of types a and b (checkSupported admitted them), with their decisions.
+void decideSm80Math(Lowering& l, DType a, DType b);
+
 // codegen/lower_operands.cpp: one operand's plan (type, layout, alignment, C++ names).
 OperandPlan operandPlan(const std::string& name, DType dt, Layout layout, int align);
 // A, B, C, D and the epilogue's extra outputs of the spec into the plan (no decisions); the device

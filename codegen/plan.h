@@ -57,8 +57,9 @@ enum class KernelPath {
   GemmSm80,     // kdl::GemmSm80: every thread's cp.async fills the stages
   GemmSm80Tma,  // kdl::GemmSm80Tma: TMA fills the stages on Hopper, GemmSm80 elsewhere
   GemmSm90,     // kdl::GemmSm90: sm90a, TMA + wgmma, warp-specialized, persistent (schedule cooperative|pingpong)
+  ConvSm80,     // kdl::Conv2dSm80: implicit-GEMM convolution on GemmSm80's mainloop (sm80 .. sm90a)
 };
-const char* pathWord(KernelPath p);      // "gemm_sm80_tma", "gemm_sm90" (manifest.json)
+const char* pathWord(KernelPath p);      // "gemm_sm80_tma", "gemm_sm90", "conv_sm80" (manifest.json)
 const char* pathTemplate(KernelPath p);  // "kdl::GemmSm80Tma"
 const char* pathHeader(KernelPath p);    // "kdl/gemm_sm80_tma.cuh"
 
@@ -77,6 +78,7 @@ struct KernelPlan {
   std::string cmakeArchitectures;     // CUDA_ARCHITECTURES equivalent, e.g. "80-real;90"
 
   bool sm90() const { return path == KernelPath::GemmSm90; }
+  bool conv() const { return path == KernelPath::ConvSm80; }
 
   // Orientation: a column-major D is computed as its transpose, D^T = B^T A^T, an n x m problem with
   // a row-major output (codegen/lower_operands.cpp, lowerOrientation). Then the kernel's M is D's n
@@ -84,6 +86,13 @@ struct KernelPlan {
   // epilogue's coordinates are those of D^T; the arguments keep the spec's meaning (argA, argB) and
   // kdl::TransposedGemm (include/kdl/gemm_transposed.h) swaps the problem at run time.
   bool transposed = false;
+
+  // Convolutions (path ConvSm80): `a` and `b` are the implicit GEMM's A and B (fprop X, W; dgrad Y, W;
+  // wgrad Y, X: the spec's two inputs, argA and argB, named as the spec names them), `c` the optional
+  // `residual`, `d` the output (fprop Y, dgrad X, wgrad W). The filter and stride the spec fixes
+  // (0: given at run time): Conv2dSm80's FilterR, FilterS, StrideH, StrideW.
+  int filterR = 0, filterS = 0, strideH = 0, strideW = 0;
+  const char* convKind() const;  // "Fprop", "Dgrad", "Wgrad" (kdl::ConvKind)
 
   // Operands and mainloop. `a` and `b` are the device template's A and B: the spec's A and B, or B^T
   // and A^T when transposed; argA and argB are the spec's A and B as the caller passes them.
@@ -126,7 +135,8 @@ struct KernelPlan {
   std::vector<ArgPlan> args;              // ABI order
   std::vector<Decision> decisions;
 
-  // "kdl::GemmSm80Tma<..., Epilogue>" or "kdl::GemmSm90<..., Epilogue>" (the template of `path`), inside
+  // "kdl::GemmSm80Tma<..., Epilogue>", "kdl::GemmSm90<..., Epilogue>" or "kdl::Conv2dSm80<kdl::ConvKind::Fprop,
+  // ..., Epilogue>" (the template of `path`), inside
   // "kdl::TransposedGemm<...>" when transposed; `spell`, when given, spells each type and
   // template name (the emitter qualifies them from the global namespace: "::kdl::GemmSm80Tma<::half, ...>").
   std::string templateInstance(std::string (*spell)(const std::string&) = nullptr) const;

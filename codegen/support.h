@@ -97,5 +97,8 @@ inline bool isWgmmaSchedule(Schedule s) { return s == Schedule::Cooperative || s
 // Reports [unsupported] errors for everything in `spec` this version cannot generate; returns
 // true when the spec is supported.
 bool checkSupported(const KernelSpec& spec, DiagEngine& diags);
+// `kdlc emit --torch`: an [unsupported] error at the op of a kernel the PyTorch extension has no op for
+// (convolutions, for now); true when it has one.
+bool checkTorchSupported(const KernelSpec& spec, DiagEngine& diags);
 
 }  // namespace kdl::codegen

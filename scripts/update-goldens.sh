@@ -27,17 +27,22 @@ KDL_SHARED_DIR="${KDL_SHARED_DIR:-$ROOT/../shared}"
 FAILED=0
 
 # ---- emit: the files `kdlc emit` writes for every sample spec (samples/kernels/*.kdl, with --torch: the
-# PyTorch extension too), every sm90a test spec (tests/golden/sm90a/*.kdl, into sm90a_<name>) and every
-# torch test spec (tests/golden/torch/*.kdl with --torch, into torch_<name>) ----
+# PyTorch extension too), every sm90a test spec (tests/golden/sm90a/*.kdl, into sm90a_<name>), every
+# torch test spec (tests/golden/torch/*.kdl with --torch, into torch_<name>), every convolution test spec
+# (tests/golden/conv/*.kdl, into conv_<name>; no --torch: conv has no PyTorch ops yet) and the shared
+# convolution example (spec/examples/conv_fprop.kdl, into examples_conv_fprop) ----
 goldens_emit() {
   local tmp; tmp="$(mktemp -d)"
   trap 'rm -rf "$tmp"' RETURN
-  (cd "$ROOT" && for spec in samples/kernels/*.kdl tests/golden/sm90a/*.kdl tests/golden/torch/*.kdl; do
+  (cd "$ROOT" && for spec in samples/kernels/*.kdl tests/golden/sm90a/*.kdl tests/golden/torch/*.kdl \
+                            tests/golden/conv/*.kdl "$KDL_SHARED_DIR/spec/examples/conv_fprop.kdl"; do
      local stem; stem="$(basename "$spec" .kdl)"
      local torch=--torch
      case "$spec" in
        tests/golden/sm90a/*) stem="sm90a_$stem"; torch= ;;
        tests/golden/torch/*) stem="torch_$stem" ;;
+       tests/golden/conv/*) stem="conv_$stem"; torch= ;;
+       "$KDL_SHARED_DIR"/*) stem="examples_$stem"; torch= ;;
      esac
      "$KDLC" emit "$spec" -o "$tmp/$stem" $torch --color=never 2>"$tmp/$stem.log" || { cat "$tmp/$stem.log" >&2; exit 1; }
    done) || { FAILED=1; return; }

@@ -25,6 +25,19 @@
  * order kdlc documents and manifest.json lists: the op's operands in declaration order (gemm: A, B,
  * [C], D; with fp8 block scales A, scale_A, B, scale_B, [C], D, each scale_X a KDL_ARG_TENSOR of f32),
  * then the epilogue's params, inputs and extra outputs in the order the spec declares them.
+ *
+ * A convolution kernel (kdl_kernel_info::op "conv2d_fprop", "conv2d_dgrad" or "conv2d_wgrad") takes a
+ * kdl_conv2d_shape where a GEMM takes a kdl_gemm_shape; its entry points are otherwise the same:
+ *   const char* kdl_NAME_can_implement(const kdl_conv2d_shape* shape, const kdl_arg* args, int32_t nargs);
+ *   size_t kdl_NAME_workspace_size(const kdl_conv2d_shape* shape);
+ *   int kdl_NAME_run(const kdl_conv2d_shape* shape, const kdl_arg* args, int32_t nargs,
+ *                    void* workspace, size_t workspace_bytes, void* stream);
+ * Its arguments: the op's two inputs (fprop X, W; dgrad Y, W; wgrad Y, X), [residual], the output
+ * (fprop Y, dgrad X, wgrad W), then the epilogue's as for a GEMM. A tensor's kdl_arg gives, in
+ * elements, `ld` = its pixel stride (a filter's: its tap stride) and `batch_stride` = its image stride
+ * (a filter's: its filter stride); 0 = packed (ld = its channels, batch_stride = its pixels (taps) * ld).
+ * A [channel] vector (KDL_ARG_VECTOR, broadcast "channel") holds one value per output channel;
+ * its batch_stride is between images (0: shared). kdl/conv_problem.h defines the layouts.
  */
 #ifndef KDL_ABI_H
 #define KDL_ABI_H
@@ -61,10 +74,18 @@ typedef struct kdl_gemm_shape {
   int32_t split_k;  /* serial split-K slices for kernels with split_k = serial(N): 1..N; else 1 */
 } kdl_gemm_shape;
 
+/* A 2-D convolution (groups = 1): X n x h x w x c (NHWC), W k x r x s x c (KRSC), Y n x p x q x k. */
+typedef struct kdl_conv2d_shape {
+  int64_t n, h, w, c, k, r, s;
+  int64_t p, q;                 /* 0: derived */
+  int32_t pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w;   /* stride/dilation 0 read as 1 */
+  int32_t split_k;              /* 1 unless the kernel has split_k = serial(N) */
+} kdl_conv2d_shape;
+
 typedef struct kdl_kernel_info {
   int32_t abi_version;
   const char* name;
-  const char* op;       /* "gemm" */
+  const char* op;       /* "gemm", "conv2d_fprop", "conv2d_dgrad", "conv2d_wgrad": which shape struct */
   const char* arch;     /* "sm80", "sm90a", ... */
   int32_t nargs;
   const char* const* arg_names;        /* "A", "B", "C", "D", "alpha", "bias", ... */

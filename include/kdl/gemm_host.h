@@ -62,6 +62,25 @@ constexpr Mainloop<Args, T> mainloop(const char* name, const char* dtype, const 
   return {name, dtype, data, ld, batch_stride, align};
 }
 
+// A tensor of a convolution's mainloop (the GEMM's A or B; kdl/conv_host.h): into Conv2dProblem, not
+// the epilogue. `name` is the language's: "X" (n x h x w x c), "Y" (n x p x q x k) or "W" (k x r x s x c),
+// which says its extents; ld is its pixel (tap) stride, batch_stride its image (filter) stride;
+// Conv2dSm80::can_implement checks its pointer, strides and alignment.
+template <class Args, class T>
+struct ConvInput {
+  const char* name;
+  const char* dtype;
+  const T* Args::*data;
+  int64_t Args::*ld;
+  int64_t Args::*batch_stride;
+  int align;  // elements
+};
+template <class Args, class T>
+constexpr ConvInput<Args, T> conv_input(const char* name, const char* dtype, const T* Args::*data, int64_t Args::*ld,
+                                        int64_t Args::*batch_stride, int align) {
+  return {name, dtype, data, ld, batch_stride, align};
+}
+
 // The f32 block scales of an fp8 mainloop operand (scale_A after A, scale_B after B; into
 // GemmProblem::scale_a / scale_b): one per `block` rows of A ('m') or columns of B ('n') and k-block,
 // "k-block major" (the scale of block (i, kb) at data[b * batch_stride + kb * ld + i]).
@@ -164,6 +183,7 @@ constexpr Param<Args, Params> param(const char* name, float Args::*value, float 
 // ---- what each kind of entry means -------------------------------------------------------------
 
 template <class A, class T> int32_t abi_kind(const Mainloop<A, T>&) { return KDL_ARG_TENSOR; }
+template <class A, class T> int32_t abi_kind(const ConvInput<A, T>&) { return KDL_ARG_TENSOR; }
 template <class A, class P, class T> int32_t abi_kind(const Tensor<A, P, T>&) { return KDL_ARG_TENSOR; }
 template <class A> int32_t abi_kind(const BlockScales<A>&) { return KDL_ARG_TENSOR; }
 template <class A, class P, class T> int32_t abi_kind(const Vector<A, P, T>&) { return KDL_ARG_VECTOR; }
@@ -183,6 +203,11 @@ template <class A, class P> double default_value(const Param<A, P>& e, const A& 
 
 // kdl_arg (kdl/abi.h) -> the Arguments member(s).
 template <class A, class T> void unpack(const Mainloop<A, T>& e, const kdl_arg& x, A& a) {
+  a.*e.data = static_cast<const T*>(x.data);
+  a.*e.ld = x.ld;
+  a.*e.batch_stride = x.batch_stride;
+}
+template <class A, class T> void unpack(const ConvInput<A, T>& e, const kdl_arg& x, A& a) {
   a.*e.data = static_cast<const T*>(x.data);
   a.*e.ld = x.ld;
   a.*e.batch_stride = x.batch_stride;
@@ -298,6 +323,63 @@ template <class A, class = void>
 struct has_split_k : std::false_type {};
 template <class A>
 struct has_split_k<A, std::void_t<decltype(std::declval<A&>().split_k)>> : std::true_type {};
+
+// What the argument table alone gives every kind of kernel host (GemmHost, ConvHost): the C ABI
+// unpacking of kdl_arg[] and kdl_kernel_info.
+template <class K>
+struct ArgTable {
+  using Arguments = typename K::Arguments;
+  using Table = std::remove_cv_t<decltype(K::kArgs)>;
+  static constexpr int kNumArgs = (int)std::tuple_size<Table>::value;
+
+  // kdl_arg[] (nargs and args already checked) -> the Arguments members.
+  static void unpack(const kdl_arg* args, Arguments& a) { unpack_each(args, a, std::make_index_sequence<(size_t)kNumArgs>{}); }
+
+  // kdl_kernel_info, built from the argument table once (thread-safe static initialisation).
+  static const kdl_kernel_info* info() {
+    static const InfoTable* table = [] {
+      static InfoTable t;
+      const Arguments defaults{};
+      fill_info(t, defaults, std::make_index_sequence<(size_t)kNumArgs>{});
+      t.info = kdl_kernel_info{KDL_ABI_VERSION, K::kName, K::kOp, K::kTarget.arch, kNumArgs, t.names,
+                               t.kinds,         t.dtypes, t.broadcasts, t.defaults};
+      return &t;
+    }();
+    return &table->info;
+  }
+
+ private:
+  struct InfoTable {
+    const char* names[kNumArgs];
+    int32_t kinds[kNumArgs];
+    const char* dtypes[kNumArgs];
+    const char* broadcasts[kNumArgs];
+    double defaults[kNumArgs];
+    kdl_kernel_info info;
+  };
+  template <size_t... I>
+  static void unpack_each(const kdl_arg* args, Arguments& a, std::index_sequence<I...>) {
+    (arg::unpack(std::get<I>(K::kArgs), args[I], a), ...);
+  }
+  template <size_t... I>
+  static void fill_info(InfoTable& t, const Arguments& defaults, std::index_sequence<I...>) {
+    ((t.names[I] = std::get<I>(K::kArgs).name, t.kinds[I] = arg::abi_kind(std::get<I>(K::kArgs)),
+      t.dtypes[I] = arg::dtype_word(std::get<I>(K::kArgs)), t.broadcasts[I] = arg::broadcast_word(std::get<I>(K::kArgs)),
+      t.defaults[I] = arg::default_value(std::get<I>(K::kArgs), defaults)),
+     ...);
+  }
+};
+
+// Two written tensors must not share memory (their stores would race): the first pair of `ranges`
+// (empty ones skipped) that overlaps, as a message, or nullptr.
+inline const char* overlap_message(const char* kernel, const arg::ByteRange* ranges, int count) {
+  for (int i = 0; i < count; ++i)
+    for (int j = i + 1; j < count; ++j)
+      if (ranges[i].name && ranges[j].name && ranges[i].begin < ranges[j].end && ranges[j].begin < ranges[i].end)
+        return error_message("%s: %s and %s overlap in memory; written outputs must not share elements", kernel,
+                             ranges[i].name, ranges[j].name);
+  return nullptr;
+}
 }  // namespace detail
 
 // ---- the host side of one kernel -----------------------------------------------------------------
@@ -395,7 +477,7 @@ struct GemmHost {
     if constexpr (kHasSplitK) a.split_k = s->split_k;
     else if (s->split_k != 1)
       return error_message("%s: split_k (%d) must be 1; the kernel has no split-K", K::kName, (int)s->split_k);
-    unpack_each(args, a, std::make_index_sequence<(size_t)kNumArgs>{});
+    detail::ArgTable<K>::unpack(args, a);
     return nullptr;
   }
 
@@ -426,18 +508,7 @@ struct GemmHost {
     return e == cudaSuccess ? KDL_OK : KDL_ERR_CUDA + (int)e;
   }
 
-  // kdl_kernel_info, built from the argument table once (thread-safe static initialisation).
-  static const kdl_kernel_info* abi_info() {
-    static const InfoTable* table = [] {
-      static InfoTable t;
-      const Arguments defaults{};
-      fill_info(t, defaults, std::make_index_sequence<(size_t)kNumArgs>{});
-      t.info = kdl_kernel_info{KDL_ABI_VERSION, K::kName, K::kOp, K::kTarget.arch, kNumArgs, t.names,
-                               t.kinds,         t.dtypes, t.broadcasts, t.defaults};
-      return &t;
-    }();
-    return &table->info;
-  }
+  static const kdl_kernel_info* abi_info() { return detail::ArgTable<K>::info(); }
 
  private:
   // Two written tensors (D, extra outputs) must not share memory: their stores would race.
@@ -447,33 +518,7 @@ struct GemmHost {
     int n = 0;
     std::apply([&](const auto&... e) { ((ranges[n] = arg::written_range(e, a), n += ranges[n].name != nullptr), ...); },
                K::kArgs);
-    for (int i = 0; i < n; ++i)
-      for (int j = i + 1; j < n; ++j)
-        if (ranges[i].begin < ranges[j].end && ranges[j].begin < ranges[i].end)
-          return error_message("%s: %s and %s overlap in memory; written outputs must not share elements", K::kName,
-                               ranges[i].name, ranges[j].name);
-    return nullptr;
-  }
-
-  struct InfoTable {
-    const char* names[kNumArgs];
-    int32_t kinds[kNumArgs];
-    const char* dtypes[kNumArgs];
-    const char* broadcasts[kNumArgs];
-    double defaults[kNumArgs];
-    kdl_kernel_info info;
-  };
-
-  template <size_t... I>
-  static void unpack_each(const kdl_arg* args, Arguments& a, std::index_sequence<I...>) {
-    (arg::unpack(std::get<I>(K::kArgs), args[I], a), ...);
-  }
-  template <size_t... I>
-  static void fill_info(InfoTable& t, const Arguments& defaults, std::index_sequence<I...>) {
-    ((t.names[I] = std::get<I>(K::kArgs).name, t.kinds[I] = arg::abi_kind(std::get<I>(K::kArgs)),
-      t.dtypes[I] = arg::dtype_word(std::get<I>(K::kArgs)), t.broadcasts[I] = arg::broadcast_word(std::get<I>(K::kArgs)),
-      t.defaults[I] = arg::default_value(std::get<I>(K::kArgs), defaults)),
-     ...);
+    return detail::overlap_message(K::kName, ranges, n);
   }
 };
 

@@ -49,6 +49,20 @@ inline const char* check_abi_shape(const char* kernel, const kdl_gemm_shape* s) 
   return nullptr;
 }
 
+// nullptr when a C-ABI convolution shape fits the generated C++ API (int sizes), else what is wrong.
+// The int32 fields (padding, strides, dilations, split_k) are the kernel's to check, by name.
+inline const char* check_abi_conv_shape(const char* kernel, const kdl_conv2d_shape* s) {
+  if (s == nullptr) return error_message("%s: shape is null", kernel);
+  const int64_t kMax = 0x7fffffff;
+  const int64_t v[] = {s->n, s->h, s->w, s->c, s->k, s->r, s->s, s->p, s->q};
+  const char* names[] = {"n", "h", "w", "c", "k", "r", "s", "p", "q"};
+  for (int i = 0; i < 9; ++i)
+    if (v[i] < 0 || v[i] > kMax)
+      return error_message("%s: shape out of range (%s=%lld; sizes are 0..%lld)", kernel, names[i], (long long)v[i],
+                           (long long)kMax);
+  return nullptr;
+}
+
 // nullptr when the current device can run code built for `arch`: compute capability >= min_cc
 // (major*10+minor), or exactly min_cc for architecture-specific targets (sm90a).
 inline const char* check_device_arch(const char* kernel, const char* arch, int min_cc, bool exact) {

@@ -18,6 +18,23 @@ if(Python3_FOUND)
                    --gencode=-gencode=arch=compute_90,code=sm_90 --specs ${CMAKE_CURRENT_LIST_DIR}/colmajor_sm80.kdl)
   set_tests_properties("codegen: column-major kernels of the sm80 path compile (nvcc sm_90)" PROPERTIES LABELS "nvcc"
                        TIMEOUT 600 SKIP_REGULAR_EXPRESSION "^SKIP:")
+  # Convolutions (kdl::Conv2dSm80): every kernel of the conv test specs and the shared example emits and
+  # compiles for its own targets (sm_80 + sm_90 + compute_90; sm_86; sm_90a for the sm90a specs).
+  add_test(NAME "codegen: conv kernels compile (nvcc, their own targets)"
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/compile_emitted.py
+                   --kdlc $<TARGET_FILE:kdlc> --include ${PROJECT_SOURCE_DIR}/include -j 2 --require-all --expect 10
+                   --specs ${PROJECT_SOURCE_DIR}/tests/golden/conv/fprop.kdl ${PROJECT_SOURCE_DIR}/tests/golden/conv/dgrad.kdl
+                           ${PROJECT_SOURCE_DIR}/tests/golden/conv/wgrad.kdl ${PROJECT_SOURCE_DIR}/tests/golden/conv/sm90a.kdl
+                           ${KDL_SHARED_DIR}/spec/examples/conv_fprop.kdl)
+  set_tests_properties("codegen: conv kernels compile (nvcc, their own targets)" PROPERTIES LABELS "nvcc" TIMEOUT 900
+                       SKIP_REGULAR_EXPRESSION "^SKIP:" FIXTURES_REQUIRED kdl_shared)
+  # The conv's optional `residual` operand (fprop and wgrad), with the front end that accepts it.
+  add_test(NAME "codegen: conv kernels with a residual compile (nvcc sm_80)"
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/compile_emitted.py
+                   --kdlc $<TARGET_FILE:kdlc> --include ${PROJECT_SOURCE_DIR}/include -j 2 --require-all --expect 2
+                   --gencode=-gencode=arch=compute_80,code=sm_80 --specs ${PROJECT_SOURCE_DIR}/tests/golden/conv/residual.kdl)
+  set_tests_properties("codegen: conv kernels with a residual compile (nvcc sm_80)" PROPERTIES LABELS "nvcc"
+                       TIMEOUT 600 SKIP_REGULAR_EXPRESSION "^SKIP:")
   # A generated can_implement on the CPU: argument errors (items 12, 13) before device queries.
   add_test(NAME "codegen: generated can_implement checks arguments without a GPU"
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/run_can_implement.py

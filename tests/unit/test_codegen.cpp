@@ -277,9 +277,6 @@ TEST_CASE("unsupported specs are rejected at the responsible field", "[codegen][
   CHECK(contains(firstError(s), "`lda`"));  // lowering's backstop of check's name rules
   s = makeGemm("class", DType::F16, DType::F16);
   CHECK(contains(firstError(s), "kernel name `class` is a C++ keyword"));
-  s = makeGemm("g", DType::F16, DType::F16);
-  s.op.value = Op::Conv2dFprop;
-  CHECK(contains(firstError(s), "conv2d_fprop"));
 }
 
 TEST_CASE("kdlc's front end + lower: the spec examples", "[codegen][frontend]") {
@@ -1037,4 +1034,167 @@ TEST_CASE("the mainloop tables are closed under the transposition of a column-ma
     CHECK(t->generated);
     CHECK(t->accum == m.accum);
   }
+}
+
+// ---- convolutions: kdl::Conv2dSm80 (codegen/lower_conv.cpp) ----
+
+namespace {
+// A conv kernel `name` of `op` with the given lines (fields, epilogue) after X, W, Y.
+std::string convSpec(const std::string& name, const std::string& op, const std::string& body,
+                     const std::string& arch = "sm80", const std::string& dt = "f16") {
+  return fmt::format("kernel {} {{\n  op = {}; arch = {};\n  X : {} nhwc; W : {} krsc; Y : {} nhwc;\n{}\n}}\n", name, op,
+                     arch, dt, dt, dt, body);
+}
+KernelPlan lowerConv(const std::string& text) {
+  std::vector<KernelPlan> plans = lowerText(text);
+  REQUIRE(plans.size() == 1);
+  return plans[0];
+}
+std::string convError(const std::string& text) {
+  SourceManager sm;
+  DiagEngine d;
+  FrontendResult r = runFrontendOnText(sm, "k.kdl", text, d);
+  REQUIRE(!d.hasErrors());
+  std::vector<KernelPlan> plans = lower(r.specs, d);
+  CHECK(plans.empty());
+  REQUIRE(d.hasErrors());
+  CHECK(d.all()[0].kind == DiagKind::Unsupported);
+  return d.all()[0].message;
+}
+std::vector<std::string> argNames(const KernelPlan& p) {
+  std::vector<std::string> names;
+  for (const ArgPlan& a : p.args) names.push_back(a.name);
+  return names;
+}
+}  // namespace
+
+TEST_CASE("conv: fprop lowers to kdl::Conv2dSm80 with its implicit GEMM and gathers", "[codegen][lower][conv]") {
+  KernelPlan p = lowerConv(convSpec("cf", "conv2d_fprop",
+                                    "  tile = (128, 128, 32); stages = 3;\n  filter = (3, 3);\n  stride = (2, 2);\n"
+                                    "  epilogue {\n    input bias : f32 [channel];\n    Y = relu(acc + bias);\n  }"));
+  CHECK(p.path == KernelPath::ConvSm80);
+  CHECK(p.conv());
+  CHECK(std::string(pathWord(p.path)) == "conv_sm80");
+  CHECK(std::string(pathTemplate(p.path)) == "kdl::Conv2dSm80");
+  CHECK(std::string(pathHeader(p.path)) == "kdl/conv_sm80.cuh");
+  CHECK(p.templateInstance() ==
+        "kdl::Conv2dSm80<kdl::ConvKind::Fprop, half, 8, 8, float, 128, 128, 32, 2, 2, 3, 3, 3, 2, 2, Epilogue>");
+  // The GEMM's A and B are the spec's X and W, read as Conv2dSm80's Core reads them.
+  CHECK(p.a.source == "X");
+  CHECK(p.a.cppLayout == "kdl::RowMajor");
+  CHECK(p.a.contigK);
+  CHECK(p.b.source == "W");
+  CHECK(p.b.cppLayout == "kdl::ColMajor");
+  CHECK(p.b.contigK);
+  for (const char* what : {"target", "path", "implicit gemm", "A", "B", "filter", "stride", "accumulator", "mma", "tile",
+                           "warps", "smem A", "smem B", "stages", "split_k", "[channel]", "epilogue", "arguments"}) {
+    INFO(what);
+    REQUIRE(decision(p, what) != nullptr);
+    CHECK(!decision(p, what)->why.empty());
+  }
+  CHECK(decision(p, "raster") == nullptr);  // Conv2dSm80 has no raster parameter
+  CHECK(decision(p, "implicit gemm")->value == "M = n*p*q, N = k, K = r*s*c");
+  CHECK(contains(decision(p, "A")->value, "X (f16 nhwc, align 8 = 16 B): activation gather: cp.async 16 B per row"));
+  CHECK(contains(decision(p, "A")->value, "per-tap pixel masks"));
+  CHECK(contains(decision(p, "A")->value, "no divisions in the mainloop"));
+  CHECK(contains(decision(p, "filter")->value, "3 x 3 (fixed"));
+  CHECK(contains(decision(p, "stride")->value, "2 x 2 (fixed"));
+  CHECK(contains(decision(p, "[channel]")->value, "bias: the GEMM's column broadcast"));
+  CHECK((p.filterR == 3 && p.filterS == 3 && p.strideH == 2 && p.strideW == 2));
+  // Arguments: the inputs, the output, the epilogue's; the [channel] vector keeps its word.
+  CHECK(argNames(p) == std::vector<std::string>{"X", "W", "Y", "bias"});
+  CHECK(p.args[0].ldName == "ldx");
+  CHECK(p.args[2].role == ArgPlan::Role::OperandOut);
+  CHECK(p.args[3].kind == ArgPlan::Kind::Vector);
+  CHECK(p.args[3].broadcast == "channel");
+}
+
+TEST_CASE("conv: dgrad and wgrad map to their GEMMs; [channel] is wgrad's row broadcast", "[codegen][lower][conv]") {
+  KernelPlan d = lowerConv(convSpec("cd", "conv2d_dgrad", "  tile = (128, 128, 32); stages = 3;"));
+  CHECK(d.templateInstance() ==
+        "kdl::Conv2dSm80<kdl::ConvKind::Dgrad, half, 8, 8, float, 128, 128, 32, 2, 2, 3, 0, 0, 0, 0, Epilogue>");
+  CHECK(decision(d, "implicit gemm")->value == "M = n*h*w, N = c, K = r*s*k");
+  CHECK(contains(decision(d, "A")->value, "stride_h*stride_w phases"));
+  CHECK(contains(decision(d, "A")->value, "each walking only its taps"));
+  CHECK(contains(decision(d, "filter")->value, "run time"));
+  CHECK((d.a.source == "Y" && d.a.contigK && d.b.source == "W" && !d.b.contigK));
+  CHECK(argNames(d) == std::vector<std::string>{"Y", "W", "X", "alpha"});
+
+  KernelPlan w = lowerConv(convSpec("cw", "conv2d_wgrad",
+                                    "  tile = (128, 128, 32); stages = 3;\n  split_k = serial(8);\n"
+                                    "  epilogue {\n    input decay : f32 [channel];\n    W = acc * decay;\n  }"));
+  CHECK(contains(w.templateInstance(), "kdl::ConvKind::Wgrad"));
+  CHECK(decision(w, "implicit gemm")->value == "M = k, N = r*s*c, K = n*p*q");
+  CHECK(contains(decision(w, "A")->value, "pixel rows found by multiply-shift division once per k-tile"));
+  CHECK((w.a.source == "Y" && !w.a.contigK && w.b.source == "X" && !w.b.contigK));
+  CHECK(contains(decision(w, "[channel]")->value, "decay: the GEMM's row broadcast"));
+  CHECK((w.serialSplitK && w.maxSplitK == 8));
+  CHECK(argNames(w) == std::vector<std::string>{"Y", "X", "W", "decay"});
+  // The functor reads [channel] per row for wgrad, per column for fprop.
+  CHECK(contains(emitEpilogueFunctor(w, 0), "::kdl::load_row_broadcast<float, V>(p.decay"));
+  KernelPlan f = lowerConv(convSpec("cf", "conv2d_fprop", "  epilogue {\n    input b : f32 [channel];\n    Y = acc + b;\n  }"));
+  CHECK(contains(emitEpilogueFunctor(f, 0), "::kdl::load_col_broadcast<float, V>(p.b"));
+  CHECK(contains(emitEpilogueFunctor(f, 0), "::kdl::store_tile<::half, V>(p.Y, p.ldy, p.batch_stride_Y, c, out_Y);"));
+}
+
+TEST_CASE("conv: sm90a runs the sm80 mainloop; wgmma schedules and --torch are refused", "[codegen][lower][conv]") {
+  KernelPlan p = lowerConv(convSpec("c9", "conv2d_fprop", "", "sm90a", "bf16"));
+  CHECK(p.path == KernelPath::ConvSm80);
+  REQUIRE(p.gencode.size() == 1);
+  CHECK(p.gencode[0] == "-gencode=arch=compute_90a,code=sm_90a");
+  CHECK(p.exactComputeCapability);
+  CHECK(contains(decision(p, "path")->why, "sm80 mainloop (mma.sync) compiled for sm_90a: no wgmma conv path yet"));
+  CHECK(contains(decision(p, "path")->why, "`schedule = auto` picks cooperative"));
+  CHECK(contains(convError(convSpec("c9", "conv2d_fprop", "  schedule = pingpong;", "sm90a")),
+                 "schedule = pingpong: the wgmma conv path is not generated yet"));
+  DiagEngine d;
+  CHECK(!checkTorchSupported(p.spec, d));
+  REQUIRE(d.hasErrors());
+  CHECK(contains(d.all()[0].message, "`--torch` does not generate PyTorch ops for convolutions yet"));
+  CHECK(d.all()[0].loc == p.spec.op.loc);
+  CHECK(contains(convError(convSpec("cf", "conv2d_fprop", "", "sm80", "f32")), "f32 inputs of a convolution"));
+}
+
+TEST_CASE("conv: emitted files use kdl::ConvHost, conv_input entries and kdl_conv2d_shape", "[codegen][emit][conv]") {
+  std::map<std::string, std::string> files =
+      emitText(convSpec("cw", "conv2d_wgrad", "  filter = (3, 3);\n  stride = (2, 2);\n  split_k = serial(4);"));
+  const std::string& h = files.at("cw.h");
+  const std::string& cu = files.at("cw.cu");
+  CHECK(contains(h, "int r = 3, s = 3;"));
+  CHECK(contains(h, "int stride_h = 2, stride_w = 2;"));
+  CHECK(contains(h, "int p = 0, q = 0;"));
+  CHECK(contains(h, "inline constexpr int kMaxSplitK = 4;"));
+  CHECK(contains(h, "int split_k = 1;"));
+  CHECK(contains(h, "::half* W = nullptr; ::int64_t ldw = 0; ::int64_t batch_stride_W = 0;"));
+  CHECK(!contains(h, "int m = 0"));
+  CHECK(contains(cu, "#include <kdl/conv_host.h>"));
+  CHECK(contains(cu, "#include <kdl/conv_sm80.cuh>"));
+  CHECK(!contains(cu, "gemm_host.h"));
+  CHECK(contains(cu, "using Conv = ::kdl::Conv2dSm80<::kdl::ConvKind::Wgrad, ::half, 8, 8, float,"));
+  CHECK(contains(cu, "::kdl::arg::conv_input(\"Y\", \"f16\", &Arguments::Y, &Arguments::ldy, &Arguments::batch_stride_Y, 8)"));
+  CHECK(contains(cu, "::kdl::arg::conv_input(\"X\", \"f16\", &Arguments::X, &Arguments::ldx, &Arguments::batch_stride_X, 8)"));
+  CHECK(contains(cu, "::kdl::arg::tensor(\"W\", \"f16\", &Arguments::W, &Arguments::ldw"));
+  CHECK(contains(cu, "static constexpr const char* kOp = \"conv2d_wgrad\";"));
+  CHECK(contains(cu, "using Host = ::kdl::ConvHost<Kernel>;"));
+  CHECK(contains(cu, "kdl_cw_can_implement(const ::kdl_conv2d_shape* shape"));
+  CHECK(contains(cu, "kdl_cw_workspace_size(const ::kdl_conv2d_shape* shape)"));
+  CHECK(contains(cu, "kdl_cw_run(const ::kdl_conv2d_shape* shape"));
+  CHECK(!contains(cu, "kdl_gemm_shape"));
+  const std::string& m = files.at("manifest.json");
+  CHECK(contains(m, "\"op\": \"conv2d_wgrad\""));
+  CHECK(contains(m, "\"path\": \"conv_sm80\""));
+  CHECK(contains(m, "\"template\": \"kdl::Conv2dSm80\""));
+  CHECK(contains(m, "\"filter\": [3, 3],"));
+  CHECK(contains(m, "\"stride\": [2, 2],"));
+  CHECK(contains(m, "{\"name\": \"W\", \"kind\": \"tensor\", \"role\": \"output\", \"dtype\": \"f16\"}"));
+}
+
+TEST_CASE("conv: the fixed filter and stride change the kernel hash", "[codegen][hash][conv]") {
+  const std::string base = lowerConv(convSpec("c", "conv2d_fprop", "")).kernelHash;
+  CHECK(lowerConv(convSpec("c", "conv2d_fprop", "  filter = (3, 3);")).kernelHash != base);
+  CHECK(lowerConv(convSpec("c", "conv2d_fprop", "  filter = (1, 1);")).kernelHash !=
+        lowerConv(convSpec("c", "conv2d_fprop", "  filter = (3, 3);")).kernelHash);
+  CHECK(lowerConv(convSpec("c", "conv2d_fprop", "  stride = (2, 2);")).kernelHash != base);
+  CHECK(lowerConv(convSpec("c", "conv2d_dgrad", "")).kernelHash != base);
+  CHECK(lowerConv(convSpec("c", "conv2d_fprop", "")).kernelHash == base);
 }

@@ -123,15 +123,11 @@ int reportDiagnostics(const kdl::SourceManager& sm, const kdl::DiagEngine& diags
   return diags.hasErrors() ? kInputErrors : kOk;
 }
 
-// A valid GEMM that this version cannot generate is refused by `check` too, with lowering's
-// [unsupported] error at the field responsible (the sm90a table of codegen/support_sm90.cpp says what
-// the wgmma path generates), so that a GEMM which passes `check` emits and compiles. Convolutions,
-// which no version generates yet, stay valid for `check` and are refused by `emit`.
+// A valid kernel that this version cannot generate is refused by `check` too, with lowering's
+// [unsupported] error at the field responsible (codegen/support.cpp and the sm90a table of
+// codegen/support_sm90.cpp say what is generated), so that a kernel which passes `check` emits and compiles.
 static void checkGenerable(const std::vector<kdl::KernelSpec>& specs, kdl::DiagEngine& diags) {
-  std::vector<kdl::KernelSpec> gemms;
-  for (const kdl::KernelSpec& s : specs)
-    if (s.op.value == kdl::Op::Gemm) gemms.push_back(s);
-  kdl::codegen::lower(gemms, diags);
+  kdl::codegen::lower(specs, diags);
 }
 
 static int runCheck(Args& args) {

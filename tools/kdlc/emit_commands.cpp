@@ -17,6 +17,7 @@
 #include "codegen/codegen.h"
 #include "codegen/compile_cache.h"
 #include "codegen/plan.h"
+#include "codegen/support.h"
 #include "dsl/diagnostics.h"
 #include "dsl/frontend.h"
 #include "tools/kdlc/commands.h"
@@ -327,6 +328,8 @@ int runEmit(Args& args, bool build) {
   std::optional<std::vector<kdl::KernelSpec>> specs = selectSpecs(c, fr.specs);
   if (!specs) return kUsage;
   std::vector<cg::KernelPlan> plans = cg::lower(*specs, diags);
+  if (c.torch)
+    for (const cg::KernelPlan& p : plans) cg::checkTorchSupported(p.spec, diags);
   if (diags.hasErrors()) return reportDiagnostics(sm, diags, c.common);
   if (build && plans.empty()) {
     reportDiagnostics(sm, diags, c.common);  // warnings, if any

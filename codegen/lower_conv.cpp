@@ -1,0 +1,158 @@
+// Lowering step of convolutions (kdl::Conv2dSm80, include/kdl/conv_sm80.cuh): the implicit GEMM an op
+// maps to, its A and B (which spec tensor each is, the layout the GEMM reads it in, the iterator that
+// gathers it), the residual and the output, the filter and stride the spec fixes, and on sm90a why the
+// sm80 mainloop runs. The tiling, shared memory and arguments are the sm80 GEMM's steps on this plan.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <string>
+
+#include "codegen/lower_steps.h"
+#include "codegen/support.h"
+
+namespace kdl::codegen {
+
+namespace {
+
+// What one op is as a GEMM (kdl/conv_problem.h), and how each of its operands is gathered.
+struct ConvMapping {
+  const char* gemm;  // M, N, K in the problem's words
+  const char* why;
+  Layout layoutA, layoutB;  // as the GEMM reads them: Row / Col (A row-major = K-contiguous, B col-major = K-contiguous)
+  const char* iteratorA;
+  const char* iteratorB;
+};
+
+ConvMapping convMapping(Op op) {
+  switch (op) {
+    case Op::Conv2dDgrad:
+      return {"M = n*h*w, N = c, K = r*s*k",
+              "dgrad: each input pixel (of dX) is a row, each input channel a column; the reduction runs over the "
+              "filter taps and the output channels",
+              Layout::Row, Layout::Row,
+              "dY gather: cp.async 16 B per row (an input pixel), stride_h*stride_w phases (grid.y), each walking only "
+              "its taps (no multiply by zero, no scatter), per-tap pixel masks, no divisions in the mainloop",
+              "W by taps: each k-tile one tap's k x c block, N-contiguous (c); channels past c zero-filled"};
+    case Op::Conv2dWgrad:
+      return {"M = k, N = r*s*c, K = n*p*q",
+              "wgrad: each filter (output channel) is a row, each (tap, input channel) a column; the reduction runs "
+              "over every output pixel of every image",
+              Layout::Col, Layout::Row,
+              "dY by pixels: each k-tile TileK output pixels x the tile's k channels (M-contiguous); pixel rows found "
+              "by multiply-shift division once per k-tile",
+              "X gather by pixels: each (tap, channel) column reads the input pixel its output pixel sees; pixel rows "
+              "found by multiply-shift division once per row and k-tile, per-tap pixel masks"};
+    default:
+      return {"M = n*p*q, N = k, K = r*s*c",
+              "fprop: each output pixel is a row, each output channel a column; the reduction runs over the filter "
+              "taps and the input channels",
+              Layout::Row, Layout::Col,
+              "activation gather: cp.async 16 B per row (an output pixel), per-tap pixel masks (padding zero-fills), "
+              "no divisions in the mainloop",
+              "W by filters: each row one filter k, each k-tile one tap's channel block (K-contiguous); channels past "
+              "c zero-filled"};
+  }
+}
+
+// The GEMM operand `gemmName` ("A" or "B") holding the spec's tensor `from`, read in `layout`.
+OperandPlan gemmOperand(const std::string& gemmName, const Operand& from, Layout layout) {
+  OperandPlan o = operandPlan(gemmName, from.dtype, layout, from.align);
+  o.source = from.name;
+  return o;
+}
+
+void decideConvOperand(Lowering& l, const OperandPlan& o, const char* iterator) {
+  const Operand& so = *l.spec.operand(o.source);
+  const std::string contig = o.contigK ? "K" : (o.name == "A" ? "M" : "N");
+  l.decide(o.name,
+           fmt::format("{} ({} {}, align {} = {} B): {}", o.source, dtypeWord(so.dtype), layoutWord(so.layout), o.align,
+                       o.align * o.elementBytes, iterator),
+           fmt::format("the GEMM's {} is {}, read {}-contiguous ({}); alignment {}", o.name, o.source, contig,
+                       o.cppLayout, so.alignOrigin == Origin::Default ? "defaults to 16 bytes, the widest cp.async"
+                                                                      : originWord(so.alignOrigin)));
+}
+
+// A (R, S) or (h, w) pair the spec may fix: the template parameters, and the decision that says which.
+void decideFixed(Lowering& l, const char* what, const Field<std::array<int, 2>>& f, const char* args, int& x, int& y) {
+  x = f.value[0];
+  y = f.value[1];
+  if (x == 0 && y == 0) {
+    l.decide(what, fmt::format("run time ({})", args),
+             fmt::format("{}: not fixed in the spec, so Arguments gives it", originWord(f.origin)));
+    return;
+  }
+  l.decide(what, fmt::format("{} x {} (fixed; Arguments must keep {} = {}, {})", x, y, args, x, y),
+           fmt::format("{}: a compile-time constant, so the tap loop and the pixel offsets fold", originWord(f.origin)));
+}
+
+// sm90a: the sm80 mainloop compiled for sm_90a, and why (the wgmma schedules are refused by checkSupported).
+void decideConvPath(Lowering& l) {
+  if (l.plan.arch != Arch::SM90a) {
+    l.decide("path", "kdl::Conv2dSm80 (include/kdl/conv_sm80.cuh)",
+             "a convolution: the implicit GEMM on kdl::GemmSm80's multistage mainloop (cp.async gathers, ldmatrix, "
+             "mma.sync) and epilogue");
+    return;
+  }
+  const Field<Schedule>& sched = l.spec.schedule;
+  const std::string schedule =
+      isWgmmaSchedule(sched.value)
+          ? fmt::format("`schedule = auto` picks {} for a GEMM; a convolution runs the multistage schedule", name(sched.value))
+          : fmt::format("schedule = multistage ({})", originWord(sched.origin));
+  l.decide("path", "kdl::Conv2dSm80 (include/kdl/conv_sm80.cuh), compiled for sm_90a",
+           fmt::format("sm80 mainloop (mma.sync) compiled for sm_90a: no wgmma conv path yet; {}", schedule));
+}
+
+// [channel] inputs: one value per output channel, which is the GEMM's column (n) for fprop and dgrad
+// and its row (m = the filter k) for wgrad (kdl/conv_problem.h); the epilogue functor reads them so.
+void decideChannelInputs(Lowering& l) {
+  std::vector<std::string> names;
+  for (const EpiInput& in : l.spec.epilogue.inputs)
+    if (in.broadcast == Broadcast::Channel) names.push_back(in.name);
+  if (names.empty()) return;
+  const bool wgrad = l.spec.op.value == Op::Conv2dWgrad;
+  l.decide("[channel]", fmt::format("{}: the GEMM's {} broadcast", fmt::join(names, ", "), wgrad ? "row" : "column"),
+           wgrad ? "wgrad's output channel k is the GEMM's row m: one value per row of dW"
+                 : "the output channel is the GEMM's column n: one value per column, per image (batch stride)");
+}
+
+}  // namespace
+
+bool lowerConvOperands(Lowering& l) {
+  const KernelSpec& s = l.spec;
+  KernelPlan& p = l.plan;
+  // The spec's order: the two inputs, then the output (dsl/check/validate_operands.cpp); `residual`
+  // anywhere, by name.
+  std::vector<const Operand*> tensors;
+  for (const Operand& o : s.operands)
+    if (o.name != "residual") tensors.push_back(&o);
+  const Operand& in0 = *tensors.at(0);
+  const Operand& in1 = *tensors.at(1);
+  const Operand& out = *tensors.at(2);
+  const ConvMapping m = convMapping(s.op.value);
+  decideConvPath(l);
+  l.decide("implicit gemm", m.gemm, m.why);
+
+  p.argA = operandPlan(in0.name, in0.dtype, in0.layout, in0.align);
+  p.argB = operandPlan(in1.name, in1.dtype, in1.layout, in1.align);
+  p.a = gemmOperand("A", in0, m.layoutA);
+  p.b = gemmOperand("B", in1, m.layoutB);
+  p.d = operandPlan(out.name, out.dtype, out.layout, out.align);
+  if (const Operand* r = s.operand("residual")) {
+    p.hasSource = true;
+    p.c = operandPlan(r->name, r->dtype, r->layout, r->align);
+  }
+  const Epilogue& e = s.epilogue;
+  for (size_t i = 1; i < e.outputs.size(); ++i)
+    if (e.outputs[i].kind == EpiOutput::Kind::Tensor)
+      p.extraOutputs.push_back(operandPlan(e.outputs[i].name, e.outputs[i].dtype, e.outputs[i].layout, 1));
+  decideConvOperand(l, p.a, m.iteratorA);
+  decideConvOperand(l, p.b, m.iteratorB);
+
+  decideFixed(l, "filter", s.filter, "r, s", p.filterR, p.filterS);
+  decideFixed(l, "stride", s.stride, "stride_h, stride_w", p.strideH, p.strideW);
+  decideSm80Math(l, in0.dtype, in1.dtype);
+  decideChannelInputs(l);
+  return true;
+}
+
+}  // namespace kdl::codegen
