@@ -98,6 +98,16 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
   // apply<V>: compute<V>, then D's store. D is row-major in the coordinates (a column-major D is
   // computed as D^T), so both read it as p.D, p.ldd, rows of the kernel's output.
   w.line("using ElementD = {};", dType);
+  // The sm90a template's TMA store finds the output as p.D, p.ldd, p.batch_stride_D; an output with another
+  // name (a convolution's Y, X or W) says where it is (kdl::detail::output_d, include/kdl/epilogue.cuh).
+  if (dName != "D") {
+    const ArgPlan* out = nullptr;
+    for (const ArgPlan& a : p.args)
+      if (a.role == ArgPlan::Role::OperandOut) out = &a;
+    if (out)
+      w.line("static ::kdl::OutputD<{0}> output_d(const Params& p) {{ return {{p.{1}, p.{2}, p.{3}}}; }}", dType, out->name,
+             out->ldName, out->batchStrideName);
+  }
   // whole<V>: whether, in batch b, every tensor the functor accesses along a row takes V-element
   // vector accesses at columns that are multiples of V (and C is there): then the sm90a template
   // hands interior tiles' coordinates as ::kdl::EpilogueCoordWhole, whose loads and stores skip the

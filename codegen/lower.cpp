@@ -44,6 +44,7 @@ const char* pathWord(KernelPath p) {
     case KernelPath::GemmSm80Tma: return "gemm_sm80_tma";
     case KernelPath::GemmSm90: return "gemm_sm90";
     case KernelPath::ConvSm80: return "conv_sm80";
+    case KernelPath::ConvSm90: return "conv_sm90";
   }
   return "";
 }
@@ -53,6 +54,7 @@ const char* pathTemplate(KernelPath p) {
     case KernelPath::GemmSm80Tma: return "kdl::GemmSm80Tma";
     case KernelPath::GemmSm90: return "kdl::GemmSm90";
     case KernelPath::ConvSm80: return "kdl::Conv2dSm80";
+    case KernelPath::ConvSm90: return "kdl::Conv2dSm90Fprop";
   }
   return "";
 }
@@ -62,6 +64,7 @@ const char* pathHeader(KernelPath p) {
     case KernelPath::GemmSm80Tma: return "kdl/gemm_sm80_tma.cuh";
     case KernelPath::GemmSm90: return "kdl/gemm_sm90.cuh";
     case KernelPath::ConvSm80: return "kdl/conv_sm80.cuh";
+    case KernelPath::ConvSm90: return "kdl/conv_sm90.cuh";
   }
   return "";
 }
@@ -86,6 +89,12 @@ std::string KernelPlan::templateInstance(std::string (*spell)(const std::string&
       return fmt::format("{}<{}::{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, Epilogue>", s(pathTemplate(path)),
                          s("kdl::ConvKind"), convKind(), s(a.cppType), a.align, b.align, s(accumCpp), tileM, tileN, tileK,
                          warpsM, warpsN, stages, filterR, filterS, strideH, strideW);
+    }
+    if (path == KernelPath::ConvSm90) {
+      // Conv2dSm90Fprop<Element, TileM, TileN, Stages, Schedule, FilterR, FilterS, StrideH, StrideW, Epilogue>
+      return fmt::format("{}<{}, {}, {}, {}, {}::{}, {}, {}, {}, {}, Epilogue>", s(pathTemplate(path)), s(a.cppType), tileM,
+                         tileN, stages, s("kdl::Sm90Schedule"), schedule == Schedule::Pingpong ? "Pingpong" : "Cooperative",
+                         filterR, filterS, strideH, strideW);
     }
     if (path == KernelPath::GemmSm90) {
       // GemmSm90<ElementA, LayoutA, ElementB, LayoutB, ElementAccum, TileM, TileN, TileK, Stages, Schedule,
@@ -120,6 +129,10 @@ constexpr LoweringStep kGemmSm90Steps[] = {lowerTarget,       lowerOrientation, 
 // The implicit-GEMM convolution (include/kdl/conv_sm80.cuh): the GEMM it maps to and its operands first,
 // then the sm80 GEMM's tiling (its Core is a kdl::GemmSm80), its pipeline and shared memory, the arguments.
 constexpr LoweringStep kConvSm80Steps[] = {lowerTarget, lowerConvOperands, lowerTiling, lowerConvPipeline, lowerArguments};
+// Conv fprop on sm90a with a wgmma schedule (include/kdl/conv_sm90.cuh): the conv's operands, then the sm90a
+// GEMM's math, tiling, pipeline and epilogue (its Gemm is a kdl::GemmSm90 with a gathered A), the arguments.
+constexpr LoweringStep kConvSm90Steps[] = {lowerTarget,       lowerConvOperands, lowerConvSm90Math, lowerSm90Tiling,
+                                           lowerSm90Pipeline, lowerSm90Epilogue, lowerArguments};
 
 bool runSteps(Lowering& l, const LoweringStep* first, const LoweringStep* last) {
   for (const LoweringStep* step = first; step != last; ++step)
@@ -156,6 +169,16 @@ bool lowerConvSm80(const KernelSpec& s, KernelPlan& p, DiagEngine& diags) {
   return lowerWith(s, p, diags, std::begin(kConvSm80Steps), std::end(kConvSm80Steps));
 }
 
+// A convolution runs the sm90a wgmma path when its spec asks for a wgmma schedule (fprop on sm90a: checkSupported
+// refuses the others); `auto` and `multistage` run the sm80 mainloop, which takes every channel count.
+bool lowerConv(const KernelSpec& s, KernelPlan& p, DiagEngine& diags) {
+  const bool wgmma = isWgmmaSchedule(s.schedule.value) &&
+                     (s.schedule.origin == Origin::Explicit || s.schedule.origin == Origin::Template);
+  if (!wgmma) return lowerConvSm80(s, p, diags);
+  p.path = KernelPath::ConvSm90;
+  return lowerWith(s, p, diags, std::begin(kConvSm90Steps), std::end(kConvSm90Steps));
+}
+
 }  // namespace
 
 std::vector<KernelPlan> lower(const std::vector<KernelSpec>& specs, DiagEngine& diags) {
@@ -165,7 +188,7 @@ std::vector<KernelPlan> lower(const std::vector<KernelSpec>& specs, DiagEngine& 
     // wgmma schedule (sm90a) the sm90a driver, the multistage schedule the sm80 one.
     if (!checkSupported(s, diags)) continue;
     KernelPlan p;
-    bool ok = s.op.value != Op::Gemm           ? lowerConvSm80(s, p, diags)
+    bool ok = s.op.value != Op::Gemm           ? lowerConv(s, p, diags)
               : isWgmmaSchedule(s.schedule.value) ? lowerGemmSm90(s, p, diags) && lowerFallback(s, p, diags)
                                                   : lowerGemmSm80Plan(s, p, diags);
     if (ok) plans.push_back(std::move(p));

@@ -85,8 +85,17 @@ void decideFixed(Lowering& l, const char* what, const Field<std::array<int, 2>>&
            fmt::format("{}: a compile-time constant, so the tap loop and the pixel offsets fold", originWord(f.origin)));
 }
 
-// sm90a: the sm80 mainloop compiled for sm_90a, and why (the wgmma schedules are refused by checkSupported).
+// sm90a: the wgmma path (fprop with a wgmma schedule), or the sm80 mainloop compiled for sm_90a, and why.
 void decideConvPath(Lowering& l) {
+  if (l.plan.path == KernelPath::ConvSm90) {
+    l.decide("path", "kdl::Conv2dSm90Fprop (include/kdl/conv_sm90.cuh)",
+             fmt::format("schedule = {} ({}) on sm90a: kdl::GemmSm90's warp-specialized wgmma mainloop and epilogue, "
+                         "batched over images, with a gather producer for X (no im2col TMA: the producer's threads "
+                         "gather, so padding, strides and dilation need no tensor-map mode); needs c a multiple of 64 "
+                         "and W's taps packed at run time (can_implement says so); `schedule = multistage` takes any c",
+                         name(l.spec.schedule.value), originWord(l.spec.schedule.origin)));
+    return;
+  }
   if (l.plan.arch != Arch::SM90a) {
     l.decide("path", "kdl::Conv2dSm80 (include/kdl/conv_sm80.cuh)",
              "a convolution: the implicit GEMM on kdl::GemmSm80's multistage mainloop (cp.async gathers, ldmatrix, "
@@ -96,7 +105,9 @@ void decideConvPath(Lowering& l) {
   const Field<Schedule>& sched = l.spec.schedule;
   const std::string schedule =
       isWgmmaSchedule(sched.value)
-          ? fmt::format("`schedule = auto` picks {} for a GEMM; a convolution runs the multistage schedule", name(sched.value))
+          ? fmt::format("`schedule = auto` picks {} for a GEMM; a convolution runs the multistage schedule unless "
+                        "the spec asks for a wgmma one (fprop: `schedule = cooperative | pingpong`)",
+                        name(sched.value))
           : fmt::format("schedule = multistage ({})", originWord(sched.origin));
   l.decide("path", "kdl::Conv2dSm80 (include/kdl/conv_sm80.cuh), compiled for sm_90a",
            fmt::format("sm80 mainloop (mma.sync) compiled for sm_90a: no wgmma conv path yet; {}", schedule));
@@ -128,7 +139,17 @@ bool lowerConvOperands(Lowering& l) {
   const Operand& in0 = *tensors.at(0);
   const Operand& in1 = *tensors.at(1);
   const Operand& out = *tensors.at(2);
-  const ConvMapping m = convMapping(s.op.value);
+  ConvMapping m = convMapping(s.op.value);
+  const bool wgmma = p.path == KernelPath::ConvSm90;
+  if (wgmma) {  // fprop only (checkSupported)
+    m.gemm = "per image (batch = image): M = p*q, N = k, K = r*s*c";
+    m.why = "fprop batched over images, so the epilogue sees (image, pixel, channel) like the sm80 path and GemmSm90's "
+            "epilogue (TMA store of Y) serves unchanged; K walks (channel block of 64, tap) with the tap fastest";
+    m.iteratorA = "X gather producer: the 128 producer threads cp.async each output pixel's 64 channels (4 threads "
+                  "per 128-byte row, 16 B each) into the 128-byte-swizzled K-major stage, padding zero-filled, "
+                  "pixel rows found once per tile; cp.async.mbarrier.arrive.noinc on the stage's full barrier";
+    m.iteratorB = "W by TMA: one k x (r*s*c) column-major matrix (taps packed), the same tile for every image";
+  }
   decideConvPath(l);
   l.decide("implicit gemm", m.gemm, m.why);
 
@@ -150,8 +171,19 @@ bool lowerConvOperands(Lowering& l) {
 
   decideFixed(l, "filter", s.filter, "r, s", p.filterR, p.filterS);
   decideFixed(l, "stride", s.stride, "stride_h, stride_w", p.strideH, p.strideW);
-  decideSm80Math(l, in0.dtype, in1.dtype);
+  if (!wgmma) decideSm80Math(l, in0.dtype, in1.dtype);
   decideChannelInputs(l);
+  return true;
+}
+
+bool lowerConvSm90Math(Lowering& l) {
+  KernelPlan& p = l.plan;
+  p.accumCpp = "float";
+  l.decide("accumulator", "float", fmt::format("accum = f32 ({})", originWord(l.spec.accum.origin)));
+  p.mmaShape = fmt::format("wgmma m64n{}k16", l.spec.tile.value[1]);
+  l.decide("mma", fmt::format("wgmma.mma_async.m64n{}k16 ({} x {} from shared memory)", l.spec.tile.value[1],
+                              dtypeWord(p.a.dtype), dtypeWord(p.b.dtype)),
+           "the sm90a warpgroup MMA: A (the gathered X tile) and B (W's tile) read through matrix descriptors");
   return true;
 }
 

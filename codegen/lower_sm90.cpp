@@ -89,7 +89,10 @@ std::string smemOperandWhy(const OperandPlan& o) {
 // straight-line code (kEpiWhole), an epilogue that ptxas spills with them gets a second compile
 // without them (`kdlc build`, -DKDL_SM90_EPILOGUE_CHECKED: codegen/build_ptxas.h); the stress matrix
 // has one such kernel (e_pp_64x256_c21).
-constexpr int kConsumerRegisters = 232;  // kdl::GemmSm90::kConsumerRegs (setmaxnreg.inc)
+// kdl::GemmSm90::kConsumerRegs (setmaxnreg.inc): 232, or 224 with a gathered A (the sm90a conv, whose
+// producer threads keep 56).
+int consumerRegisters(const KernelPlan& p) { return p.path == KernelPath::ConvSm90 ? 224 : 232; }
+int producerRegisters(const KernelPlan& p) { return p.path == KernelPath::ConvSm90 ? 56 : 40; }
 constexpr int kEpilogueRestRegisters = 40;
 constexpr int kEpiloguePeerRegisters = 2;  // per cluster peer (its remote barrier arrivals)
 constexpr int kEpilogueWidths[] = {8, 4, 2};
@@ -171,12 +174,19 @@ bool lowerSm90Tiling(Lowering& l) {
   p.warpTileM = rowsPerConsumer(p) / 4;
   p.warpTileN = p.tileN;
   l.decide("schedule",
-           fmt::format("{} (kdl::Sm90Schedule::{}): 1 producer warpgroup (TMA, setmaxnreg 40) + {} consumer warpgroups "
-                       "(wgmma, setmaxnreg 232), {} threads; {} rows of the tile per consumer",
+           fmt::format("{} (kdl::Sm90Schedule::{}): 1 producer warpgroup ({}, setmaxnreg {}) + {} consumer warpgroups "
+                       "(wgmma, setmaxnreg {}), {} threads; {} rows of the tile per consumer",
                        name(p.schedule), p.schedule == Schedule::Pingpong ? "Pingpong" : "Cooperative",
-                       p.consumerWarpgroups, p.threads, rowsPerConsumer(p)),
+                       p.path == KernelPath::ConvSm90 ? "its 128 threads gather X, one loads W by TMA" : "TMA",
+                       producerRegisters(p), p.consumerWarpgroups, consumerRegisters(p), p.threads, rowsPerConsumer(p)),
            scheduleWhy(s, p));
-  l.decide("smem A", smemOperandText(p.a, p.tileM, p.tileK), smemOperandWhy(p.a));
+  l.decide("smem A",
+           p.path == KernelPath::ConvSm90
+               ? fmt::format("{} rows x 128 B (K-contiguous), written by the gather producer's cp.async in the 128-byte "
+                             "swizzle that the wgmma descriptors read; {} B per stage",
+                             p.tileM, p.tileM * 128)
+               : smemOperandText(p.a, p.tileM, p.tileK),
+           smemOperandWhy(p.a));
   l.decide("smem B", smemOperandText(p.b, p.tileN, p.tileK), p.a.contigK == p.b.contigK ? "as for A" : smemOperandWhy(p.b));
 
   p.clusterM = s.cluster.value[0];
@@ -250,14 +260,15 @@ bool lowerSm90Pipeline(Lowering& l) {
 
   // fp8: the accumulator's precision, from `promotion = fast | N` and the operands' `scale (BM, BK)`.
   // (The sm90a table refuses either while the template lacks it: codegen/support_sm90.cpp.)
-  const Operand& A = *s.operand("A");
-  const Operand& B = *s.operand("B");
+  // (A convolution has neither: its operands are X, W.)
+  const Operand* A = s.operand("A");
+  const Operand* B = s.operand("B");
   p.promoteEvery = s.promoteEvery.value;
-  p.blockScaling = A.scaleBlock && B.scaleBlock;
+  p.blockScaling = A && B && A->scaleBlock && B->scaleBlock;
   if (p.blockScaling) {
-    p.blockMA = (*A.scaleBlock)[0];
-    p.blockK = (*A.scaleBlock)[1];
-    p.blockNB = (*B.scaleBlock)[0];
+    p.blockMA = (*A->scaleBlock)[0];
+    p.blockK = (*A->scaleBlock)[1];
+    p.blockNB = (*B->scaleBlock)[0];
   }
   if (isFloat8(p.a.dtype)) {
     if (p.blockScaling)
@@ -309,10 +320,10 @@ bool lowerSm90Epilogue(Lowering& l) {
                   r.rest, peerText(p), r.perColumn,
                   r.perColumnText);
   for (int v : kEpilogueWidths) {
-    if (r.need(v) > kConsumerRegisters) continue;
+    if (r.need(v) > consumerRegisters(p)) continue;
     p.epilogueVectorWidth = v;
     const std::string budget = fmt::format("{}: {} of the {} registers setmaxnreg gives a consumer", estimate,
-                                           r.need(v), kConsumerRegisters);
+                                           r.need(v), consumerRegisters(p));
     if (v == kEpilogueWidths[0])
       l.decide("epilogue V", fmt::format("{} columns per Epilogue::apply call", v),
                fmt::format("the widest the staged epilogue runs (a 16-byte store of 16-bit outputs per call); {}", budget));
@@ -326,7 +337,7 @@ bool lowerSm90Epilogue(Lowering& l) {
   l.unsupported(p.spec.tile.loc,
                 fmt::format("the epilogue does not fit in a consumer's registers: {} needs about {} registers even at {} "
                             "columns per call, more than the {} setmaxnreg gives (ptxas would spill); {}",
-                            estimate, r.need(last), last, kConsumerRegisters,
+                            estimate, r.need(last), last, consumerRegisters(p),
                             p.tileN > 64 ? fmt::format("use a smaller tile (tile N {} halves the accumulator) or fewer "
                                                        "epilogue tensors", p.tileN / 2)
                                          : "use fewer epilogue tensors"));

@@ -64,6 +64,8 @@ bool lowerSm90Epilogue(Lowering& l);
 bool lowerConvOperands(Lowering& l);
 // Pipeline: stages and the launch's shared memory (the Core's, include/kdl/gemm_sm80_smem.h), split-K.
 bool lowerConvPipeline(Lowering& l);
+// sm90a conv fprop (kdl::Conv2dSm90Fprop): the accumulator and the wgmma instruction.
+bool lowerConvSm90Math(Lowering& l);
 
 // codegen/lower_operands.cpp: the accumulator and the mma.sync instruction of the sm80 mainloop for
 // operands of types a and b (checkSupported admitted them), with their decisions.

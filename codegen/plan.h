@@ -58,6 +58,7 @@ enum class KernelPath {
   GemmSm80Tma,  // kdl::GemmSm80Tma: TMA fills the stages on Hopper, GemmSm80 elsewhere
   GemmSm90,     // kdl::GemmSm90: sm90a, TMA + wgmma, warp-specialized, persistent (schedule cooperative|pingpong)
   ConvSm80,     // kdl::Conv2dSm80: implicit-GEMM convolution on GemmSm80's mainloop (sm80 .. sm90a)
+  ConvSm90,     // kdl::Conv2dSm90Fprop: conv fprop on GemmSm90 (wgmma) with a gather producer (sm90a)
 };
 const char* pathWord(KernelPath p);      // "gemm_sm80_tma", "gemm_sm90", "conv_sm80" (manifest.json)
 const char* pathTemplate(KernelPath p);  // "kdl::GemmSm80Tma"
@@ -77,8 +78,8 @@ struct KernelPlan {
   std::vector<std::string> gencode;   // nvcc flags, e.g. -gencode=arch=compute_80,code=sm_80
   std::string cmakeArchitectures;     // CUDA_ARCHITECTURES equivalent, e.g. "80-real;90"
 
-  bool sm90() const { return path == KernelPath::GemmSm90; }
-  bool conv() const { return path == KernelPath::ConvSm80; }
+  bool sm90() const { return path == KernelPath::GemmSm90 || path == KernelPath::ConvSm90; }
+  bool conv() const { return path == KernelPath::ConvSm80 || path == KernelPath::ConvSm90; }
 
   // Orientation: a column-major D is computed as its transpose, D^T = B^T A^T, an n x m problem with
   // a row-major output (codegen/lower_operands.cpp, lowerOrientation). Then the kernel's M is D's n

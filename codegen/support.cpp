@@ -97,6 +97,24 @@ void checkEpilogueSupported(const KernelSpec& s, const Unsupported& unsupported)
   }
 }
 
+// The sm90a conv fprop (kdl::Conv2dSm90Fprop: GemmSm90 with a gathered A): its tile, accumulator, split-K.
+void checkConvSm90Supported(const KernelSpec& s, const Unsupported& unsupported) {
+  if (s.arch.value != Arch::SM90a)
+    unsupported(s.schedule.loc, fmt::format("schedule = {} needs arch = sm90a", name(s.schedule.value)));
+  const auto& t = s.tile.value;
+  const bool pingpong = s.schedule.value == Schedule::Pingpong;
+  const bool tileM = pingpong ? (t[0] == 64 || t[0] == 128) : (t[0] == 128 || t[0] == 256);
+  if (!tileM || (t[1] != 64 && t[1] != 128 && t[1] != 256) || t[2] != 64 || (pingpong && t[0] * t[1] > 128 * 128 && t[0] != 64))
+    unsupported(s.tile.loc, fmt::format("tile ({}, {}, {}) is not generated on the sm90a conv path: tile K = 64 (one "
+                                        "128-byte row of 16-bit channels), N 64, 128 or 256, M {} ({}; pingpong at most "
+                                        "128 x 128 or 64 x 256)",
+                                        t[0], t[1], t[2], pingpong ? "64 or 128" : "128 or 256", name(s.schedule.value)));
+  if (s.accum.value != DType::F32)
+    unsupported(s.accum.loc, "the sm90a conv path accumulates in f32");
+  if (s.splitK.value != SplitKMode::None)
+    unsupported(s.splitK.loc, "split_k is not generated on the sm90a conv path (fprop's K is r*s*c, its tiles many)");
+}
+
 // Convolutions (kdl::Conv2dSm80): the multistage mainloop on every arch it is generated for, sm90a
 // included (no wgmma conv path yet), 16-bit inputs with an f32 accumulator.
 void checkConvSupported(const KernelSpec& s, const Unsupported& unsupported) {
@@ -107,11 +125,14 @@ void checkConvSupported(const KernelSpec& s, const Unsupported& unsupported) {
                                         "or sm90a",
                                         archWord(s.arch.value)));
   // `auto` may pick a wgmma schedule on sm90a: a convolution runs the multistage one there (the plan says so).
+  // An explicit wgmma schedule asks for the sm90a conv path (kdl::Conv2dSm90Fprop): fprop only.
   const bool chosen = s.schedule.origin == Origin::Explicit || s.schedule.origin == Origin::Template;
-  if (isWgmmaSchedule(s.schedule.value) && chosen)
-    unsupported(s.schedule.loc, fmt::format("schedule = {}: the wgmma conv path is not generated yet; convolutions run "
-                                            "the sm80 mainloop (mma.sync), on sm90a too: use `schedule = multistage`",
-                                            name(s.schedule.value)));
+  const bool wgmma = isWgmmaSchedule(s.schedule.value) && chosen;
+  if (wgmma && s.op.value != Op::Conv2dFprop)
+    unsupported(s.schedule.loc, fmt::format("schedule = {}: the wgmma conv path is generated for conv2d_fprop only; {} "
+                                            "runs the sm80 mainloop (mma.sync), on sm90a too: use `schedule = multistage`",
+                                            name(s.schedule.value), opWord(s.op.value)));
+  if (wgmma && s.op.value == Op::Conv2dFprop) checkConvSm90Supported(s, unsupported);
   std::vector<const Operand*> tensors;
   for (const Operand& o : s.operands)
     if (o.name != "residual") tensors.push_back(&o);
@@ -122,7 +143,8 @@ void checkConvSupported(const KernelSpec& s, const Unsupported& unsupported) {
                                      "or bf16 tensors",
                                      dtypeWord(in0.dtype)));
   if (s.cluster.value != std::array<int, 3>{1, 1, 1})
-    unsupported(s.cluster.loc, "thread block clusters need a wgmma schedule, which convolutions do not have yet");
+    unsupported(s.cluster.loc, "convolutions run without thread block clusters (the sm90a conv path's producer gathers "
+                               "the A tile of one CTA)");
   if (s.splitK.value == SplitKMode::Parallel || s.splitK.value == SplitKMode::StreamK)
     unsupported(s.splitK.loc, fmt::format("split_k = {} is not generated yet; serial(N) is",
                                           s.splitK.value == SplitKMode::Parallel ? "parallel(N)" : "stream_k"));

@@ -25,6 +25,9 @@
 // and are accessed one element at a time (strided: correct, slower than the vector accesses).
 #pragma once
 #include <stdint.h>
+
+#include <type_traits>
+
 #include "kdl/numeric.cuh"
 
 namespace kdl {
@@ -251,6 +254,26 @@ struct EpilogueD<E, decltype((void)sizeof(typename E::ElementD))> {
   static constexpr bool kComputes = true;
   using Element = typename E::ElementD;
 };
+}  // namespace detail
+
+// Where the output D of a functor with ElementD lies: Params' D, ldd and batch_stride_D, or what the
+// functor's `static OutputD<ElementD> output_d(const Params&)` says (an output named otherwise: a
+// convolution's Y).
+template <class T>
+struct OutputD {
+  T* data;
+  int64_t ld, batch_stride;
+};
+namespace detail {
+template <class E, class = void>
+struct HasOutputD : std::false_type {};
+template <class E>
+struct HasOutputD<E, decltype((void)&E::output_d)> : std::true_type {};
+template <class E>
+OutputD<typename E::ElementD> output_d(const typename E::Params& p) {
+  if constexpr (HasOutputD<E>::value) return E::output_d(p);
+  else return {p.D, p.ldd, p.batch_stride_D};
+}
 }  // namespace detail
 
 // Calls e.prepare(p, s) when the functor declares it (loads its device scalars once per tile).

@@ -997,17 +997,18 @@ struct GemmSm90 {
     // A's and B's TMA limits (tma_refusal), and: the TMA store clips at N in 16-byte granules (measured
     // on the H100: N = 127 bf16 columns wrote column 127 too), so rows of D must end on a 16-byte boundary.
     char why[200];
-    if (ep.D == nullptr || ep.ldd < p.n || ((uint64_t)p.n * kElem) % 16 ||
-        tma_refusal("D", ep.D, ep.ldd, ep.batch_stride_D, p.m, p.batch, kElem, why, sizeof(why)) != nullptr)
+    const OutputD<ElementD> d = detail::output_d<Epilogue>(ep);
+    if (d.data == nullptr || d.ld < p.n || ((uint64_t)p.n * kElem) % 16 ||
+        tma_refusal("D", d.data, d.ld, d.batch_stride, p.m, p.batch, kElem, why, sizeof(why)) != nullptr)
       return false;
     const DriverApi& api = driver_api();
     if (api.cuTensorMapEncodeTiled == nullptr) return false;
     cuuint64_t dims[3] = {(cuuint64_t)p.n, (cuuint64_t)p.m, (cuuint64_t)p.batch};
-    cuuint64_t strides[2] = {(cuuint64_t)ep.ldd * kElem,
-                             (cuuint64_t)detail::sm90_batch_stride_bytes(ep.ldd, ep.batch_stride_D, p.m, p.batch, kElem)};
+    cuuint64_t strides[2] = {(cuuint64_t)d.ld * kElem,
+                             (cuuint64_t)detail::sm90_batch_stride_bytes(d.ld, d.batch_stride, p.m, p.batch, kElem)};
     cuuint32_t box[3] = {(cuuint32_t)kBoxCols, 64, 1};
     cuuint32_t estr[3] = {1, 1, 1};
-    return api.cuTensorMapEncodeTiled(map, detail::Sm90StoreDtype<ElementD>::value, 3, ep.D, dims, strides, box, estr,
+    return api.cuTensorMapEncodeTiled(map, detail::Sm90StoreDtype<ElementD>::value, 3, d.data, dims, strides, box, estr,
                                       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                       CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
   }
