@@ -100,7 +100,7 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
   w.line("using ElementD = {};", dType);
   // The sm90a template's TMA store finds the output as p.D, p.ldd, p.batch_stride_D; an output with another
   // name (a convolution's Y, X or W) says where it is (kdl::detail::output_d, include/kdl/epilogue.cuh).
-  if (dName != "D") {
+  if (dName != "D" && p.sm90()) {
     const ArgPlan* out = nullptr;
     for (const ArgPlan& a : p.args)
       if (a.role == ArgPlan::Role::OperandOut) out = &a;

@@ -98,11 +98,16 @@ std::array<const char*, 2> inputOperandNames(Op op) {
   return {"A", "B"};
 }
 
-// A convolution always instantiates the sm80 mainloop (kdl::Conv2dSm80 on GemmSm80's): there is no wgmma
-// conv path, and an explicit wgmma schedule on one is codegen's [unsupported] (codegen/support.cpp), so its
-// tile, stages and alignments are checked by the multistage rules whatever the schedule says.
+// A convolution instantiates the sm80 mainloop (kdl::Conv2dSm80 on GemmSm80's) unless it is a conv2d_fprop
+// on sm90a whose spec asks for a wgmma schedule (kdl::Conv2dSm90Fprop on GemmSm90's); an explicit wgmma
+// schedule on dgrad / wgrad is codegen's [unsupported] (codegen/support.cpp), so their tile, stages and
+// alignments are checked by the multistage rules whatever the schedule says.
+bool convOnWgmmaPath(const KernelCheck& c) {
+  return c.op && c.op->value == Op::Conv2dFprop && c.schedule && !c.scheduleAuto &&
+         c.schedule->value != Schedule::Multistage && c.arch && c.arch->value == Arch::SM90a;
+}
 bool onMultistagePath(const KernelCheck& c) {
-  if (c.op && c.op->value != Op::Gemm) return c.schedule.has_value();
+  if (c.op && c.op->value != Op::Gemm) return c.schedule.has_value() && !convOnWgmmaPath(c);
   return c.schedule && c.schedule->value == Schedule::Multistage;
 }
 

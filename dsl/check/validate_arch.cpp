@@ -50,9 +50,10 @@ bool isSm90a(const KernelCheck& c) { return c.arch && c.arch->value == Arch::SM9
 bool isConv(const KernelCheck& c) { return c.op && c.op->value != Op::Gemm; }
 
 // Whether the kernel will run a wgmma schedule (decided before the tile when the schedule is auto:
-// sm90a's auto choices for a gemm are both wgmma schedules; a convolution's is multistage).
+// sm90a's auto choices for a gemm are both wgmma schedules; a convolution's is multistage, and only an
+// explicit wgmma schedule on conv2d_fprop takes the sm90a conv path).
 bool wgmmaPath(const KernelCheck& c) {
-  if (isConv(c)) return false;
+  if (isConv(c)) return convOnWgmmaPath(c);
   if (c.schedule) return c.schedule->value != Schedule::Multistage;
   return c.scheduleAuto && isSm90a(c);
 }
@@ -68,6 +69,12 @@ const RawOperand* rawOperand(const KernelCheck& c, const std::string& n) {
 void defaultTile(KernelCheck& c) {
   if (c.tile || c.given("tile") || !c.arch || !c.inputA) return;
   int k = wgmmaPath(c) ? 64 : 64 / bytesOf(*c.inputA);
+  // The sm90a conv path: the tiles measured fastest on the H100 (docs/perf-notes.md, v13).
+  if (convOnWgmmaPath(c)) {
+    const bool pingpong = c.schedule->value == Schedule::Pingpong;
+    c.tile = c.defaulted(std::array<int, 3>{pingpong ? 64 : 128, 256, 64});
+    return;
+  }
   c.tile = c.defaulted(std::array<int, 3>{128, 128, k});
 }
 
@@ -124,9 +131,9 @@ void checkTileShape(KernelCheck& c) {
   Diagnostic& d = c.diags.error(DiagKind::TileShape, c.tile->loc, problem);
   if (scheduleMatters) c.noteSchedule(d);
   c.noteArch(d);
-  if (isConv(c) && isSm90a(c))
-    d.notes.push_back({c.op->loc, "convolutions run the multistage (sm80) mainloop on sm90a too; there is no wgmma "
-                                  "conv path yet"});
+  if (isConv(c) && isSm90a(c) && multistage)
+    d.notes.push_back({c.op->loc, "convolutions run the multistage (sm80) mainloop on sm90a unless conv2d_fprop asks "
+                                  "for a wgmma schedule (cooperative or pingpong)"});
   c.tile.reset();
 }
 
