@@ -1310,6 +1310,12 @@ struct ConvUnderTest {
   std::vector<ArgRole> args;  // Role::A / B: the two inputs, C: residual, D: the output
   const Operand *in0 = nullptr, *in1 = nullptr, *residual = nullptr, *out = nullptr;
   int align = 1;  // channel granule: the largest alignment of any tensor (C and K come in multiples of it)
+  // The sm90a conv path (kdl::Conv2dSm90Fprop: an sm90a conv2d_fprop with a wgmma schedule): its input
+  // channels come in blocks of 64 and W's taps are packed (its can_implement refuses anything else).
+  bool wgmma() const {
+    return spec->op.value == Op::Conv2dFprop && spec->arch.value == Arch::SM90a &&
+           spec->schedule.value != Schedule::Multistage;
+  }
 };
 
 struct ConvCase {
@@ -1416,7 +1422,7 @@ CaseBuffers prepareConv(Harness& h, const ConvUnderTest& k, const ConvCase& c, s
         b = makeConvTensor(rng, r.dtype, convShapeOf(k.in0->name, c.d), k.in0->align, c.padStrides, true, 1.0, false);
         break;
       case Role::B:
-        b = makeConvTensor(rng, r.dtype, convShapeOf(k.in1->name, c.d), k.in1->align, c.padStrides, true, 1.0, false);
+        b = makeConvTensor(rng, r.dtype, convShapeOf(k.in1->name, c.d), k.in1->align, c.padStrides, true, 1.0, k.wgmma());
         break;
       case Role::C:
         b = makeConvTensor(rng, r.dtype, outShape, k.residual->align, c.padStrides, true, 2.0, wgrad);
@@ -1628,6 +1634,7 @@ std::vector<ConvCase> convCasesFor(const ConvUnderTest& k, bool quick, bool tiny
     if (fixedFilter[1] > 0) d.s = fixedFilter[1];
     if (fixedStride[0] > 0) d.stride_h = fixedStride[0];
     if (fixedStride[1] > 0) d.stride_w = fixedStride[1];
+    if (k.wgmma()) d.c = (d.c + 63) / 64 * 64;
     d.pad_h = std::min<int>(d.pad_h, d.dil_h * (int)(d.r - 1));
     d.pad_w = std::min<int>(d.pad_w, d.dil_w * (int)(d.s - 1));
     while (d.p() < 1) d.h += 4;
