@@ -1692,6 +1692,7 @@ std::vector<ConvCase> convCasesFor(const ConvUnderTest& k, bool quick, bool tiny
 void runConvRejections(Harness& h, const ConvUnderTest& k) {
   ConvCase base;
   base.d.n = 2, base.d.h = 9, base.d.w = 11, base.d.c = 3 * k.align, base.d.k = 5 * k.align;
+  if (k.wgmma()) base.d.c = (base.d.c + 63) / 64 * 64;
   base.d.r = k.spec->filter.value[0] > 0 ? k.spec->filter.value[0] : 3;
   base.d.s = k.spec->filter.value[1] > 0 ? k.spec->filter.value[1] : 3;
   base.d.stride_h = k.spec->stride.value[0] > 0 ? k.spec->stride.value[0] : 1;

@@ -171,6 +171,9 @@ class ConvKernel:
         sk = spec.get("split_k", {})
         self.slices = sk.get("slices", 1) if sk.get("value") == "serial" else 1
         self.tile = spec["tile"]["value"]
+        # The sm90a wgmma conv path (kdl::Conv2dSm90Fprop): input channels in blocks of 64, W's taps packed.
+        sched = spec.get("schedule", {}).get("value", "multistage")
+        self.wgmma = self.op == "conv2d_fprop" and self.arch == "sm90a" and sched not in ("multistage", "auto")
         self.operands = {o["name"]: o for o in spec["operands"]}
         self.in0, self.in1, self.out = OPERANDS[self.op]
         self.residual = "residual" in self.operands

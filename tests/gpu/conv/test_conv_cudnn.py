@@ -76,7 +76,8 @@ def run_case(kernel, pr, split, cpad_extra, seed, default_params):
     # Padded channels on activations; a filter output (dW, its residual and extra outputs) keeps its taps packed.
     extra = 16 if cpad_extra else 0
     in0 = ca.Tensor4(pr.tensor_dims(kernel.in0), tdt(kernel.in0), pr.tensor_dims(kernel.in0)[1] + extra, gen)
-    in1 = ca.Tensor4(pr.tensor_dims(kernel.in1), tdt(kernel.in1), pr.tensor_dims(kernel.in1)[1] + extra, gen)
+    in1 = ca.Tensor4(pr.tensor_dims(kernel.in1), tdt(kernel.in1),
+                     pr.tensor_dims(kernel.in1)[1] + (0 if kernel.wgmma else extra), gen)
     out_dims = pr.tensor_dims(kernel.out)
     out_pad = out_dims[1] + (0 if wgrad else extra)
     residual = ca.Tensor4(out_dims, tdt("residual"), out_pad, gen) if kernel.residual else None
@@ -210,6 +211,8 @@ def test_kernel(kernel, quick, seed, cc, shrink=1):
     problems = PROBLEMS[:2] if quick or kernel.list_name == "bench.list" else PROBLEMS
     for i, base in enumerate(problems):
         pr = (base.shrunk(shrink) if shrink > 1 else base).with_fixed(kernel.filter, kernel.stride)
+        if kernel.wgmma:  # what the sm90a wgmma conv path takes: input channels in blocks of 64
+            pr.c = (pr.c + 63) // 64 * 64
         padded = base.label.startswith("padded channels")
         splits = [1]
         if kernel.slices > 1:
