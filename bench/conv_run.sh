@@ -17,4 +17,6 @@ fi
 if [ ! -f "$CARRY/bench.list" ]; then echo "no $CARRY/bench.list: run tests/gpu/prepare.sh first (on the build machine)"; exit 2; fi
 export LD_LIBRARY_PATH="$PWD/$CARRY/bin:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 OUT="$OUT" $PYTHON -X faulthandler bench/conv_bench.py --carry "$CARRY" --out "$OUT" "$@" 2>&1 | tee "$OUT/conv_bench.log"
-exit "${PIPESTATUS[0]}"
+rc=${PIPESTATUS[0]}
+$PYTHON bench/conv_plot.py "$OUT/conv_bench.csv" "$OUT/conv_bench.png" || echo "conv plot failed (matplotlib?)"
+exit "$rc"
