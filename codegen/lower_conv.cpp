@@ -90,9 +90,9 @@ void decideConvPath(Lowering& l) {
   if (l.plan.path == KernelPath::ConvSm90) {
     l.decide("path", "kdl::Conv2dSm90Fprop (include/kdl/conv_sm90.cuh)",
              fmt::format("schedule = {} ({}) on sm90a: kdl::GemmSm90's warp-specialized wgmma mainloop and epilogue, "
-                         "batched over images, with a gather producer for X (no im2col TMA: the producer's threads "
-                         "gather, so padding, strides and dilation need no tensor-map mode); needs c a multiple of 64 "
-                         "and W's taps packed at run time (can_implement says so); `schedule = multistage` takes any c",
+                         "batched over images, X loaded by TMA in im2col mode; needs c a multiple of 64, W's taps "
+                         "packed, strides <= 8 at run time (can_implement says so); `schedule = multistage` takes any "
+                         "problem",
                          name(l.spec.schedule.value), originWord(l.spec.schedule.origin)));
     return;
   }
@@ -102,15 +102,14 @@ void decideConvPath(Lowering& l) {
              "mma.sync) and epilogue");
     return;
   }
+  // (The validator resolves `auto` to multistage for a convolution: only an explicit wgmma schedule on
+  // fprop takes the wgmma path.)
   const Field<Schedule>& sched = l.spec.schedule;
-  const std::string schedule =
-      isWgmmaSchedule(sched.value)
-          ? fmt::format("`schedule = auto` picks {} for a GEMM; a convolution runs the multistage schedule unless "
-                        "the spec asks for a wgmma one (fprop: `schedule = cooperative | pingpong`)",
-                        name(sched.value))
-          : fmt::format("schedule = multistage ({})", originWord(sched.origin));
+  std::string schedule = fmt::format("schedule = {} ({})", name(sched.value), originWord(sched.origin));
+  if (l.spec.op.value == Op::Conv2dFprop)
+    schedule += "; `schedule = cooperative | pingpong` runs the wgmma conv path (TMA im2col) instead";
   l.decide("path", "kdl::Conv2dSm80 (include/kdl/conv_sm80.cuh), compiled for sm_90a",
-           fmt::format("sm80 mainloop (mma.sync) compiled for sm_90a: no wgmma conv path yet; {}", schedule));
+           fmt::format("sm80 mainloop (mma.sync) compiled for sm_90a, which takes every problem; {}", schedule));
 }
 
 // [channel] inputs: one value per output channel, which is the GEMM's column (n) for fprop and dgrad
@@ -145,9 +144,9 @@ bool lowerConvOperands(Lowering& l) {
     m.gemm = "per image (batch = image): M = p*q, N = k, K = r*s*c";
     m.why = "fprop batched over images, so the epilogue sees (image, pixel, channel) like the sm80 path and GemmSm90's "
             "epilogue (TMA store of Y) serves unchanged; K walks (channel block of 64, tap) with the tap fastest";
-    m.iteratorA = "X gather producer: the 128 producer threads cp.async each output pixel's 64 channels (4 threads "
-                  "per 128-byte row, 16 B each) into the 128-byte-swizzled K-major stage, padding zero-filled, "
-                  "pixel rows found once per tile; cp.async.mbarrier.arrive.noinc on the stage's full barrier";
+    m.iteratorA = "X by TMA in im2col mode: one load per k-tile of TileM consecutive output pixels at the tap's "
+                  "offset, 64 channels each (the tensor map's bounding box is the padding, its traversal strides the "
+                  "conv's), zero-filled outside X, into the 128-byte-swizzled K-major stage";
     m.iteratorB = "W by TMA: one k x (r*s*c) column-major matrix (taps packed), the same tile for every image";
   }
   decideConvPath(l);

@@ -89,10 +89,10 @@ std::string smemOperandWhy(const OperandPlan& o) {
 // straight-line code (kEpiWhole), an epilogue that ptxas spills with them gets a second compile
 // without them (`kdlc build`, -DKDL_SM90_EPILOGUE_CHECKED: codegen/build_ptxas.h); the stress matrix
 // has one such kernel (e_pp_64x256_c21).
-// kdl::GemmSm90::kConsumerRegs (setmaxnreg.inc): 232, or 224 with a gathered A (the sm90a conv, whose
-// producer threads keep 56).
-int consumerRegisters(const KernelPlan& p) { return p.path == KernelPath::ConvSm90 ? 224 : 232; }
-int producerRegisters(const KernelPlan& p) { return p.path == KernelPath::ConvSm90 ? 56 : 40; }
+// kdl::GemmSm90::kConsumerRegs and kProducerRegs (setmaxnreg): 232 and 40 (224 and 56 only with a
+// thread-gathered A, which the generated sm90a conv does not use: it loads X by TMA in im2col mode).
+constexpr int kConsumerRegisters = 232;
+constexpr int kProducerRegisters = 40;
 constexpr int kEpilogueRestRegisters = 40;
 constexpr int kEpiloguePeerRegisters = 2;  // per cluster peer (its remote barrier arrivals)
 constexpr int kEpilogueWidths[] = {8, 4, 2};
@@ -177,13 +177,13 @@ bool lowerSm90Tiling(Lowering& l) {
            fmt::format("{} (kdl::Sm90Schedule::{}): 1 producer warpgroup ({}, setmaxnreg {}) + {} consumer warpgroups "
                        "(wgmma, setmaxnreg {}), {} threads; {} rows of the tile per consumer",
                        name(p.schedule), p.schedule == Schedule::Pingpong ? "Pingpong" : "Cooperative",
-                       p.path == KernelPath::ConvSm90 ? "its 128 threads gather X, one loads W by TMA" : "TMA",
-                       producerRegisters(p), p.consumerWarpgroups, consumerRegisters(p), p.threads, rowsPerConsumer(p)),
+                       p.path == KernelPath::ConvSm90 ? "TMA: X in im2col mode, W tiled" : "TMA",
+                       kProducerRegisters, p.consumerWarpgroups, kConsumerRegisters, p.threads, rowsPerConsumer(p)),
            scheduleWhy(s, p));
   l.decide("smem A",
            p.path == KernelPath::ConvSm90
-               ? fmt::format("{} rows x 128 B (K-contiguous), written by the gather producer's cp.async in the 128-byte "
-                             "swizzle that the wgmma descriptors read; {} B per stage",
+               ? fmt::format("{} rows (output pixels) x 128 B (64 channels, K-contiguous), one TMA im2col load with the "
+                             "128-byte swizzle that the wgmma descriptors read; {} B per stage",
                              p.tileM, p.tileM * 128)
                : smemOperandText(p.a, p.tileM, p.tileK),
            smemOperandWhy(p.a));
@@ -320,10 +320,10 @@ bool lowerSm90Epilogue(Lowering& l) {
                   r.rest, peerText(p), r.perColumn,
                   r.perColumnText);
   for (int v : kEpilogueWidths) {
-    if (r.need(v) > consumerRegisters(p)) continue;
+    if (r.need(v) > kConsumerRegisters) continue;
     p.epilogueVectorWidth = v;
     const std::string budget = fmt::format("{}: {} of the {} registers setmaxnreg gives a consumer", estimate,
-                                           r.need(v), consumerRegisters(p));
+                                           r.need(v), kConsumerRegisters);
     if (v == kEpilogueWidths[0])
       l.decide("epilogue V", fmt::format("{} columns per Epilogue::apply call", v),
                fmt::format("the widest the staged epilogue runs (a 16-byte store of 16-bit outputs per call); {}", budget));
@@ -337,7 +337,7 @@ bool lowerSm90Epilogue(Lowering& l) {
   l.unsupported(p.spec.tile.loc,
                 fmt::format("the epilogue does not fit in a consumer's registers: {} needs about {} registers even at {} "
                             "columns per call, more than the {} setmaxnreg gives (ptxas would spill); {}",
-                            estimate, r.need(last), last, consumerRegisters(p),
+                            estimate, r.need(last), last, kConsumerRegisters,
                             p.tileN > 64 ? fmt::format("use a smaller tile (tile N {} halves the accumulator) or fewer "
                                                        "epilogue tensors", p.tileN / 2)
                                          : "use fewer epilogue tensors"));

@@ -116,7 +116,8 @@ void checkConvSm90Supported(const KernelSpec& s, const Unsupported& unsupported)
 }
 
 // Convolutions (kdl::Conv2dSm80): the multistage mainloop on every arch it is generated for, sm90a
-// included (no wgmma conv path yet), 16-bit inputs with an f32 accumulator.
+// included (an sm90a conv2d_fprop with an explicit wgmma schedule runs kdl::Conv2dSm90Fprop instead:
+// checkConvSm90Supported), 16-bit inputs with an f32 accumulator.
 void checkConvSupported(const KernelSpec& s, const Unsupported& unsupported) {
   bool archOk = false;
   for (Arch a : kSm80PathArchs) archOk |= (a == s.arch.value);

@@ -626,7 +626,9 @@ struct Conv2dSm80 {
       return msg;
     };
     if (p.n < 1 || p.h < 1 || p.w < 1 || p.c < 1 || p.k < 1)
-      return fail("kdl conv: sizes must be positive (n=%lld, h=%lld, w=%lld, c=%lld)", p.n, p.h, p.w, p.c);
+      return snprintf(msg, sizeof(msg), "kdl conv: sizes must be positive (n=%d, h=%d, w=%d, c=%d, k=%d)", p.n, p.h, p.w, p.c,
+                      p.k),
+             msg;
     if (p.r < 1 || p.s < 1) return fail("kdl conv: the filter must be at least 1 x 1 (r=%lld, s=%lld)", p.r, p.s);
     if (FilterR > 0 && p.r != FilterR) return fail("kdl conv: r (%lld) must be %lld (filter fixed by the spec)", p.r, FilterR);
     if (FilterS > 0 && p.s != FilterS) return fail("kdl conv: s (%lld) must be %lld (filter fixed by the spec)", p.s, FilterS);

@@ -1140,16 +1140,30 @@ TEST_CASE("conv: dgrad and wgrad map to their GEMMs; [channel] is wgrad's row br
   CHECK(contains(emitEpilogueFunctor(f, 0), "::kdl::store_tile<::half, V>(p.Y, p.ldy, p.batch_stride_Y, c, out_Y);"));
 }
 
-TEST_CASE("conv: sm90a runs the sm80 mainloop; wgmma schedules and --torch are refused", "[codegen][lower][conv]") {
+TEST_CASE("conv: sm90a runs the sm80 mainloop unless fprop asks for wgmma; other wgmma convs and --torch are refused",
+          "[codegen][lower][conv]") {
   KernelPlan p = lowerConv(convSpec("c9", "conv2d_fprop", "", "sm90a", "bf16"));
   CHECK(p.path == KernelPath::ConvSm80);
   REQUIRE(p.gencode.size() == 1);
   CHECK(p.gencode[0] == "-gencode=arch=compute_90a,code=sm_90a");
   CHECK(p.exactComputeCapability);
-  CHECK(contains(decision(p, "path")->why, "sm80 mainloop (mma.sync) compiled for sm_90a: no wgmma conv path yet"));
-  CHECK(contains(decision(p, "path")->why, "`schedule = auto` picks cooperative"));
-  CHECK(contains(convError(convSpec("c9", "conv2d_fprop", "  schedule = pingpong;", "sm90a")),
-                 "schedule = pingpong: the wgmma conv path is not generated yet"));
+  CHECK(contains(decision(p, "path")->why, "sm80 mainloop (mma.sync) compiled for sm_90a, which takes every problem"));
+  CHECK(contains(decision(p, "path")->why, "schedule = multistage (the default); `schedule = cooperative | pingpong` runs"));
+  // An explicit wgmma schedule on fprop: kdl::Conv2dSm90Fprop (TMA im2col + wgmma), the wgmma tile rules.
+  KernelPlan w = lowerConv(convSpec("c9w", "conv2d_fprop", "  schedule = pingpong;\n  filter = (3, 3);", "sm90a", "bf16"));
+  CHECK(w.path == KernelPath::ConvSm90);
+  CHECK((w.conv() && w.sm90()));
+  CHECK(std::string(pathWord(w.path)) == "conv_sm90");
+  CHECK(std::string(pathHeader(w.path)) == "kdl/conv_sm90.cuh");
+  CHECK(w.templateInstance() ==
+        "kdl::Conv2dSm90Fprop<__nv_bfloat16, 64, 256, 5, kdl::Sm90Schedule::Pingpong, 3, 3, 0, 0, Epilogue>");
+  CHECK(contains(decision(w, "A")->value, "X by TMA in im2col mode"));
+  CHECK(contains(decision(w, "implicit gemm")->value, "per image (batch = image): M = p*q, N = k, K = r*s*c"));
+  CHECK(contains(decision(w, "mma")->value, "wgmma.mma_async.m64n256k16"));
+  CHECK(contains(convError(convSpec("c9", "conv2d_dgrad", "  schedule = pingpong;", "sm90a")),
+                 "schedule = pingpong: the wgmma conv path is generated for conv2d_fprop only"));
+  CHECK(contains(convError(convSpec("c9", "conv2d_fprop", "  schedule = cooperative;\n  split_k = serial(2);", "sm90a")),
+                 "split_k is not generated on the sm90a conv path"));
   DiagEngine d;
   CHECK(!checkTorchSupported(p.spec, d));
   REQUIRE(d.hasErrors());

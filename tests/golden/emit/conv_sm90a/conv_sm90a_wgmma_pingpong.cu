@@ -49,7 +49,7 @@ struct Epilogue {
 };
 
 // mma: wgmma.mma_async.m64n256k16 (f16 x f16 from shared memory)
-// schedule: pingpong (kdl::Sm90Schedule::Pingpong): 1 producer warpgroup (its 128 threads gather X, one loads W by TMA, setmaxnreg 56) + 2 consumer warpgroups (wgmma, setmaxnreg 224), 384 threads; 64 rows of the tile per consumer
+// schedule: pingpong (kdl::Sm90Schedule::Pingpong): 1 producer warpgroup (TMA: X in im2col mode, W tiled, setmaxnreg 40) + 2 consumer warpgroups (wgmma, setmaxnreg 232), 384 threads; 64 rows of the tile per consumer
 // cluster: (1, 1, 1)
 // stages: 4
 // The kernel for kdl::ConvHost: its template instance and its arguments in C ABI order.
