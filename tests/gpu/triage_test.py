@@ -7,7 +7,7 @@ usage: tests/gpu/triage_test.py KDLC SOURCE_DIR
   rots would otherwise only show as NOT BUILT on the GPU machine), and every one of its kernels is
   either built or listed NOT BUILT with a reason;
 - a spec with a syntax error gives SPECERROR with its location, and no BUILD line;
-- a kernel kdlc refuses as [unsupported] (a convolution with a wgmma schedule) is NOTBUILT with kdlc's
+- a kernel kdlc refuses as [unsupported] (a dgrad with a wgmma schedule) is NOTBUILT with kdlc's
   reason, while the GEMM beside it in the same file is BUILD.
 Prints one line per check; exit 1 on any failure.
 """
@@ -62,7 +62,7 @@ def main(argv):
         with open(mixed, "w") as f:
             f.write("kernel g {\n  op = gemm; arch = sm80;\n  A : bf16 row; B : bf16 col; D : bf16 row;\n"
                     "  accum = f32; tile = (128, 128, 32); stages = 3; schedule = multistage;\n}\n"
-                    "kernel c {\n  op = conv2d_fprop; arch = sm90a;\n  X : f16 nhwc; W : f16 krsc; Y : f16 nhwc;\n"
+                    "kernel c {\n  op = conv2d_dgrad; arch = sm90a;\n  X : f16 nhwc; W : f16 krsc; Y : f16 nhwc;\n"
                     "  accum = f32; schedule = cooperative;\n}\n")
         rc, rows = triage(kdlc, src, mixed)
         check(rc == 0 and ["BUILD", "g"] in rows, "the GEMM of a mixed spec: BUILD")

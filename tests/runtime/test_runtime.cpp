@@ -18,7 +18,7 @@
 namespace {
 struct FakeDriver {
   std::vector<std::string> asked;  // "symbol@version user-ok"
-  int encode = 0, error_string = 0;  // their addresses stand for the two driver functions
+  int encode = 0, error_string = 0, encode_im2col = 0;  // their addresses stand for the driver functions
 };
 FakeDriver g_driver;
 void* fakeProvider(const char* symbol, unsigned int version, void* user) {
@@ -26,6 +26,7 @@ void* fakeProvider(const char* symbol, unsigned int version, void* user) {
   g_driver.asked.push_back(std::string(symbol) + "@" + std::to_string(version) + (d == &g_driver ? " user-ok" : " user-WRONG"));
   if (std::strcmp(symbol, "cuTensorMapEncodeTiled") == 0) return &d->encode;
   if (std::strcmp(symbol, "cuGetErrorString") == 0) return &d->error_string;
+  if (std::strcmp(symbol, "cuTensorMapEncodeIm2col") == 0) return &d->encode_im2col;
   return nullptr;
 }
 }  // namespace
@@ -41,14 +42,16 @@ TEST_CASE("a replaced provider is asked for each driver function and its answers
   g_driver.asked.clear();
   kdl::set_driver_entry_point_provider(&fakeProvider, &g_driver);
   const kdl::DriverApi& api = kdl::driver_api();
-  REQUIRE(g_driver.asked.size() == 2);
+  REQUIRE(g_driver.asked.size() == 3);
   CHECK(g_driver.asked[0] == "cuTensorMapEncodeTiled@12000 user-ok");
   CHECK(g_driver.asked[1] == "cuGetErrorString@12000 user-ok");
+  CHECK(g_driver.asked[2] == "cuTensorMapEncodeIm2col@12000 user-ok");  // the sm90a conv's im2col loads
   CHECK(reinterpret_cast<void*>(api.cuTensorMapEncodeTiled) == &g_driver.encode);
+  CHECK(reinterpret_cast<void*>(api.cuTensorMapEncodeIm2col) == &g_driver.encode_im2col);
   CHECK(reinterpret_cast<void*>(api.cuGetErrorString) == &g_driver.error_string);
   // resolved once per provider change, in every thread
   (void)kdl::driver_api();
-  CHECK(g_driver.asked.size() == 2);
+  CHECK(g_driver.asked.size() == 3);
   void* seen_by_other_thread = nullptr;
   std::thread([&] { seen_by_other_thread = reinterpret_cast<void*>(kdl::driver_api().cuTensorMapEncodeTiled); }).join();
   CHECK(seen_by_other_thread == &g_driver.encode);
