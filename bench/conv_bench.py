@@ -43,6 +43,15 @@ CASES = [
 OP_WORD = {"conv2d_fprop": "fprop", "conv2d_dgrad": "dgrad", "conv2d_wgrad": "wgrad"}
 
 
+def one_wave_split(k, pr, op, sms=132):
+    """The most serial split-K slices whose CTAs still fit one wave of an H100's 132 SMs (wgrad's output
+    has few tiles: k x r*s*c); 1 for the other ops."""
+    if op != "conv2d_wgrad":
+        return 1
+    tm, tn = k.tile[0], k.tile[1]
+    tiles = -(-pr.k // tm) * -(-(pr.r * pr.s * pr.c) // tn)
+    return max(1, sms // max(1, tiles))
+
 def fits(kernel, op, pr, cc):
     if kernel.op != op or kernel.dtype(kernel.in0) != "bf16" or kernel.dtype(kernel.in1) != "bf16":
         return False
@@ -127,7 +136,7 @@ def bench_case(op, pr, kernels, cc, a, rows, table):
     for k in kernels:
         if not fits(k, op, pr, cc):
             continue
-        splits = [s for s in (1, 2, 4, 8) if s <= k.slices]
+        splits = [s for s in sorted({1, 2, 4, 8, one_wave_split(k, pr, op)}) if s <= k.slices]
         for split in splits:
             launch = KdlLaunch(k, pr, split, inputs, out_dims)
             why = launch.can_implement()
