@@ -162,7 +162,8 @@ struct ConvHost {
   static cudaError_t run(const Arguments& given, void* workspace, cudaStream_t stream) {
     if (can_implement(given) != nullptr) return cudaErrorInvalidValue;
     const Arguments a = resolved(given);
-    const Conv2dProblem problem = problem_of(a);
+    Conv2dProblem problem = problem_of(a);
+    problem.images_packed = images_packed(a) ? 1 : 0;
     if (problem.split_k > 1 && workspace == nullptr) return cudaErrorInvalidValue;
     cudaError_t err = cudaSuccess;
     std::apply([&](const auto&... e) { ((err = err != cudaSuccess ? err : arg::prepare_output(e, a, stream)), ...); },
@@ -272,6 +273,27 @@ struct ConvHost {
     return {a.*e.ld, a.*e.batch_stride};
   }
   static ConvEpilogueExtent extent_of(const Arguments& a) { return conv_epilogue_extent(kKind, problem_of(a)); }
+
+  // Whether the epilogue's tensors hold their images back to back and its vectors are shared (Conv2dProblem::
+  // images_packed): then the n images read as one of n * pixels rows.
+  template <class E>
+  static bool packed_images(const E&, const Arguments&) {
+    return true;  // scalars, params, amax, the mainloop tensors
+  }
+  template <class T>
+  static bool packed_images(const arg::Tensor<Arguments, Params, T>& e, const Arguments& a) {
+    const EpilogueView v = view_of(e, a);
+    return a.*e.data == nullptr || v.batch_stride == (int64_t)extent_of(a).m * v.ld;
+  }
+  template <class T>
+  static bool packed_images(const arg::Vector<Arguments, Params, T>& e, const Arguments& a) {
+    return a.*e.data == nullptr || a.*e.batch_stride == 0;
+  }
+  static bool images_packed(const Arguments& a) {
+    bool all = true;
+    std::apply([&](const auto&... e) { ((all = all && packed_images(e, a)), ...); }, K::kArgs);
+    return all;
+  }
 
   template <class E>
   static void to_params(const E& e, const Arguments& a, Params& p) {

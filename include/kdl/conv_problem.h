@@ -31,6 +31,10 @@ struct Conv2dProblem {
   const void* A; int64_t lda; int64_t batch_stride_a;
   const void* B; int64_t ldb; int64_t batch_stride_b;
   int split_k;  // serial split-K slices (wgrad; 1 for the others), >= 1
+  // 1 when every tensor of the epilogue holds its images back to back (image stride == the image's pixels
+  // * ld) and every [channel] vector is shared by the images: a kernel may then run the n images as one
+  // image of n*p*q pixels (kdl::Conv2dSm90Fprop: tiles that cross images). Set by the host side.
+  int images_packed = 0;
 };
 
 // The output's GEMM view, which the epilogue's tensors share (Epilogue::Params: ld = pixel stride,

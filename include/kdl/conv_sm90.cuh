@@ -113,7 +113,8 @@ struct ConvFpropIm2col {
   struct Params {
     CUtensorMap tmX;  // X as {c, w, h, n}: corners -pad .. pad - (dil * (filter - 1)), traversal strides
     int c, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
-    ::kdl::detail::FastDiv div_q, div_taps, div_s;  // Y's width, r * s, the filter's width
+    int images_as_rows;  // 1: the GEMM runs the images as one (M = n*p*q, batch 1), tiles cross images
+    ::kdl::detail::FastDiv div_q, div_taps, div_s, div_pq;  // Y's width, r * s, the filter's width, p * q
   };
   template <int TileM>
   struct Rows {};  // no per-thread rows: one thread issues the load
@@ -129,9 +130,10 @@ struct ConvFpropIm2col {
   }
   template <int TileM>
   __device__ __forceinline__ static void load_tma(const Params& g, uint32_t stage, uint64_t* full, int image, int tm, int kt) {
-    int cb, r, s, p0, q0;
+    int cb, r, s, p0, q0, pixel = tm * TileM;
     tile_of(g, kt, cb, r, s);
-    g.div_q.divmod(tm * TileM, p0, q0);  // the tile's first output pixel
+    if (g.images_as_rows) g.div_pq.divmod(pixel, image, pixel);  // the image the tile starts in
+    g.div_q.divmod(pixel, p0, q0);  // the tile's first output pixel (the load walks on into the next image)
     const int w0 = q0 * g.stride_w - g.pad_w, h0 = p0 * g.stride_h - g.pad_h;
     const uint16_t off_w = uint16_t(s * g.dil_w), off_h = uint16_t(r * g.dil_h);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -180,12 +182,15 @@ struct Conv2dSm90Fprop {
   static constexpr int kMinSmemBytes = Gemm::kMinSmemBytes;
 
   // The batched GEMM: per image, M = p*q, N = k, K = r*s*c; B = W (column-major, ld = the filter stride).
+  // With the epilogue's images packed (Conv2dProblem::images_packed) and the im2col load, one GEMM of
+  // M = n*p*q: its tiles cross images, none is cut short at an image's last pixel (28x28: 12 % of the rows).
+  static bool images_as_rows(const Conv2dProblem& p) { return Im2col && p.images_packed; }
   static GemmProblem gemm_of(const Conv2dProblem& p) {
     GemmProblem g{};
-    g.m = p.p * p.q;
+    g.m = images_as_rows(p) ? p.n * p.p * p.q : p.p * p.q;
     g.n = p.k;
     g.k = p.r * p.s * p.c;
-    g.batch = p.n;
+    g.batch = images_as_rows(p) ? 1 : p.n;
     g.A = p.A;
     g.lda = g.k;
     g.batch_stride_a = 0;
@@ -242,6 +247,8 @@ struct Conv2dSm90Fprop {
       g.div_q = detail::FastDiv::make(p.q);
       g.div_taps = detail::FastDiv::make(p.r * p.s);
       g.div_s = detail::FastDiv::make(p.s);
+      g.images_as_rows = images_as_rows(p) ? 1 : 0;
+      g.div_pq = detail::FastDiv::make(p.p * p.q);
       if (!Gather::template encode<TileM>(g, p, int(sizeof(Element)), detail::Sm90TmaDtype<Element>::value))
         return cudaErrorInvalidValue;
       return Gemm::run(gemm_of(p), ep, workspace, stream, g);

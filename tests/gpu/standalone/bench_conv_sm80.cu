@@ -28,6 +28,7 @@ static void bench(const char* cfg, ConvKind kind, const Shape& sh, int split = 1
   p.pad_h = p.pad_w = sh.pad; p.stride_h = p.stride_w = 1; p.dil_h = p.dil_w = 1;
   p.p = sh.h + 2 * sh.pad - sh.r + 1; p.q = sh.w + 2 * sh.pad - sh.s + 1;
   p.split_k = split;
+  p.images_packed = 1;  // the output is packed (kdl::Conv2dSm90Fprop then runs tiles across images)
   const size_t nx = (size_t)p.n * p.h * p.w * p.c, ny = (size_t)p.n * p.p * p.q * p.k, nw = (size_t)p.k * p.r * p.s * p.c;
   __nv_bfloat16 *x, *y, *w, *o;
   CK(cudaMalloc(&x, nx * 2)); CK(cudaMalloc(&y, ny * 2)); CK(cudaMalloc(&w, nw * 2));
@@ -93,12 +94,17 @@ int main(int argc, char** argv) {
                           {"N32 C512 28x28 K512 3x3", 32, 512, 28, 28, 512, 3, 3, 1},
                           {"N64 C128 112x112 K128 1x1", 64, 128, 112, 112, 128, 1, 1, 0}};
 #ifdef KDL_TEST_SM90
-  if (argc > 1 && argv[1][0] == 's') {  // sm90a stage sensitivity
+  if (argc > 1 && argv[1][0] == 's') {  // sm90a candidates for 64 output channels and the 1x1 shape
     using Sch = kdl::Sm90Schedule;
     using E = StoreEpilogue<__nv_bfloat16>;
-    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 4, Sch::Cooperative, 3, 3, 1, 1, E>>("sm90a 128x128 coop s4", ConvKind::Fprop, shapes[0]);
-    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 3, Sch::Cooperative, 3, 3, 1, 1, E>>("sm90a 128x256 coop s3", ConvKind::Fprop, shapes[0]);
-    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 64, 256, 4, Sch::Pingpong, 3, 3, 1, 1, E>>("sm90a 64x256 ping s4", ConvKind::Fprop, shapes[0]);
+    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 64, 7, Sch::Cooperative, 3, 3, 1, 1, E>>("sm90a 128x64 coop s7", ConvKind::Fprop, shapes[1]);
+    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 64, 5, Sch::Cooperative, 3, 3, 1, 1, E>>("sm90a 256x64 coop s5", ConvKind::Fprop, shapes[1]);
+    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 64, 7, Sch::Pingpong, 3, 3, 1, 1, E>>("sm90a 128x64 ping s7", ConvKind::Fprop, shapes[1]);
+    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 64, 64, 8, Sch::Pingpong, 3, 3, 1, 1, E>>("sm90a 64x64 ping s8", ConvKind::Fprop, shapes[1]);
+    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 5, Sch::Pingpong, 1, 1, 1, 1, E>>("sm90a 128x128 ping s5", ConvKind::Fprop, shapes[3]);
+    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 5, Sch::Cooperative, 1, 1, 1, 1, E>>("sm90a 128x128 coop s5", ConvKind::Fprop, shapes[3]);
+    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 4, Sch::Cooperative, 1, 1, 1, 1, E>>("sm90a 256x128 coop s4", ConvKind::Fprop, shapes[3]);
+    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 4, Sch::Cooperative, 1, 1, 1, 1, E>>("sm90a 128x256 coop s4", ConvKind::Fprop, shapes[3]);
     return 0;
   }
   if (argc > 1 && argv[1][0] == '9') {  // the sm90a fprop

@@ -157,6 +157,7 @@ static bool run_case(const Case& cs, std::mt19937& g, const char* label) {
   pr.n = t.n; pr.h = t.h; pr.w = t.w; pr.c = t.c; pr.k = t.k; pr.r = t.r; pr.s = t.s; pr.p = t.p; pr.q = t.q;
   pr.pad_h = cs.ph; pr.pad_w = cs.pw; pr.stride_h = cs.sh; pr.stride_w = cs.sw; pr.dil_h = cs.dh; pr.dil_w = cs.dw;
   pr.split_k = cs.split;
+  pr.images_packed = cs.padded ? 0 : 1;  // the output and residual hold their images back to back unless padded
   if (K == ConvKind::Fprop) {
     pr.A = dX; pr.lda = t.ldx; pr.batch_stride_a = t.bsx;
     pr.B = dW; pr.ldb = t.ldw; pr.batch_stride_b = t.bsw;
