@@ -69,10 +69,11 @@ const RawOperand* rawOperand(const KernelCheck& c, const std::string& n) {
 void defaultTile(KernelCheck& c) {
   if (c.tile || c.given("tile") || !c.arch || !c.inputA) return;
   int k = wgmmaPath(c) ? 64 : 64 / bytesOf(*c.inputA);
-  // The sm90a conv path: the tiles measured fastest on the H100 (docs/perf-notes.md, v13).
+  // The sm90a conv path: the tiles measured fastest on the H100 (docs/perf-notes.md, v13): 128 x 256
+  // cooperative; pingpong 128 x 128 (655-692 TFLOP/s on the 3x3 shapes, 64 x 256: 618).
   if (convOnWgmmaPath(c)) {
     const bool pingpong = c.schedule->value == Schedule::Pingpong;
-    c.tile = c.defaulted(std::array<int, 3>{pingpong ? 64 : 128, 256, 64});
+    c.tile = c.defaulted(pingpong ? std::array<int, 3>{128, 128, 64} : std::array<int, 3>{128, 256, 64});
     return;
   }
   c.tile = c.defaulted(std::array<int, 3>{128, 128, k});

@@ -1156,10 +1156,10 @@ TEST_CASE("conv: sm90a runs the sm80 mainloop unless fprop asks for wgmma; other
   CHECK(std::string(pathWord(w.path)) == "conv_sm90");
   CHECK(std::string(pathHeader(w.path)) == "kdl/conv_sm90.cuh");
   CHECK(w.templateInstance() ==
-        "kdl::Conv2dSm90Fprop<__nv_bfloat16, 64, 256, 5, kdl::Sm90Schedule::Pingpong, 3, 3, 0, 0, Epilogue>");
+        "kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 6, kdl::Sm90Schedule::Pingpong, 3, 3, 0, 0, Epilogue>");
   CHECK(contains(decision(w, "A")->value, "X by TMA in im2col mode"));
   CHECK(contains(decision(w, "implicit gemm")->value, "per image (batch = image): M = p*q, N = k, K = r*s*c"));
-  CHECK(contains(decision(w, "mma")->value, "wgmma.mma_async.m64n256k16"));
+  CHECK(contains(decision(w, "mma")->value, "wgmma.mma_async.m64n128k16"));
   CHECK(contains(convError(convSpec("c9", "conv2d_dgrad", "  schedule = pingpong;", "sm90a")),
                  "schedule = pingpong: the wgmma conv path is generated for conv2d_fprop only"));
   CHECK(contains(convError(convSpec("c9", "conv2d_fprop", "  schedule = cooperative;\n  split_k = serial(2);", "sm90a")),

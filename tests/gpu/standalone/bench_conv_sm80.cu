@@ -94,17 +94,16 @@ int main(int argc, char** argv) {
                           {"N32 C512 28x28 K512 3x3", 32, 512, 28, 28, 512, 3, 3, 1},
                           {"N64 C128 112x112 K128 1x1", 64, 128, 112, 112, 128, 1, 1, 0}};
 #ifdef KDL_TEST_SM90
-  if (argc > 1 && argv[1][0] == 's') {  // sm90a candidates for 64 output channels and the 1x1 shape
+  if (argc > 1 && argv[1][0] == 's') {  // sm90a candidates on the 3x3 shapes, tiles across images
     using Sch = kdl::Sm90Schedule;
     using E = StoreEpilogue<__nv_bfloat16>;
-    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 64, 7, Sch::Cooperative, 3, 3, 1, 1, E>>("sm90a 128x64 coop s7", ConvKind::Fprop, shapes[1]);
-    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 64, 5, Sch::Cooperative, 3, 3, 1, 1, E>>("sm90a 256x64 coop s5", ConvKind::Fprop, shapes[1]);
-    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 64, 7, Sch::Pingpong, 3, 3, 1, 1, E>>("sm90a 128x64 ping s7", ConvKind::Fprop, shapes[1]);
-    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 64, 64, 8, Sch::Pingpong, 3, 3, 1, 1, E>>("sm90a 64x64 ping s8", ConvKind::Fprop, shapes[1]);
-    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 5, Sch::Pingpong, 1, 1, 1, 1, E>>("sm90a 128x128 ping s5", ConvKind::Fprop, shapes[3]);
-    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 5, Sch::Cooperative, 1, 1, 1, 1, E>>("sm90a 128x128 coop s5", ConvKind::Fprop, shapes[3]);
-    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 4, Sch::Cooperative, 1, 1, 1, 1, E>>("sm90a 256x128 coop s4", ConvKind::Fprop, shapes[3]);
-    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 4, Sch::Cooperative, 1, 1, 1, 1, E>>("sm90a 128x256 coop s4", ConvKind::Fprop, shapes[3]);
+    for (int i : {0, 2}) {
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 4, Sch::Cooperative, 3, 3, 1, 1, E>>("sm90a 128x256 coop s4", ConvKind::Fprop, shapes[i]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 3, Sch::Cooperative, 3, 3, 1, 1, E>>("sm90a 128x256 coop s3", ConvKind::Fprop, shapes[i]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 64, 256, 4, Sch::Pingpong, 3, 3, 1, 1, E>>("sm90a 64x256 ping s4", ConvKind::Fprop, shapes[i]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 5, Sch::Pingpong, 3, 3, 1, 1, E>>("sm90a 128x128 ping s5", ConvKind::Fprop, shapes[i]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 3, Sch::Cooperative, 3, 3, 1, 1, E>>("sm90a 256x128 coop s3", ConvKind::Fprop, shapes[i]);
+    }
     return 0;
   }
   if (argc > 1 && argv[1][0] == '9') {  // the sm90a fprop
