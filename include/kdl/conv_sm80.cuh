@@ -181,7 +181,11 @@ struct ActivationGather : GatherBase<ActivationGather<E, TileM, TileK, Align, kT
                    (int64_t)this->col0 * (int64_t)sizeof(E);
     }
     at.init(taps, kt_begin);
-    tap_bytes = ((int64_t)at.dy * src_w + at.dx) * ld_bytes + (int64_t)at.cb * TileK * (int64_t)sizeof(E);
+    tap_bytes = tap_offset();
+  }
+  // The byte offset of the walker's tap (its source pixel shift) and channel block.
+  __device__ __forceinline__ int64_t tap_offset() const {
+    return ((int64_t)at.dy * src_w + at.dx) * ld_bytes + (int64_t)at.cb * TileK * (int64_t)sizeof(E);
   }
   template <int J0, int J1>
   __device__ __forceinline__ void load_range(uint32_t s) const {
@@ -194,7 +198,7 @@ struct ActivationGather : GatherBase<ActivationGather<E, TileM, TileK, Align, kT
   }
   __device__ __forceinline__ void advance() {
     at.advance(taps);
-    tap_bytes = ((int64_t)at.dy * src_w + at.dx) * ld_bytes + (int64_t)at.cb * TileK * (int64_t)sizeof(E);
+    tap_bytes = tap_offset();
   }
 };
 
@@ -228,7 +232,11 @@ struct FilterGatherK : GatherBase<FilterGatherK<E, TileN, TileK, Align, kThreads
       row_ptr[j] = base + ((int64_t)kr * filter_stride + this->col0) * (int64_t)sizeof(E);
     }
     at.init(taps, kt_begin);
-    tap_bytes = ((int64_t)at.r * filter_s + at.s) * ld_bytes + (int64_t)at.cb * TileK * (int64_t)sizeof(E);
+    tap_bytes = tap_offset();
+  }
+  // The byte offset of the walker's filter tap (r, s) and channel block.
+  __device__ __forceinline__ int64_t tap_offset() const {
+    return ((int64_t)at.r * filter_s + at.s) * ld_bytes + (int64_t)at.cb * TileK * (int64_t)sizeof(E);
   }
   template <int J0, int J1>
   __device__ __forceinline__ void load_range(uint32_t s) const {
@@ -238,7 +246,7 @@ struct FilterGatherK : GatherBase<FilterGatherK<E, TileN, TileK, Align, kThreads
   }
   __device__ __forceinline__ void advance() {
     at.advance(taps);
-    tap_bytes = ((int64_t)at.r * filter_s + at.s) * ld_bytes + (int64_t)at.cb * TileK * (int64_t)sizeof(E);
+    tap_bytes = tap_offset();
   }
 };
 
@@ -406,7 +414,7 @@ struct PhaseRows {  // dgrad: GEMM row gm of phase (a, b) = img * (hp*wp) + i * 
   }
 };
 
-inline int gcd_int(int a, int b) {
+__host__ __device__ inline int gcd_int(int a, int b) {
   while (b) {
     const int t = a % b;
     a = b;
@@ -473,10 +481,10 @@ struct Conv2dSm80 {
   // The GEMM's k-tiles (dgrad: the most of any phase, which bounds split_k).
   static int64_t gemm_ktiles(const Conv2dProblem& p) {
     if (Kind == ConvKind::Fprop) return (int64_t)p.r * p.s * ((p.c + TileK - 1) / TileK);
-    if (Kind == ConvKind::Dgrad) {
-      const int64_t tr = (p.r + (p.stride_h / detail::gcd_int(p.stride_h, p.dil_h)) - 1) / (p.stride_h / detail::gcd_int(p.stride_h, p.dil_h));
-      const int64_t ts = (p.s + (p.stride_w / detail::gcd_int(p.stride_w, p.dil_w)) - 1) / (p.stride_w / detail::gcd_int(p.stride_w, p.dil_w));
-      return tr * ts * ((p.k + TileK - 1) / TileK);
+    if (Kind == ConvKind::Dgrad) {  // a phase walks every step-th tap, step = stride / gcd(stride, dilation)
+      const int64_t step_r = p.stride_h / detail::gcd_int(p.stride_h, p.dil_h);
+      const int64_t step_s = p.stride_w / detail::gcd_int(p.stride_w, p.dil_w);
+      return ((p.r + step_r - 1) / step_r) * ((p.s + step_s - 1) / step_s) * ((p.k + TileK - 1) / TileK);
     }
     return ((int64_t)p.n * p.p * p.q + TileK - 1) / TileK;
   }
@@ -542,13 +550,7 @@ struct Conv2dSm80 {
             first = r;
             break;
           }
-        int g = st, h = dil;
-        while (h) {
-          const int t = g % h;
-          g = h;
-          h = t;
-        }
-        step = st / g;
+        step = st / detail::gcd_int(st, dil);
         count = first < 0 ? 0 : (F - 1 - first) / step + 1;
         if (first < 0) first = 0;
         d0 = (a_ + pad - first * dil) / st;

@@ -30,30 +30,44 @@
 namespace kdl {
 namespace sm90 {
 
-// GemmSm90's AGather for conv fprop: the A tile of (image, tile tm, k-tile kt) from X (NHWC).
-struct ConvFpropGather {
-  static constexpr bool kEnabled = true;
-  static constexpr bool kIm2col = false;
-  struct Params {
-    const char* x;                     // X
-    int64_t ld_bytes, image_bytes;     // pixel stride, image stride
-    int h, w, c, pq;                   // X's size, Y's pixels per image
-    int pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
-    ::kdl::detail::FastDiv div_q, div_taps, div_s;  // Y's width, r * s, the filter's width
-  };
-  // The k-tiles walk (channel block cb, tap r, s) with the tap fastest: consecutive k-tiles read the same
-  // 64 channels of pixels one tap apart, mostly the same lines, which the copies keep in L1
-  // (cp.async.ca). B's k-coordinate of k-tile kt (W's column tap * c + cb * 64) follows that order.
+// The k-tile order of both fprop loaders (their Params hold c, div_taps = r * s and div_s = s): the
+// k-tiles walk (channel block cb, tap r, s) with the tap fastest, so consecutive k-tiles read the same 64
+// channels of pixels one tap apart, mostly the same lines (which L1 or L2 keeps). B's k-coordinate of
+// k-tile kt (W's column tap * c + cb * 64) follows that order.
+// What both fprop loaders know of the problem (their Params derive from it).
+struct ConvFpropShape {
+  int c, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
+  ::kdl::detail::FastDiv div_q, div_taps, div_s;  // Y's width, r * s, the filter's width
+  static ConvFpropShape of(const Conv2dProblem& p) {
+    return {p.c, p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dil_h, p.dil_w, ::kdl::detail::FastDiv::make(p.q),
+            ::kdl::detail::FastDiv::make(p.r * p.s), ::kdl::detail::FastDiv::make(p.s)};
+  }
+};
+
+struct ConvFpropKOrder {
+  template <class Params>
   __device__ __forceinline__ static void tile_of(const Params& g, int kt, int& cb, int& r, int& s) {
     int tap;
     g.div_taps.divmod(kt, cb, tap);
     g.div_s.divmod(tap, r, s);
   }
+  template <class Params>
   __device__ __forceinline__ static int b_k(const Params& g, int kt) {
     int cb, tap;
     g.div_taps.divmod(kt, cb, tap);
     return tap * g.c + cb * 64;
   }
+};
+
+// GemmSm90's AGather for conv fprop: the A tile of (image, tile tm, k-tile kt) from X (NHWC).
+struct ConvFpropGather : ConvFpropKOrder {
+  static constexpr bool kEnabled = true;
+  static constexpr bool kIm2col = false;
+  struct Params : ConvFpropShape {
+    const char* x;                     // X
+    int64_t ld_bytes, image_bytes;     // pixel stride, image stride
+    int h, w, pq;                      // X's size, Y's pixels per image
+  };
   // The rows one producer thread copies: kThreadsPerRow threads share a pixel's 128 bytes, each copying
   // 8 / kThreadsPerRow 16-byte chunks of it (thread t: chunks c0 + j of rows t / kThreadsPerRow + i * kRowStep);
   // fewer threads per row repeat a row's address and bounds arithmetic fewer times, more spread a warp's
@@ -107,27 +121,16 @@ struct ConvFpropGather {
 // GemmSm90's AGather for conv fprop by TMA in im2col mode: one instruction per k-tile loads the A tile of
 // (image, tile tm, k-tile kt): TileM consecutive output pixels (the tensor map walks W, then H, then the
 // next image, with the conv's strides), each at the tap's offset, 64 channels, padding zero-filled by TMA.
-struct ConvFpropIm2col {
+struct ConvFpropIm2col : ConvFpropKOrder {
   static constexpr bool kEnabled = false;
   static constexpr bool kIm2col = true;
-  struct Params {
+  struct Params : ConvFpropShape {
     CUtensorMap tmX;  // X as {c, w, h, n}: corners -pad .. pad - (dil * (filter - 1)), traversal strides
-    int c, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
     int images_as_rows;  // 1: the GEMM runs the images as one (M = n*p*q, batch 1), tiles cross images
-    ::kdl::detail::FastDiv div_q, div_taps, div_s, div_pq;  // Y's width, r * s, the filter's width, p * q
+    ::kdl::detail::FastDiv div_pq;  // p * q
   };
   template <int TileM>
   struct Rows {};  // no per-thread rows: one thread issues the load
-  __device__ __forceinline__ static void tile_of(const Params& g, int kt, int& cb, int& r, int& s) {
-    int tap;
-    g.div_taps.divmod(kt, cb, tap);
-    g.div_s.divmod(tap, r, s);
-  }
-  __device__ __forceinline__ static int b_k(const Params& g, int kt) {
-    int cb, tap;
-    g.div_taps.divmod(kt, cb, tap);
-    return tap * g.c + cb * 64;
-  }
   template <int TileM>
   __device__ __forceinline__ static void load_tma(const Params& g, uint32_t stage, uint64_t* full, int image, int tm, int kt) {
     int cb, r, s, p0, q0, pixel = tm * TileM;
@@ -236,41 +239,21 @@ struct Conv2dSm90Fprop {
   static cudaError_t run(const Conv2dProblem& p, const typename Epilogue::Params& ep, void* workspace, cudaStream_t stream) {
     if (can_implement(p) != nullptr) return cudaErrorInvalidValue;
     typename Gather::Params g{};
+    static_cast<sm90::ConvFpropShape&>(g) = sm90::ConvFpropShape::of(p);
     if constexpr (Im2col) {
-      g.c = p.c;
-      g.pad_h = p.pad_h;
-      g.pad_w = p.pad_w;
-      g.stride_h = p.stride_h;
-      g.stride_w = p.stride_w;
-      g.dil_h = p.dil_h;
-      g.dil_w = p.dil_w;
-      g.div_q = detail::FastDiv::make(p.q);
-      g.div_taps = detail::FastDiv::make(p.r * p.s);
-      g.div_s = detail::FastDiv::make(p.s);
       g.images_as_rows = images_as_rows(p) ? 1 : 0;
       g.div_pq = detail::FastDiv::make(p.p * p.q);
       if (!Gather::template encode<TileM>(g, p, int(sizeof(Element)), detail::Sm90TmaDtype<Element>::value))
         return cudaErrorInvalidValue;
-      return Gemm::run(gemm_of(p), ep, workspace, stream, g);
     } else {
-    g.x = static_cast<const char*>(p.A);
-    g.ld_bytes = p.lda * (int64_t)sizeof(Element);
-    g.image_bytes = p.batch_stride_a * (int64_t)sizeof(Element);
-    g.h = p.h;
-    g.w = p.w;
-    g.c = p.c;
-    g.pq = p.p * p.q;
-    g.pad_h = p.pad_h;
-    g.pad_w = p.pad_w;
-    g.stride_h = p.stride_h;
-    g.stride_w = p.stride_w;
-    g.dil_h = p.dil_h;
-    g.dil_w = p.dil_w;
-    g.div_q = detail::FastDiv::make(p.q);
-    g.div_taps = detail::FastDiv::make(p.r * p.s);
-    g.div_s = detail::FastDiv::make(p.s);
-    return Gemm::run(gemm_of(p), ep, workspace, stream, g);
+      g.x = static_cast<const char*>(p.A);
+      g.ld_bytes = p.lda * (int64_t)sizeof(Element);
+      g.image_bytes = p.batch_stride_a * (int64_t)sizeof(Element);
+      g.h = p.h;
+      g.w = p.w;
+      g.pq = p.p * p.q;
     }
+    return Gemm::run(gemm_of(p), ep, workspace, stream, g);
   }
 };
 

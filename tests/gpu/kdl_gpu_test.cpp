@@ -598,6 +598,35 @@ struct CaseBuffers {
   }
 };
 
+// Runs one launch (`launch(workspace, bytes)` returns the kernel's kdl code) with a workspace of wsBytes
+// filled with 0xff, waits for it (a hang stops the suite) and copies the outputs back to the host. False,
+// with the case reported and its buffers released, when the launch fails.
+template <class Launch>
+bool launchAndFetch(Harness& h, const std::vector<ArgRole>& roles, CaseBuffers& cb, const std::string& label,
+                    size_t wsBytes, const Launch& launch) {
+  void* ws = wsBytes ? deviceAllocFilled(wsBytes, 0xff) : nullptr;
+  const int rc = launch(ws, wsBytes);
+  if (rc != KDL_OK) {
+    report(false, label + " run returned " + std::to_string(rc));
+    if (ws) cudaFree(ws);
+    cb.release();
+    return false;
+  }
+  if (!waitIdle(h.opt.hangSeconds)) {
+    report(false, label + " the kernel did not finish within " + fmtDouble(h.opt.hangSeconds) + " s (hang); stopping");
+    std::printf("%d passed, %d failed\n", gStats.passed, gStats.failed);
+    std::exit(1);
+  }
+  if (ws) cudaFree(ws);
+  for (size_t i = 0; i < roles.size(); ++i) {
+    Buffer& b = cb.bufs[i];
+    const Role r = roles[i].role;
+    if (r == Role::D || r == Role::OutTensor || r == Role::OutAmax)
+      KDL_CUDA_CHECK(cudaMemcpy(b.host.bytes.data(), b.dev, b.host.bytes.size(), cudaMemcpyDeviceToHost));
+  }
+  return true;
+}
+
 CaseBuffers prepare(Harness& h, const KernelUnderTest& k, const Case& c, std::mt19937_64& rng) {
   CaseBuffers cb;
   cb.bufs.resize(k.args.size());
@@ -741,26 +770,10 @@ void runCase(Harness& h, const KernelUnderTest& k, const Case& c) {
     cb.release();
     return;
   }
-  const size_t wsBytes = k.entry.workspaceSize(&shape);
-  void* ws = wsBytes ? deviceAllocFilled(wsBytes, 0xff) : nullptr;
-  const int rc = k.entry.run(&shape, cb.args.data(), (int32_t)cb.args.size(), ws, wsBytes, nullptr);
-  if (rc != KDL_OK) {
-    report(false, label + " run returned " + std::to_string(rc));
-    if (ws) cudaFree(ws);
-    cb.release();
+  if (!launchAndFetch(h, k.args, cb, label, k.entry.workspaceSize(&shape), [&](void* ws, size_t wsBytes) {
+        return k.entry.run(&shape, cb.args.data(), (int32_t)cb.args.size(), ws, wsBytes, nullptr);
+      }))
     return;
-  }
-  if (!waitIdle(h.opt.hangSeconds)) {
-    report(false, label + " the kernel did not finish within " + fmtDouble(h.opt.hangSeconds) + " s (hang); stopping");
-    std::printf("%d passed, %d failed\n", gStats.passed, gStats.failed);
-    std::exit(1);
-  }
-  for (size_t i = 0; i < k.args.size(); ++i) {
-    Buffer& b = cb.bufs[i];
-    const Role r = k.args[i].role;
-    if (r == Role::D || r == Role::OutTensor || r == Role::OutAmax)
-      KDL_CUDA_CHECK(cudaMemcpy(b.host.bytes.data(), b.dev, b.host.bytes.size(), cudaMemcpyDeviceToHost));
-  }
 
   // Reference accumulator, from the values the kernel multiplies: fp8 operands dequantised to f32
   // with their block scales, f32 / tf32 operands converted to tf32 as the kernel's path reads them
@@ -864,7 +877,6 @@ void runCase(Harness& h, const KernelUnderTest& k, const Case& c) {
   if (viaCublas) text += " (acc: cuBLASLt)";
   text += pathText;
   report(ok, label + text + (ok ? "" : "  seed=" + std::to_string(h.opt.seed)));
-  if (ws) cudaFree(ws);
   cb.release();
 }
 
@@ -1506,26 +1518,10 @@ void runConvCase(Harness& h, const ConvUnderTest& k, const ConvCase& c) {
     cb.release();
     return;
   }
-  const size_t wsBytes = k.entry.workspaceSize(&shape);
-  void* ws = wsBytes ? deviceAllocFilled(wsBytes, 0xff) : nullptr;
-  const int rc = k.entry.run(&shape, cb.args.data(), nargs, ws, wsBytes, nullptr);
-  if (rc != KDL_OK) {
-    report(false, label + " run returned " + std::to_string(rc));
-    if (ws) cudaFree(ws);
-    cb.release();
+  if (!launchAndFetch(h, k.args, cb, label, k.entry.workspaceSize(&shape), [&](void* ws, size_t wsBytes) {
+        return k.entry.run(&shape, cb.args.data(), nargs, ws, wsBytes, nullptr);
+      }))
     return;
-  }
-  if (!waitIdle(h.opt.hangSeconds)) {
-    report(false, label + " the kernel did not finish within " + fmtDouble(h.opt.hangSeconds) + " s (hang); stopping");
-    std::printf("%d passed, %d failed\n", gStats.passed, gStats.failed);
-    std::exit(1);
-  }
-  for (size_t i = 0; i < k.args.size(); ++i) {
-    Buffer& b = cb.bufs[i];
-    const Role r = k.args[i].role;
-    if (r == Role::D || r == Role::OutTensor || r == Role::OutAmax)
-      KDL_CUDA_CHECK(cudaMemcpy(b.host.bytes.data(), b.dev, b.host.bytes.size(), cudaMemcpyDeviceToHost));
-  }
 
   const Buffer* in0 = bufferOf(k.args, cb, Role::A);
   const Buffer* in1 = bufferOf(k.args, cb, Role::B);
@@ -1592,7 +1588,6 @@ void runConvCase(Harness& h, const ConvUnderTest& k, const ConvCase& c) {
     }
   }
   report(ok, label + text + (ok ? "" : "  seed=" + std::to_string(h.opt.seed)));
-  if (ws) cudaFree(ws);
   cb.release();
 }
 
