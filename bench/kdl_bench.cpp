@@ -7,8 +7,11 @@
 //   e4m3_block  1x128 (A) / 128x128 (B) block scales           vs cuBLASLt fp8 with VEC128/BLK128x128
 //                                                                block scales (where it has them) and
 //                                                                per-tensor fp8; DeepGEMM's figures
-// Per (shape, kernel[, split-K slices]): 10 warm-up launches, then the median of 7 timed batches of
-// 20-50 launches (CUDA events), rotating among input sets when they fit in L2. Each kernel's result
+// Per (shape, kernel[, split-K slices]): 10 warm-up launches, then 7 timed batches of 20-50 launches
+// (CUDA events), each followed by a batch of the kernel's anchor, rotating among input sets when they
+// fit in L2: the card's clock drifts under its power cap, so a kernel and its anchor are compared in
+// the same minutes (ratio = the median of the per-pair ratios), not the anchor measured first while the
+// card is cool and the kernels after it. The anchors are also timed alone, first. Each kernel's result
 // is checked once against cuBLASLt's (relative error <= 2e-2): a wrong kernel is reported and cannot
 // win. Scale inputs of the kernels are 1 (so that the result compares with the anchor's; the kernel
 // reads and applies them all the same); other epilogue inputs are 1, params their defaults (alpha 1,
@@ -20,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -155,37 +159,68 @@ double relErrorBf16(const void* dOut, const void* dRef, size_t count) {
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
-// Median time per launch (ms) of `launch(set)`: warm-ups, then `batches` batches of 20-50 launches.
-template <class F>
-double timeIt(F&& launch, int sets, int batches) {
-  for (int i = 0; i < 10; ++i) launch(i % sets);
-  KDL_CUDA_CHECK(cudaDeviceSynchronize());
-  cudaEvent_t e0, e1;
-  KDL_CUDA_CHECK(cudaEventCreate(&e0));
-  KDL_CUDA_CHECK(cudaEventCreate(&e1));
-  // One probe batch sizes the rest: 20-50 launches, aiming at ~20 ms a batch.
-  KDL_CUDA_CHECK(cudaEventRecord(e0));
-  for (int i = 0; i < 5; ++i) launch(i % sets);
-  KDL_CUDA_CHECK(cudaEventRecord(e1));
-  KDL_CUDA_CHECK(cudaEventSynchronize(e1));
-  float probe = 0;
-  KDL_CUDA_CHECK(cudaEventElapsedTime(&probe, e0, e1));
-  const int perBatch = (int)std::clamp<double>(std::ceil(20.0 / std::max(probe / 5, 1e-4f)), 20, 50);
-  std::vector<double> t;
-  for (int b = 0; b < batches; ++b) {
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Batches of one launch function, timed with CUDA events: warm-ups, then one probe batch that sizes the
+// rest (20-50 launches, aiming at ~20 ms a batch); batch() returns the time per launch (ms).
+struct Batches {
+  std::function<void(int)> launch;
+  int sets;
+  int perBatch = 20;
+  cudaEvent_t e0{}, e1{};
+  Batches(std::function<void(int)> f, int s) : launch(std::move(f)), sets(s) {
+    KDL_CUDA_CHECK(cudaEventCreate(&e0));
+    KDL_CUDA_CHECK(cudaEventCreate(&e1));
+    for (int i = 0; i < 10; ++i) launch(i % sets);
+    KDL_CUDA_CHECK(cudaDeviceSynchronize());
+    const double probe = run(5);
+    perBatch = (int)std::clamp<double>(std::ceil(20.0 / std::max(probe, 1e-4)), 20, 50);
+  }
+  ~Batches() {
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+  }
+  double run(int n) {
     KDL_CUDA_CHECK(cudaEventRecord(e0));
-    for (int i = 0; i < perBatch; ++i) launch((b * perBatch + i) % sets);
+    for (int i = 0; i < n; ++i) launch(i % sets);
     KDL_CUDA_CHECK(cudaEventRecord(e1));
     KDL_CUDA_CHECK(cudaEventSynchronize(e1));
     float ms = 0;
     KDL_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    t.push_back(ms / perBatch);
+    KDL_CUDA_CHECK(cudaGetLastError());
+    return ms / n;
   }
-  KDL_CUDA_CHECK(cudaGetLastError());
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  double batch() { return run(perBatch); }
+};
+
+// Median time per launch (ms) of `launch(set)` over `batches` batches.
+template <class F>
+double timeIt(F&& launch, int sets, int batches) {
+  Batches b(std::forward<F>(launch), sets);
+  std::vector<double> t;
+  for (int i = 0; i < batches; ++i) t.push_back(b.batch());
+  return median(t);
+}
+
+// A kernel and its anchor in alternating batches: their median times per launch and the median of the
+// per-pair ratios (anchor time / kernel time: above 1, the kernel is faster).
+struct Paired {
+  double ms = 0, anchorMs = 0, ratio = 0;
+};
+template <class F, class G>
+Paired timePaired(F&& launch, G&& anchor, int sets, int batches) {
+  Batches ours(std::forward<F>(launch), sets);
+  Batches theirs(std::forward<G>(anchor), sets);
+  std::vector<double> t, ta, r;
+  for (int i = 0; i < batches; ++i) {
+    t.push_back(ours.batch());
+    ta.push_back(theirs.batch());
+    r.push_back(ta.back() / t.back());
+  }
+  return Paired{median(t), median(ta), median(r)};
 }
 
 struct Row {
@@ -193,6 +228,7 @@ struct Row {
   int split = 1;
   double ms = 0, tflops = 0, rel = 0;
   bool valid = false;
+  double anchorTflops = 0, ratio = 0;  // a KDL kernel's: its anchor's in the same batch pairs, and their ratio
 };
 
 // One anchor measurement (cuBLASLt in some configuration).
@@ -368,7 +404,9 @@ int main(int argc, char** argv) {
       Summary su;
       su.mode = mode;
       su.shape = sh;
-      // Anchors: the reference result (Dref) from the first, then each one timed.
+      // Anchors: the reference result (Dref) from the first, then each one timed (alone); their launch
+      // functions are kept for the kernels' paired timing.
+      std::map<std::string, std::function<void(int)>> anchorLaunch;
       auto timeAnchor = [&](const std::string& nm, auto&& call) {
         Anchor an;
         an.name = nm;
@@ -377,6 +415,7 @@ int main(int argc, char** argv) {
           su.anchors.push_back(an);
           return;
         }
+        anchorLaunch[nm] = [call](int s) { call(s, nullptr); };
         const double ms = timeIt([&](int s) { call(s, nullptr); }, sets, opt.batches);
         an.tflops = flop / (ms * 1e-3) / 1e12;
         rows.push_back(Row{sname, modeName(mode), nm, an.algo, 1, ms, an.tflops, 0, true});
@@ -484,15 +523,25 @@ int main(int argc, char** argv) {
           }
           row.rel = haveRef ? relErrorBf16(D, Dref, dCount) : NAN;
           row.valid = haveRef && row.rel <= 2e-2;  // bf16 output of both: ~3e-3 expected
-          row.ms = timeIt(launch, sets, opt.batches);
+          if (auto it = anchorLaunch.find(against); it != anchorLaunch.end()) {
+            const Paired pr = timePaired(launch, it->second, sets, opt.batches);
+            row.ms = pr.ms;
+            row.anchorTflops = flop / (pr.anchorMs * 1e-3) / 1e12;
+            row.ratio = pr.ratio;
+          } else {
+            row.ms = timeIt(launch, sets, opt.batches);
+          }
           row.tflops = flop / (row.ms * 1e-3) / 1e12;
           if (rcAll) row.valid = false, row.note = "run failed during timing";
           if (!row.valid && row.note.empty()) row.note = haveRef ? "WRONG RESULT" : "no reference";
-          std::printf("%-16s %-10s %-40s split=%d %8.3f ms %7.1f TFLOP/s  rel.err vs cuBLASLt %.2e%s%s\n", sname.c_str(),
-                      modeName(mode), s.name.c_str(), split, row.ms, row.tflops, row.rel, row.valid ? "" : "  ",
-                      row.note.c_str());
+          std::printf("%-16s %-10s %-40s split=%d %8.3f ms %7.1f TFLOP/s  (%s %7.1f, ratio %.3f)  rel.err vs cuBLASLt "
+                      "%.2e%s%s\n",
+                      sname.c_str(), modeName(mode), s.name.c_str(), split, row.ms, row.tflops, against.c_str(),
+                      row.anchorTflops, row.ratio, row.rel, row.valid ? "" : "  ", row.note.c_str());
           rows.push_back(row);
-          if (row.valid && row.tflops > su.best.tflops) su.best = row, su.bestAgainst = against;
+          // The best kernel: the highest ratio against its anchor (paired), else the highest TFLOP/s.
+          const bool better = su.best.kernel.empty() || (row.ratio > 0 ? row.ratio > su.best.ratio : row.tflops > su.best.tflops);
+          if (row.valid && better) su.best = row, su.bestAgainst = against;
           if (ws) cudaFree(ws);
         }
       }
@@ -521,21 +570,25 @@ int main(int argc, char** argv) {
       else others += (others.empty() ? "" : "; ") + a.name + " " + (a.tflops > 0 ? fmtDouble(a.tflops, 4) : "n/a");
     }
     char line[1024];
-    const double ratio = main && main->tflops > 0 && s.best.tflops > 0 ? s.best.tflops / main->tflops : 0;
+    // The best kernel's own pairs with its anchor (the anchor's figure alone, if it was not paired).
+    const double anchorT = s.best.anchorTflops > 0 ? s.best.anchorTflops : main ? main->tflops : 0;
+    const double ratio = s.best.ratio > 0 ? s.best.ratio : anchorT > 0 && s.best.tflops > 0 ? s.best.tflops / anchorT : 0;
     std::snprintf(line, sizeof line, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", shapeName(s.shape).c_str(),
                   modeName(s.mode),
                   s.best.kernel.empty() ? "(none valid)"
                                         : (s.best.kernel + (s.best.split > 1 ? " (" + std::to_string(s.best.split) + ")" : ""))
                                               .c_str(),
                   s.best.tflops > 0 ? fmtDouble(s.best.tflops, 4).c_str() : "-", against.c_str(),
-                  main && main->tflops > 0 ? fmtDouble(main->tflops, 4).c_str() : "n/a",
+                  anchorT > 0 ? fmtDouble(anchorT, 4).c_str() : "n/a",
                   ratio > 0 ? (fmtDouble(ratio, 3) + "x").c_str() : "-", others.empty() ? "-" : others.c_str(),
                   publishedText(s.mode, s.shape).c_str());
     md += line;
   }
   md += "\nMedians of " + std::to_string(opt.batches) +
-        " timed batches of 20-50 launches after 10 warm-ups, CUDA events, inputs rotated past L2, "
-        "TFLOP/s = 2MNK / time. Published figures: ANCHORS.md (H100 SXM; DeepGEMM's on an H800 SXM).\n";
+        " timed batches of 20-50 launches after 10 warm-ups, each KDL batch followed by one of its anchor (anchor "
+        "TFLOP/s: in the best kernel's pairs; ratio: the median of the per-pair ratios; other anchors: timed alone "
+        "before the kernels), CUDA events, inputs rotated past L2, TFLOP/s = 2MNK / time. Published figures: "
+        "ANCHORS.md (H100 SXM; DeepGEMM's on an H800 SXM).\n";
   std::printf("\n%s", md.c_str());
   if (!opt.markdown.empty()) {
     FILE* f = std::fopen(opt.markdown.c_str(), "w");
@@ -555,23 +608,24 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::fprintf(f, "shape,m,n,k,dtype,kernel,split,ms,tflops,rel_err_vs_cublaslt,valid,note,anchor,anchor_tflops,"
-                    "published\n");
+                    "published,ratio\n");
     for (const Row& r : rows) {
       const Summary* su = nullptr;
       for (const Summary& s : summary)
         if (shapeName(s.shape) == r.shape && modeName(s.mode) == r.mode) su = &s;
-      double anchorT = 0;
-      if (su)
+      double anchorT = r.anchorTflops;  // paired with this row's kernel; an anchor's own row: its figure alone
+      if (su && anchorT == 0)
         for (const Anchor& a : su->anchors)
           if (a.name == (su->bestAgainst.empty() ? su->ratioAgainst : su->bestAgainst)) anchorT = a.tflops;
       std::string note = r.note, pub = su ? publishedText(su->mode, su->shape) : "-";
       std::replace(note.begin(), note.end(), ',', ';');
       std::replace(pub.begin(), pub.end(), ',', ';');
-      std::fprintf(f, "%s,%lld,%lld,%lld,%s,%s,%d,%.5f,%.2f,%.3e,%d,%s,%s,%.2f,%s\n", r.shape.c_str(),
+      std::fprintf(f, "%s,%lld,%lld,%lld,%s,%s,%d,%.5f,%.2f,%.3e,%d,%s,%s,%.2f,%s,%.4f\n", r.shape.c_str(),
                    su ? (long long)su->shape.m : 0LL, su ? (long long)su->shape.n : 0LL,
                    su ? (long long)su->shape.k : 0LL, r.mode.c_str(), r.kernel.c_str(), r.split, r.ms, r.tflops, r.rel,
                    r.valid ? 1 : 0, note.c_str(),
-                   su ? (su->bestAgainst.empty() ? su->ratioAgainst : su->bestAgainst).c_str() : "", anchorT, pub.c_str());
+                   su ? (su->bestAgainst.empty() ? su->ratioAgainst : su->bestAgainst).c_str() : "", anchorT, pub.c_str(),
+                   r.ratio);
     }
     std::fclose(f);
     std::printf("wrote %s\n", opt.csv.c_str());

@@ -46,12 +46,19 @@ struct Epilogue {
   struct State {
   };
 
+  // D's values (GemmSm90's TMA store of D, and its overlapped epilogue), or stored by apply<V>.
+  using ElementD = T;
   template <int V>
-  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
-    (void)s;
-    float out_D[V];
+  __device__ __forceinline__ void compute(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V],
+                                          float (&out_D)[V]) const {
+    (void)s; (void)c;
 #pragma unroll
     for (int i = 0; i < V; ++i) out_D[i] = (p.alpha * acc[i]);
+  }
+  template <int V>
+  __device__ __forceinline__ void apply(const Params& p, State& s, const ::kdl::EpilogueCoord& c, const float (&acc)[V]) const {
+    float out_D[V];
+    compute<V>(p, s, c, acc, out_D);
     ::kdl::store_tile<T, V>(p.D, p.ldd, p.batch_stride_D, c, out_D);
   }
 
