@@ -214,8 +214,8 @@ void compileWith(const CompileContext& cx, CompileJob& j, const std::vector<std:
 
 // Compiles j's kernel. An sm90a kernel that ptxas reports losing performance (a spill, most often, near
 // the consumers' register budget, where ptxas is not monotone) is compiled a second time with
-// kSm90CheckedEpilogueFlag: the TMA-store epilogue without its straight-line interior chunks, which need
-// a few more registers. The second object is kept when its report is clean (j.note says so); otherwise
+// kSm90CheckedEpilogueFlag: the TMA-store epilogue without its straight-line interior chunks, and fp8
+// promotion one k-tile at a time, which need a few more registers. The second object is kept when its report is clean (j.note says so); otherwise
 // the first one's report stands and the gate refuses it.
 void compileOne(const CompileContext& cx, CompileJob& j) {
   std::vector<std::string> flags = nvccFlagsFor(cx.req, *j.kernel);

@@ -51,7 +51,8 @@ bool gencodeProducesSass(const std::vector<std::string>& gencode);
 
 // The nvcc flag of the second try `kdlc build` (and `kdlc ptxas-gate`) gives an sm90a kernel whose
 // first compile ptxas reports losing performance: kdl::GemmSm90's TMA-store epilogue without its
-// straight-line interior chunks (include/kdl/gemm_sm90.cuh, kEpiWhole), a few registers lighter.
+// straight-line interior chunks (include/kdl/gemm_sm90.cuh, kEpiWhole) and fp8 promotion one k-tile at a
+// time (kPairPromote), a few registers lighter.
 inline constexpr const char* kSm90CheckedEpilogueFlag = "-DKDL_SM90_EPILOGUE_CHECKED";
 
 // Whether a successful compile for `gencode` whose report is `first` gets that second try: an sm90a

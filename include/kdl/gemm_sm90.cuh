@@ -214,6 +214,14 @@ struct GemmSm90 {
                                   BlockScaling::kBlockNB % TileN == 0),
                 "GemmSm90: block scaling needs BlockK == TileK (one k-tile per k-block) and BlockNB a multiple of TileN "
                 "(one B scale per tile and k-block)");
+  // Promotion every k-tile (block scaling, PromoteEvery 1) runs two k-tiles at a time in two temporaries.
+// `kdlc build`'s second try (KDL_SM90_EPILOGUE_CHECKED, for a kernel ptxas reported spilling) promotes one
+// k-tile at a time: one temporary accumulator fewer.
+#if defined(KDL_SM90_NO_PAIR_PROMOTE) || defined(KDL_SM90_EPILOGUE_CHECKED)
+  static constexpr bool kPairPromote = false;
+#else
+  static constexpr bool kPairPromote = kPromote && kPromoteEvery == 1;
+#endif
   static_assert(!kPromote || kMmaM * kAccRegs <= 64,
                 "GemmSm90: promotion keeps a second accumulator: at most 64 f32 registers each (e.g. cooperative "
                 "128 x 128, pingpong 64 x 128)");
@@ -516,6 +524,7 @@ struct GemmSm90 {
       const int warp_in_wg = wg_thread / 32;
       Acc acc[kMmaM][kAccRegs];
       float tmp[kPromote ? kMmaM : 1][kPromote ? kAccRegs : 1];  // fp8 promotion's wgmma accumulator
+      float tmp2[kPairPromote ? kMmaM : 1][kPairPromote ? kAccRegs : 1];  // kPairPromote: the second k-tile's
       Ring ring;
       // Releases a stage in every CTA that wrote a slice of it (its own, its cluster row and column).
       auto release = [&](int s) {
@@ -548,7 +557,41 @@ struct GemmSm90 {
 #pragma unroll
           for (int r = 0; r < kAccRegs; ++r) acc[i][r] = Acc(0);
         int prev_stage = -1;  // the stage whose wgmmas are the group still in flight
-        for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+        int kt = w.kt_begin;
+        if constexpr (kPairPromote) {
+          // Promotion every k-tile, two k-tiles at a time: both issued into their own temporary accumulator,
+          // the first promoted while the second's wgmmas run, then the second; every group completes
+          // inside the pair (ptxas serializes wgmma whose groups cross a loop's back edge while other
+          // accumulators are read: docs/perf-notes.md v14). An odd last k-tile takes the loop below.
+          for (; kt + 1 < w.kt_end; kt += 2) {
+            static_assert(!kGather, "GemmSm90: a gathered A is 16-bit (no promotion)");
+            const int s0 = ring.stage;
+            sm90::mbarrier_wait(full_bar(s0), ring.phase);
+            ring.advance();
+            const int s1 = ring.stage;
+            issue_tmp(tmp, stage_a(s0), stage_b(s0), row_off);
+            sm90::mbarrier_wait(full_bar(s1), ring.phase);
+            ring.advance();
+            issue_tmp(tmp2, stage_a(s1), stage_b(s1), row_off);
+            // The pair's scales (block scaling), loaded while its wgmmas run. (Loading them one pair ahead
+            // spilled 24-36 bytes on 128x128 cooperative and 64x128 pingpong.)
+            float sa[kMmaM][2], sb = 1.f, sa2[kMmaM][2], sb2 = 1.f;
+            if constexpr (kBlockScaled) {
+              load_block_scales(P, w, kt, row_off + warp_in_wg * 16, sa, sb);
+              load_block_scales(P, w, kt + 1, row_off + warp_in_wg * 16, sa2, sb2);
+            } else {
+#pragma unroll
+              for (int i = 0; i < kMmaM; ++i) sa[i][0] = sa[i][1] = sa2[i][0] = sa2[i][1] = 1.f;
+            }
+            sm90::wgmma_wait_group<1>();  // the first k-tile's group
+            if (warp_leader) release(s0);
+            promote(acc, tmp, sa, sb);
+            sm90::wgmma_wait_group<0>();
+            if (warp_leader) release(s1);
+            promote(acc, tmp2, sa2, sb2);
+          }
+        }
+        for (; kt < w.kt_end; ++kt) {
           sm90::mbarrier_wait(full_bar(ring.stage), ring.phase);
           // A gathered A was written through the generic proxy (cp.async); wgmma reads through the async one.
           if constexpr (kGather) sm90::fence_proxy_async_shared();
@@ -698,6 +741,22 @@ struct GemmSm90 {
   }
 
   // acc += tmp (block scaling: times the k-block's scales; register r holds row g, + 8 when bit 1 of r is set).
+  // One k-tile into a promotion accumulator, from zero, as one committed wgmma group.
+  template <class Tmp>
+  __device__ __forceinline__ static void issue_tmp(Tmp& tmp, uint32_t a_tile, uint32_t b_tile, int row_off) {
+#pragma unroll
+    for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(tmp[i]);
+    sm90::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < kKSteps; ++ks) {
+      const sm90::SmemDesc db = TileB::desc(b_tile, 0, ks);
+#pragma unroll
+      for (int i = 0; i < kMmaM; ++i) mma_kstep(tmp[i], TileA::desc(a_tile, row_off + i * 64, ks), db, ks > 0);
+    }
+    sm90::wgmma_commit_group();
+#pragma unroll
+    for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(tmp[i]);
+  }
   __device__ __forceinline__ static void promote(float (&acc)[kMmaM][kAccRegs], float (&tmp)[kMmaM][kAccRegs],
                                                  const float (&sa)[kMmaM][2], float sb) {
 #pragma unroll
