@@ -569,10 +569,10 @@ struct GemmSm90 {
             sm90::mbarrier_wait(full_bar(s0), ring.phase);
             ring.advance();
             const int s1 = ring.stage;
-            issue_tmp(tmp, stage_a(s0), stage_b(s0), row_off);
+            issue_ktile(tmp, stage_a(s0), stage_b(s0), row_off, false);
             sm90::mbarrier_wait(full_bar(s1), ring.phase);
             ring.advance();
-            issue_tmp(tmp2, stage_a(s1), stage_b(s1), row_off);
+            issue_ktile(tmp2, stage_a(s1), stage_b(s1), row_off, false);
             // The pair's scales (block scaling), loaded while its wgmmas run. (Loading them one pair ahead
             // spilled 24-36 bytes on 128x128 cooperative and 64x128 pingpong.)
             float sa[kMmaM][2], sb = 1.f, sa2[kMmaM][2], sb2 = 1.f;
@@ -598,18 +598,7 @@ struct GemmSm90 {
           const uint32_t a_tile = stage_a(ring.stage);
           const uint32_t b_tile = stage_b(ring.stage);
           if constexpr (!kPromote) {
-#pragma unroll
-            for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(acc[i]);
-            sm90::wgmma_fence();
-#pragma unroll
-            for (int ks = 0; ks < kKSteps; ++ks) {
-              const sm90::SmemDesc db = TileB::desc(b_tile, 0, ks);
-#pragma unroll
-              for (int i = 0; i < kMmaM; ++i) mma_kstep(acc[i], TileA::desc(a_tile, row_off + i * 64, ks), db, true);
-            }
-            sm90::wgmma_commit_group();
-#pragma unroll
-            for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(acc[i]);
+            issue_ktile(acc, a_tile, b_tile, row_off, true);
             // The previous k-tile's group has completed: its stage may be refilled.
             sm90::wgmma_wait_group<1>();
             if (prev_stage >= 0 && warp_leader) release(prev_stage);
@@ -617,23 +606,10 @@ struct GemmSm90 {
           } else {
             // fp8 promotion: the group's first k-step starts tmp from zero; at the group's last k-tile
             // (or the unit's) wait for the wgmmas and add tmp (times the k-block's scales) into acc.
-            // (Measured on the H100: keeping the next group's wgmmas in flight in a second temporary
-            // accumulator during the promotion was slower, 709 against 758 TFLOP/s block-scaled.)
+            // (Promotion every k-tile takes the pair loop above, but for an odd last k-tile.)
             const int kt_in_group = (kt - w.kt_begin) % kPromoteEvery;
             const bool promote_now = kt_in_group == kPromoteEvery - 1 || kt + 1 == w.kt_end;
-#pragma unroll
-            for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(tmp[i]);
-            sm90::wgmma_fence();
-#pragma unroll
-            for (int ks = 0; ks < kKSteps; ++ks) {
-              const sm90::SmemDesc db = TileB::desc(b_tile, 0, ks);
-#pragma unroll
-              for (int i = 0; i < kMmaM; ++i)
-                mma_kstep(tmp[i], TileA::desc(a_tile, row_off + i * 64, ks), db, kt_in_group > 0 || ks > 0);
-            }
-            sm90::wgmma_commit_group();
-#pragma unroll
-            for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(tmp[i]);
+            issue_ktile(tmp, a_tile, b_tile, row_off, kt_in_group > 0);
             if (promote_now) {
               float sa[kMmaM][2], sb = 1.f;  // this thread's rows' A scales and the tile's B scale, k-block kt
               if constexpr (kBlockScaled) load_block_scales(P, w, kt, row_off + warp_in_wg * 16, sa, sb);
@@ -740,23 +716,25 @@ struct GemmSm90 {
     return true;
   }
 
-  // acc += tmp (block scaling: times the k-block's scales; register r holds row g, + 8 when bit 1 of r is set).
-  // One k-tile into a promotion accumulator, from zero, as one committed wgmma group.
-  template <class Tmp>
-  __device__ __forceinline__ static void issue_tmp(Tmp& tmp, uint32_t a_tile, uint32_t b_tile, int row_off) {
+  // One k-tile of this consumer's rows into accumulator d (the f32 one, or a promotion temporary) as one
+  // committed wgmma group; accumulate = false starts d from zero at the k-tile's first k-step.
+  template <class A>
+  __device__ __forceinline__ static void issue_ktile(A (&d)[kMmaM][kAccRegs], uint32_t a_tile, uint32_t b_tile,
+                                                     int row_off, bool accumulate) {
 #pragma unroll
-    for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(tmp[i]);
+    for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(d[i]);
     sm90::wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < kKSteps; ++ks) {
       const sm90::SmemDesc db = TileB::desc(b_tile, 0, ks);
 #pragma unroll
-      for (int i = 0; i < kMmaM; ++i) mma_kstep(tmp[i], TileA::desc(a_tile, row_off + i * 64, ks), db, ks > 0);
+      for (int i = 0; i < kMmaM; ++i) mma_kstep(d[i], TileA::desc(a_tile, row_off + i * 64, ks), db, accumulate || ks > 0);
     }
     sm90::wgmma_commit_group();
 #pragma unroll
-    for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(tmp[i]);
+    for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(d[i]);
   }
+  // acc += tmp (block scaling: times the k-block's scales; register r holds row g, + 8 when bit 1 of r is set).
   __device__ __forceinline__ static void promote(float (&acc)[kMmaM][kAccRegs], float (&tmp)[kMmaM][kAccRegs],
                                                  const float (&sa)[kMmaM][2], float sb) {
 #pragma unroll
