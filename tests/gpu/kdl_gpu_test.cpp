@@ -247,6 +247,13 @@ void checkArgAgainstSpec(const kdl_kernel_info* info, int i, const Epilogue& epi
 }
 
 // Builds the argument roles from the kernel's exported info and checks them against the spec.
+// Whether the bound arguments hold both operands (A, B) and the output (D).
+bool hasInputsAndOutput(const std::vector<ArgRole>& args) {
+  bool haveA = false, haveB = false, haveD = false;
+  for (const ArgRole& r : args) haveA |= r.role == Role::A, haveB |= r.role == Role::B, haveD |= r.role == Role::D;
+  return haveA && haveB && haveD;
+}
+
 bool bindArguments(KernelUnderTest& k, std::string& problems) {
   const kdl_kernel_info* info = k.entry.info();
   if (!info) {
@@ -292,9 +299,7 @@ bool bindArguments(KernelUnderTest& k, std::string& problems) {
     k.args.push_back(r);
   }
   problems = p;
-  bool haveA = false, haveB = false, haveD = false;
-  for (const ArgRole& r : k.args) haveA |= r.role == Role::A, haveB |= r.role == Role::B, haveD |= r.role == Role::D;
-  if (!(haveA && haveB && haveD)) {
+  if (!hasInputsAndOutput(k.args)) {
     problems += "A, B or D missing from the arguments; ";
     return false;
   }
@@ -627,19 +632,26 @@ bool launchAndFetch(Harness& h, const std::vector<ArgRole>& roles, CaseBuffers& 
   return true;
 }
 
+// The epilogue's params for one case: their defaults, or (random cases) values exact in every dtype: a
+// dyadic pick where the default is 0, else the default times a dyadic factor.
+std::vector<double> caseParamValues(const std::vector<EpiParam>& params, bool defaults, std::mt19937_64& rng) {
+  static const double kDyadic[] = {0.5, 1.5, 1.25, -0.75, 2.0, 0.75};
+  static const double kFactors[] = {0.5, 1.5, 1.25, 2.0};
+  std::vector<double> v(params.size(), 0.0);
+  for (size_t i = 0; i < params.size(); ++i) {
+    const double def = params[i].defaultValue;
+    if (defaults) v[i] = def;
+    else if (def == 0) v[i] = kDyadic[rng() % 6];
+    else v[i] = def * kFactors[rng() % 4];
+  }
+  return v;
+}
+
 CaseBuffers prepare(Harness& h, const KernelUnderTest& k, const Case& c, std::mt19937_64& rng) {
   CaseBuffers cb;
   cb.bufs.resize(k.args.size());
   cb.args.resize(k.args.size());
-  cb.paramValues.assign(k.epi.params.size(), 0.0);
-  static const double kDyadic[] = {0.5, 1.5, 1.25, -0.75, 2.0, 0.75};
-  static const double kFactors[] = {0.5, 1.5, 1.25, 2.0};
-  for (size_t i = 0; i < k.epi.params.size(); ++i) {
-    const double def = k.epi.params[i].defaultValue;
-    if (c.defaultParams) cb.paramValues[i] = def;
-    else if (def == 0) cb.paramValues[i] = kDyadic[rng() % 6];
-    else cb.paramValues[i] = def * kFactors[rng() % 4];
-  }
+  cb.paramValues = caseParamValues(k.epi.params, c.defaultParams, rng);
   (void)h;
   for (size_t i = 0; i < k.args.size(); ++i) {
     const ArgRole& r = k.args[i];
@@ -1411,15 +1423,7 @@ CaseBuffers prepareConv(Harness& h, const ConvUnderTest& k, const ConvCase& c, s
   CaseBuffers cb;
   cb.bufs.resize(k.args.size());
   cb.args.resize(k.args.size());
-  cb.paramValues.assign(k.epi.params.size(), 0.0);
-  static const double kDyadic[] = {0.5, 1.5, 1.25, -0.75, 2.0, 0.75};
-  static const double kFactors[] = {0.5, 1.5, 1.25, 2.0};
-  for (size_t i = 0; i < k.epi.params.size(); ++i) {
-    const double def = k.epi.params[i].defaultValue;
-    if (c.defaultParams) cb.paramValues[i] = def;
-    else if (def == 0) cb.paramValues[i] = kDyadic[rng() % 6];
-    else cb.paramValues[i] = def * kFactors[rng() % 4];
-  }
+  cb.paramValues = caseParamValues(k.epi.params, c.defaultParams, rng);
   const bool wgrad = k.kind == ConvKind::Wgrad;
   const ConvTensorShape outShape = convShapeOf(k.out->name, c.d);
   const ConvTensorShape view = convEpilogueView(k.kind, c.d);
@@ -1826,9 +1830,7 @@ bool bindConvArguments(ConvUnderTest& k, std::string& problems) {
     k.args.push_back(r);
   }
   problems = p;
-  bool haveA = false, haveB = false, haveD = false;
-  for (const ArgRole& r : k.args) haveA |= r.role == Role::A, haveB |= r.role == Role::B, haveD |= r.role == Role::D;
-  if (!(haveA && haveB && haveD)) {
+  if (!hasInputsAndOutput(k.args)) {
     problems += "an input or the output is missing from the arguments; ";
     return false;
   }
