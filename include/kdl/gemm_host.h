@@ -46,9 +46,10 @@ struct KernelTarget {
 // ---- the argument table ------------------------------------------------------------------------
 namespace arg {
 
-// A matrix operand of the mainloop (A, B): into GemmProblem, not the epilogue. Checked when k > 0.
+// What every input of a mainloop says of itself: its Arguments members (pointer, leading dimension, batch
+// stride) and its alignment in elements.
 template <class Args, class T>
-struct Mainloop {
+struct InputTensor {
   const char* name;
   const char* dtype;
   const T* Args::*data;
@@ -56,10 +57,14 @@ struct Mainloop {
   int64_t Args::*batch_stride;
   int align;  // elements
 };
+
+// A matrix operand of the mainloop (A, B): into GemmProblem, not the epilogue. Checked when k > 0.
+template <class Args, class T>
+struct Mainloop : InputTensor<Args, T> {};
 template <class Args, class T>
 constexpr Mainloop<Args, T> mainloop(const char* name, const char* dtype, const T* Args::*data, int64_t Args::*ld,
                                      int64_t Args::*batch_stride, int align) {
-  return {name, dtype, data, ld, batch_stride, align};
+  return {{name, dtype, data, ld, batch_stride, align}};
 }
 
 // A tensor of a convolution's mainloop (the GEMM's A or B; kdl/conv_host.h): into Conv2dProblem, not
@@ -67,18 +72,11 @@ constexpr Mainloop<Args, T> mainloop(const char* name, const char* dtype, const 
 // which says its extents; ld is its pixel (tap) stride, batch_stride its image (filter) stride;
 // Conv2dSm80::can_implement checks its pointer, strides and alignment.
 template <class Args, class T>
-struct ConvInput {
-  const char* name;
-  const char* dtype;
-  const T* Args::*data;
-  int64_t Args::*ld;
-  int64_t Args::*batch_stride;
-  int align;  // elements
-};
+struct ConvInput : InputTensor<Args, T> {};
 template <class Args, class T>
 constexpr ConvInput<Args, T> conv_input(const char* name, const char* dtype, const T* Args::*data, int64_t Args::*ld,
                                         int64_t Args::*batch_stride, int align) {
-  return {name, dtype, data, ld, batch_stride, align};
+  return {{name, dtype, data, ld, batch_stride, align}};
 }
 
 // The f32 block scales of an fp8 mainloop operand (scale_A after A, scale_B after B; into
@@ -182,8 +180,7 @@ constexpr Param<Args, Params> param(const char* name, float Args::*value, float 
 
 // ---- what each kind of entry means -------------------------------------------------------------
 
-template <class A, class T> int32_t abi_kind(const Mainloop<A, T>&) { return KDL_ARG_TENSOR; }
-template <class A, class T> int32_t abi_kind(const ConvInput<A, T>&) { return KDL_ARG_TENSOR; }
+template <class A, class T> int32_t abi_kind(const InputTensor<A, T>&) { return KDL_ARG_TENSOR; }
 template <class A, class P, class T> int32_t abi_kind(const Tensor<A, P, T>&) { return KDL_ARG_TENSOR; }
 template <class A> int32_t abi_kind(const BlockScales<A>&) { return KDL_ARG_TENSOR; }
 template <class A, class P, class T> int32_t abi_kind(const Vector<A, P, T>&) { return KDL_ARG_VECTOR; }
@@ -202,12 +199,7 @@ template <class E, class Args> double default_value(const E&, const Args&) { ret
 template <class A, class P> double default_value(const Param<A, P>& e, const A& defaults) { return defaults.*e.value; }
 
 // kdl_arg (kdl/abi.h) -> the Arguments member(s).
-template <class A, class T> void unpack(const Mainloop<A, T>& e, const kdl_arg& x, A& a) {
-  a.*e.data = static_cast<const T*>(x.data);
-  a.*e.ld = x.ld;
-  a.*e.batch_stride = x.batch_stride;
-}
-template <class A, class T> void unpack(const ConvInput<A, T>& e, const kdl_arg& x, A& a) {
+template <class A, class T> void unpack(const InputTensor<A, T>& e, const kdl_arg& x, A& a) {
   a.*e.data = static_cast<const T*>(x.data);
   a.*e.ld = x.ld;
   a.*e.batch_stride = x.batch_stride;
