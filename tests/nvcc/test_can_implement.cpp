@@ -12,6 +12,7 @@
 #include <string>
 
 #include "args_all.h"
+#include "can_implement_check.h"
 #include "kdl/abi.h"
 
 extern "C" const char* kdl_args_all_can_implement(const kdl_gemm_shape*, const kdl_arg*, int32_t);
@@ -19,35 +20,17 @@ extern "C" size_t kdl_args_all_workspace_size(const kdl_gemm_shape*);
 
 namespace {
 
-int g_failed = 0, g_passed = 0;
-bool g_device = false;  // a CUDA device is present: valid arguments pass can_implement
+using namespace kdl_check;
 
-void expect(bool ok, const std::string& what) {
-  std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-  ok ? ++g_passed : ++g_failed;
-}
 
 // can_implement rejects `a` with a message that contains `needle`.
 void expect_rejected(const char* what, const kdl_kernels::args_all::Arguments& a, const char* needle) {
-  const char* m = kdl_kernels::args_all::can_implement(a);
-  const std::string got = m ? m : "(accepted)";
-  expect(got.find(needle) != std::string::npos, std::string(what) + ": \"" + got + "\" (want \"" + needle + "\")");
+  expect_message(what, kdl_kernels::args_all::can_implement(a), needle);
 }
 
-// can_implement finds nothing wrong with the arguments: it accepts them on a machine with a GPU,
-// and without one the first thing it says is that there is no device.
+// can_implement finds nothing wrong with the arguments.
 void expect_arguments_ok(const char* what, const kdl_kernels::args_all::Arguments& a) {
-  const char* m = kdl_kernels::args_all::can_implement(a);
-  const std::string got = m ? m : "(accepted)";
-  const bool ok = g_device ? m == nullptr : got.find("no CUDA device") != std::string::npos;
-  expect(ok, std::string(what) + ": \"" + got + "\" (want the arguments accepted)");
-}
-
-// A device address `offset` bytes into a made-up 4 GiB-aligned allocation: can_implement reads
-// addresses (alignment, overlap), never the memory.
-template <class T>
-T* at(size_t offset) {
-  return reinterpret_cast<T*>((uintptr_t(1) << 32) + offset);
+  expect_ok(what, kdl_kernels::args_all::can_implement(a));
 }
 
 // A valid 256 x 256 x 64 problem, batch 1: every pointer set and aligned.
@@ -68,10 +51,7 @@ kdl_kernels::args_all::Arguments valid() {
 }  // namespace
 
 int main() {
-  int count = 0;
-  g_device = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-  cudaGetLastError();
-  std::printf("CUDA devices: %d\n", g_device ? count : 0);
+  find_device();
   using kdl_kernels::args_all::Arguments;
 
   // item 13: default arguments need no workspace and run with a K of one or two tiles.
@@ -177,6 +157,5 @@ int main() {
     const std::string ok = m ? m : "(accepted)";
     expect(g_device ? m == nullptr : ok.find("no CUDA device") != std::string::npos, "C ABI valid: \"" + ok + "\"");
   }
-  std::printf("%d passed, %d failed\n", g_passed, g_failed);
-  return g_failed ? 1 : 0;
+  return finish();
 }

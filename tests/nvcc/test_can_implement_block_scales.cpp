@@ -10,6 +10,7 @@
 #include <string>
 
 #include "args_block.h"
+#include "can_implement_check.h"
 #include "kdl/abi.h"
 
 extern "C" const kdl_kernel_info* kdl_args_block_info(void);
@@ -17,23 +18,8 @@ extern "C" const char* kdl_args_block_can_implement(const kdl_gemm_shape*, const
 
 namespace {
 
-int g_failed = 0, g_passed = 0;
-bool g_device = false;
+using namespace kdl_check;
 
-void expect(bool ok, const std::string& what) {
-  std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-  ok ? ++g_passed : ++g_failed;
-}
-
-std::string said(const char* m) { return m ? m : "(accepted)"; }
-
-// Accepted on a machine with a GPU; without one the first thing said is that there is no device.
-bool argumentsOk(const char* m) { return g_device ? m == nullptr : said(m).find("no CUDA device") != std::string::npos; }
-
-template <class T>
-T* at(size_t offset) {
-  return reinterpret_cast<T*>((uintptr_t(1) << 32) + offset);
-}
 
 // A valid 200 x 300 x 384 problem: 200 row scales and ceil(300 / 128) = 3 column-block scales per
 // k-block (3 k-blocks).
@@ -51,10 +37,7 @@ kdl_kernels::args_block::Arguments valid() {
 }  // namespace
 
 int main() {
-  int count = 0;
-  g_device = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-  cudaGetLastError();
-  std::printf("CUDA devices: %d\n", g_device ? count : 0);
+  find_device();
   using kdl_kernels::args_block::Arguments;
   using kdl_kernels::args_block::can_implement;
 
@@ -69,7 +52,7 @@ int main() {
          std::string(info->arg_dtypes[1]) == "f32" && std::string(info->arg_dtypes[3]) == "f32";
     expect(ok, "scale_A and scale_B are f32 tensors");
   }
-  expect(argumentsOk(can_implement(valid())), "valid: \"" + said(can_implement(valid())) + "\"");
+  expect(arguments_ok(can_implement(valid())), "valid: \"" + said(can_implement(valid())) + "\"");
   struct Case {
     const char* what;
     void (*edit)(Arguments&);
@@ -100,7 +83,7 @@ int main() {
     Arguments a = valid();
     a.batch = 2, a.batch_stride_A = 200 * 384, a.batch_stride_B = 300 * 384, a.batch_stride_D = 200 * 304;
     // scale batch strides 0: one set of scales for every batch
-    expect(argumentsOk(can_implement(a)), "batch 2 sharing the scales: \"" + said(can_implement(a)) + "\"");
+    expect(arguments_ok(can_implement(a)), "batch 2 sharing the scales: \"" + said(can_implement(a)) + "\"");
   }
   // Through the C ABI: each kdl_arg's ld and batch stride reach the scale tensors.
   {
@@ -111,12 +94,11 @@ int main() {
                        {(void*)v.scale_B, v.ld_scale_B, 0, 0},
                        {(void*)v.D, v.ldd, 0, 0}};
     kdl_gemm_shape s{v.m, v.n, v.k, 1, 1};
-    expect(argumentsOk(kdl_args_block_can_implement(&s, args, 5)),
+    expect(arguments_ok(kdl_args_block_can_implement(&s, args, 5)),
            "C ABI valid: \"" + said(kdl_args_block_can_implement(&s, args, 5)) + "\"");
     args[3].ld = 1;
     const std::string got = said(kdl_args_block_can_implement(&s, args, 5));
     expect(got.find("ld_scale_B (1)") != std::string::npos, "C ABI ld of scale_B = 1: \"" + got + "\"");
   }
-  std::printf("%d passed, %d failed\n", g_passed, g_failed);
-  return g_failed ? 1 : 0;
+  return finish();
 }

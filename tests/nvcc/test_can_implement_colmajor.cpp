@@ -10,37 +10,22 @@
 #include <string>
 
 #include "args_colmajor.h"
+#include "can_implement_check.h"
 
 namespace {
 
-int g_failed = 0, g_passed = 0;
-bool g_device = false;  // a CUDA device is present: valid arguments pass can_implement
+using namespace kdl_check;
 
-void expect(bool ok, const std::string& what) {
-  std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-  ok ? ++g_passed : ++g_failed;
-}
 
 using kdl_kernels::args_colmajor::Arguments;
 
 void expect_rejected(const char* what, const Arguments& a, const char* needle) {
-  const char* m = kdl_kernels::args_colmajor::can_implement(a);
-  const std::string got = m ? m : "(accepted)";
-  expect(got.find(needle) != std::string::npos, std::string(what) + ": \"" + got + "\" (want \"" + needle + "\")");
+  expect_message(what, kdl_kernels::args_colmajor::can_implement(a), needle);
 }
 
-// Nothing wrong with the arguments: accepted with a GPU; without one, the first complaint is the device.
+// Nothing wrong with the arguments (expect_ok).
 void expect_arguments_ok(const char* what, const Arguments& a) {
-  const char* m = kdl_kernels::args_colmajor::can_implement(a);
-  const std::string got = m ? m : "(accepted)";
-  const bool ok = g_device ? m == nullptr : got.find("no CUDA device") != std::string::npos;
-  expect(ok, std::string(what) + ": \"" + got + "\" (want the arguments accepted)");
-}
-
-// A device address `offset` bytes into a made-up 4 GiB-aligned allocation (never read).
-template <class T>
-T* at(size_t offset) {
-  return reinterpret_cast<T*>((uintptr_t(1) << 32) + offset);
+  expect_ok(what, kdl_kernels::args_colmajor::can_implement(a));
 }
 
 // A valid 136 x 200 x 64 problem (m < n, so a column-major ld of m is too short for a row-major one).
@@ -58,10 +43,7 @@ Arguments valid() {
 }  // namespace
 
 int main() {
-  int count = 0;
-  g_device = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-  cudaGetLastError();
-  std::printf("CUDA devices: %d\n", g_device ? count : 0);
+  find_device();
 
   expect_arguments_ok("valid: D and Z column-major with ld = m < n", valid());
   {
@@ -111,6 +93,5 @@ int main() {
     a.B = at<const __nv_bfloat16>((1 << 16) + 2);
     expect_rejected("misaligned B", a, "args_colmajor: B must be 16-byte aligned");
   }
-  std::printf("%d passed, %d failed\n", g_passed, g_failed);
-  return g_failed ? 1 : 0;
+  return finish();
 }

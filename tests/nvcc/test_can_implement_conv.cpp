@@ -11,6 +11,7 @@
 
 #include "conv_args_fprop.h"
 #include "conv_args_wgrad.h"
+#include "can_implement_check.h"
 #include "kdl/abi.h"
 
 extern "C" const char* kdl_conv_args_fprop_can_implement(const kdl_conv2d_shape*, const kdl_arg*, int32_t);
@@ -20,36 +21,8 @@ extern "C" const char* kdl_conv_args_wgrad_can_implement(const kdl_conv2d_shape*
 
 namespace {
 
-int g_failed = 0, g_passed = 0;
-bool g_device = false;  // a CUDA device is present: valid arguments pass can_implement
+using namespace kdl_check;
 
-void expect(bool ok, const std::string& what) {
-  std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-  ok ? ++g_passed : ++g_failed;
-}
-
-std::string shown(const char* m) { return m ? m : "(accepted)"; }
-
-// can_implement's message `m` contains `needle`.
-void expect_message(const char* what, const char* m, const char* needle) {
-  const std::string got = shown(m);
-  expect(got.find(needle) != std::string::npos, std::string(what) + ": \"" + got + "\" (want \"" + needle + "\")");
-}
-
-// can_implement finds nothing wrong with the arguments: it accepts them on a machine with a GPU, and
-// without one the first thing it says is that there is no device.
-void expect_ok(const char* what, const char* m) {
-  const std::string got = shown(m);
-  const bool ok = g_device ? m == nullptr : got.find("no CUDA device") != std::string::npos;
-  expect(ok, std::string(what) + ": \"" + got + "\" (want the arguments accepted)");
-}
-
-// A device address `offset` bytes into a made-up 4 GiB-aligned allocation: can_implement reads
-// addresses (alignment, overlap), never the memory.
-template <class T>
-T* at(size_t offset) {
-  return reinterpret_cast<T*>((uintptr_t(1) << 32) + offset);
-}
 
 constexpr size_t kMiB = 1 << 20;
 
@@ -83,10 +56,7 @@ kdl_kernels::conv_args_wgrad::Arguments valid_wgrad() {
 }  // namespace
 
 int main() {
-  int count = 0;
-  g_device = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-  cudaGetLastError();
-  std::printf("CUDA devices: %d\n", g_device ? count : 0);
+  find_device();
   namespace F = kdl_kernels::conv_args_fprop;
   namespace G = kdl_kernels::conv_args_wgrad;
 
@@ -233,6 +203,5 @@ int main() {
                std::string(info->arg_broadcasts[3]) == "channel" && info->arg_kinds[3] == KDL_ARG_VECTOR,
            "info args: X, W, Y, bias [channel], Z, amax");
   }
-  std::printf("%d passed, %d failed\n", g_passed, g_failed);
-  return g_failed ? 1 : 0;
+  return finish();
 }

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "args_fallback.h"
+#include "can_implement_check.h"
 #include "kdl/abi.h"
 
 extern "C" const kdl_kernel_info* kdl_args_fallback_info(void);
@@ -19,24 +20,14 @@ extern "C" const char* kdl_args_fallback_path(const kdl_gemm_shape*, const kdl_a
 
 namespace {
 
-int g_failed = 0, g_passed = 0;
-bool g_device = false;
+using namespace kdl_check;
+
 int g_cc = 0;
 
-void expect(bool ok, const std::string& what) {
-  std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-  ok ? ++g_passed : ++g_failed;
-}
 
-std::string said(const char* m) { return m ? m : "(accepted)"; }
 bool has(const std::string& s, const char* needle) { return s.find(needle) != std::string::npos; }
 // How a refusal of both kernels that differ goes on after the sm90a kernel's reason.
 const char* kBoth = "; the sm80 fallback cannot run them either: ";
-
-template <class T>
-T* at(size_t offset) {
-  return reinterpret_cast<T*>((uintptr_t(1) << 32) + offset);
-}
 
 // A valid 200 x 300 x 384 problem whose leading dimensions are multiples of 16 bytes (TMA's).
 kdl_kernels::args_fallback::Arguments valid() {
@@ -51,16 +42,14 @@ kdl_kernels::args_fallback::Arguments valid() {
 }  // namespace
 
 int main() {
-  int count = 0;
-  g_device = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-  cudaGetLastError();
+  find_device();
   if (g_device) {
     int major = 0, minor = 0;
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
     g_cc = major * 10 + minor;
   }
-  std::printf("CUDA devices: %d (compute capability %d)\n", g_device ? count : 0, g_cc);
+  std::printf("compute capability %d\n", g_cc);
   using kdl_kernels::args_fallback::Arguments;
   using kdl_kernels::args_fallback::can_implement;
   using kdl_kernels::args_fallback::path;
@@ -137,6 +126,5 @@ int main() {
     expect(said(kdl_args_fallback_path(&s, args, 3)) == (g_device ? own : "(accepted)"),
            "C ABI lda 384: path " + said(kdl_args_fallback_path(&s, args, 3)));
   }
-  std::printf("%d passed, %d failed\n", g_passed, g_failed);
-  return g_failed ? 1 : 0;
+  return finish();
 }
