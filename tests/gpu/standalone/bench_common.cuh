@@ -54,12 +54,6 @@ using kdl::ColMajor;
 
 #define CKL(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { fprintf(stderr, "cublasLt %d at %s:%d\n", (int)s_, __FILE__, __LINE__); exit(3); } } while (0)
 
-__global__ void fill_rand(bf16* p, size_t n, uint32_t seed) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    uint32_t h = (uint32_t)i * 2654435761u ^ seed; h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
-    p[i] = __float2bfloat16((float)(h & 0xffff) / 32768.f - 1.f);
-  }
-}
 __global__ void max_rel_diff(const bf16* a, const bf16* b, size_t n, float* out) {
   float m = 0;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {

@@ -21,13 +21,6 @@ struct Shape {
   int n, c, h, w, k, r, s, pad;
 };
 
-__global__ void fill_uniform(__nv_bfloat16* p, size_t n, uint32_t seed) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    uint32_t h = (uint32_t)i * 2654435761u ^ seed; h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
-    p[i] = __float2bfloat16((float)(h & 0xffff) / 32768.f - 1.f);
-  }
-}
-
 template <class C>
 static void bench(const char* cfg, ConvKind kind, const Shape& sh, int split = 1) {
   kdl::Conv2dProblem p{};
@@ -40,7 +33,7 @@ static void bench(const char* cfg, ConvKind kind, const Shape& sh, int split = 1
   __nv_bfloat16 *x, *y, *w, *o;
   CK(cudaMalloc(&x, nx * 2)); CK(cudaMalloc(&y, ny * 2)); CK(cudaMalloc(&w, nw * 2));
   // Random inputs in [-1, 1): constant ones draw less power and run at higher clocks than real data.
-  fill_uniform<<<1024, 256>>>(x, nx, 1); fill_uniform<<<1024, 256>>>(y, ny, 2); fill_uniform<<<1024, 256>>>(w, nw, 3);
+  fill_rand<<<1024, 256>>>(x, nx, 1); fill_rand<<<1024, 256>>>(y, ny, 2); fill_rand<<<1024, 256>>>(w, nw, 3);
   CK(cudaGetLastError());
   typename Epi::Params ep{};
   ep.alpha = 1.f;
