@@ -63,6 +63,7 @@ struct ConvFpropKOrder {
 struct ConvFpropGather : ConvFpropKOrder {
   static constexpr bool kEnabled = true;
   static constexpr bool kIm2col = false;
+  static constexpr bool kLoadsStage = false;
   struct Params : ConvFpropShape {
     const char* x;                     // X
     int64_t ld_bytes, image_bytes;     // pixel stride, image stride
@@ -118,12 +119,46 @@ struct ConvFpropGather : ConvFpropKOrder {
   };
 };
 
+// X (NHWC, pixel stride ld, image stride image_stride) as an im2col tensor map {c, w, h, n}: the padding is
+// the bounding box (corners -pad .. pad - dil * (filter - 1)), the conv's strides the traversal strides; a
+// load walks `pixels` output pixels (along W, then H, then the next image) of 64 channels each into
+// 128-byte-swizzled rows. False when the driver cannot describe X (strides, corners out of range).
+inline bool encode_im2col_x(CUtensorMap* map, const Conv2dProblem& p, const void* x, int64_t ld, int64_t image_stride,
+                            int pixels, int elem_bytes, CUtensorMapDataType dtype) {
+  const DriverApi& api = driver_api();
+  if (api.cuTensorMapEncodeIm2col == nullptr) return false;
+  const int eh = p.dil_h * (p.r - 1), ew = p.dil_w * (p.s - 1);
+  cuuint64_t dims[4] = {(cuuint64_t)p.c, (cuuint64_t)p.w, (cuuint64_t)p.h, (cuuint64_t)p.n};
+  cuuint64_t strides[3] = {(cuuint64_t)ld * elem_bytes, (cuuint64_t)ld * p.w * elem_bytes, (cuuint64_t)image_stride * elem_bytes};
+  int lower[2] = {-p.pad_w, -p.pad_h};  // innermost first: {W, H} (measured: {H, W} faults with pad_h != pad_w)
+  int upper[2] = {p.pad_w - ew, p.pad_h - eh};
+  cuuint32_t estr[4] = {1, (cuuint32_t)p.stride_w, (cuuint32_t)p.stride_h, 1};
+  return api.cuTensorMapEncodeIm2col(map, dtype, 4, const_cast<void*>(x), dims, strides, lower, upper, 64, pixels, estr,
+                                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// One im2col load: the map's `pixels` output pixels from (image, h0, w0) on, channels c0 .. c0 + 63, at the
+// tap offset (off_h, off_w), into `dst` (shared window), completing on `full`.
+__device__ __forceinline__ void tma_load_im2col(uint32_t dst, const CUtensorMap* map, uint64_t* full, int c0, int w0, int h0,
+                                                int image, int off_w, int off_h) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+      "[%6], {%7, %8};\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(w0), "r"(h0), "r"(image),
+      "r"(static_cast<uint32_t>(__cvta_generic_to_shared(full))), "h"(uint16_t(off_w)), "h"(uint16_t(off_h))
+      : "memory");
+#endif
+}
+
 // GemmSm90's AGather for conv fprop by TMA in im2col mode: one instruction per k-tile loads the A tile of
 // (image, tile tm, k-tile kt): TileM consecutive output pixels (the tensor map walks W, then H, then the
 // next image, with the conv's strides), each at the tap's offset, 64 channels, padding zero-filled by TMA.
 struct ConvFpropIm2col : ConvFpropKOrder {
   static constexpr bool kEnabled = false;
   static constexpr bool kIm2col = true;
+  static constexpr bool kLoadsStage = false;
   struct Params : ConvFpropShape {
     CUtensorMap tmX;  // X as {c, w, h, n}: corners -pad .. pad - (dil * (filter - 1)), traversal strides
     int images_as_rows;  // 1: the GEMM runs the images as one (M = n*p*q, batch 1), tiles cross images
@@ -137,32 +172,71 @@ struct ConvFpropIm2col : ConvFpropKOrder {
     tile_of(g, kt, cb, r, s);
     if (g.images_as_rows) g.div_pq.divmod(pixel, image, pixel);  // the image the tile starts in
     g.div_q.divmod(pixel, p0, q0);  // the tile's first output pixel (the load walks on into the next image)
-    const int w0 = q0 * g.stride_w - g.pad_w, h0 = p0 * g.stride_h - g.pad_h;
-    const uint16_t off_w = uint16_t(s * g.dil_w), off_h = uint16_t(r * g.dil_h);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile(
-        "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
-        "[%6], {%7, %8};\n" ::"r"(stage),
-        "l"(reinterpret_cast<uint64_t>(&g.tmX)), "r"(cb * 64), "r"(w0), "r"(h0), "r"(image),
-        "r"(static_cast<uint32_t>(__cvta_generic_to_shared(full))), "h"(off_w), "h"(off_h)
-        : "memory");
-#endif
+    tma_load_im2col(stage, &g.tmX, full, cb * 64, q0 * g.stride_w - g.pad_w, p0 * g.stride_h - g.pad_h, image, s * g.dil_w,
+                    r * g.dil_h);
   }
-  // The tensor map; false when the driver cannot describe X (strides, corners out of range).
+  // The tensor map (X = the problem's A); false when the driver cannot describe X.
   template <int TileM>
   static bool encode(Params& g, const Conv2dProblem& p, int elem_bytes, CUtensorMapDataType dtype) {
-    const DriverApi& api = driver_api();
-    if (api.cuTensorMapEncodeIm2col == nullptr) return false;
-    const int eh = p.dil_h * (p.r - 1), ew = p.dil_w * (p.s - 1);
-    cuuint64_t dims[4] = {(cuuint64_t)p.c, (cuuint64_t)p.w, (cuuint64_t)p.h, (cuuint64_t)p.n};
-    cuuint64_t strides[3] = {(cuuint64_t)p.lda * elem_bytes, (cuuint64_t)p.lda * p.w * elem_bytes,
-                             (cuuint64_t)p.batch_stride_a * elem_bytes};
-    int lower[2] = {-p.pad_w, -p.pad_h};  // innermost first: {W, H} (measured: {H, W} faults with pad_h != pad_w)
-    int upper[2] = {p.pad_w - ew, p.pad_h - eh};
-    cuuint32_t estr[4] = {1, (cuuint32_t)p.stride_w, (cuuint32_t)p.stride_h, 1};
-    return api.cuTensorMapEncodeIm2col(&g.tmX, dtype, 4, const_cast<void*>(p.A), dims, strides, lower, upper, 64, TileM, estr,
-                                       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+    return encode_im2col_x(&g.tmX, p, p.A, p.lda, p.batch_stride_a, TileM, elem_bytes, dtype);
+  }
+};
+
+// GemmSm90's stage loader (kLoadsStage) for conv wgrad: the implicit GEMM M = k (dY's channels), N = r*s*c
+// (tap-major, W's taps packed), K = the output pixels, 64 per k-tile. Both tiles are MN-major (wgmma's
+// transposed operands): blocks of 64 channels, each the k-tile's 64 pixels as 128-byte rows.
+//   * A (dY): one tiled TMA per 64 rows of the tile, dY as {k, pixels, images}: pixels past an image's p*q
+//     are zero. When dY's images lie back to back (images_as_rows) the pixels run on across images
+//     ({k, n*p*q, 1}) and no k-tile is cut short at an image's end; else each image starts a k-tile.
+//   * B (X): per 64-column block one TMA in im2col mode: the block's tap (r, s) and channels c0 .. c0 + 63
+//     (c a multiple of 64, so a block lies in one tap), at the k-tile's 64 output pixels, padding zero-filled;
+//     the walk runs on into the next image where the k-tile does (A's pixels there are its own or zero).
+//   Columns past r*s*c load the last tap again: their results are never stored.
+struct ConvWgradLoader {
+  static constexpr bool kEnabled = false;
+  static constexpr bool kIm2col = false;
+  static constexpr bool kLoadsStage = true;
+  struct Params {
+    CUtensorMap tmY;     // dY: {k, p*q, n} (images_as_rows: {k, n*p*q, 1}), box 64 x 64
+    CUtensorMap tmX;     // X in im2col mode, 64 pixels x 64 channels per load (encode_im2col_x)
+    int taps;            // r * s
+    int images_as_rows;  // 1: K runs over n*p*q pixels; 0: over each image's p*q, rounded up to 64
+    int pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
+    ::kdl::detail::FastDiv div_c, div_s, div_q, div_pq, div_ktiles_per_image;
+  };
+  template <int TileM>
+  struct Rows {};  // no per-thread rows: one thread issues the loads
+  __device__ __forceinline__ static void prefetch(const Params& g) {
+    tma_prefetch(&g.tmY);
+    tma_prefetch(&g.tmX);
+  }
+  template <class TileA, class TileB>
+  __device__ __forceinline__ static void load_stage(const Params& g, uint32_t stage_a, uint32_t stage_b, uint64_t* full,
+                                                    int /*batch*/, int m0, int n0, int kt) {
+    static_assert(TileA::kBlockMN == 64 && TileB::kBlockMN == 64 && TileA::kBlockBytes == 64 * 128 &&
+                      TileB::kBlockBytes == 64 * 128 && TileA::kMajor == Major::MN && TileB::kMajor == Major::MN,
+                  "ConvWgradLoader: 16-bit MN-major tiles of 64-pixel k-tiles");
+    int image, pixel;  // the k-tile's first output pixel
+    if (g.images_as_rows) {
+      g.div_pq.divmod(kt * 64, image, pixel);
+      TileA::load(stage_a, &g.tmY, full, kt * 64, m0, 0, 0, 0);
+    } else {
+      int t;
+      g.div_ktiles_per_image.divmod(kt, image, t);
+      pixel = t * 64;
+      TileA::load(stage_a, &g.tmY, full, pixel, m0, image, 0, 0);
+    }
+    int p0, q0;
+    g.div_q.divmod(pixel, p0, q0);
+    const int w0 = q0 * g.stride_w - g.pad_w, h0 = p0 * g.stride_h - g.pad_h;
+#pragma unroll
+    for (int b = 0; b < TileB::kBlocks; ++b) {
+      int tap, c0, r, s;
+      g.div_c.divmod(n0 + b * 64, tap, c0);
+      if (tap >= g.taps) tap = g.taps - 1;
+      g.div_s.divmod(tap, r, s);
+      tma_load_im2col(stage_b + uint32_t(b * TileB::kBlockBytes), &g.tmX, full, c0, w0, h0, image, s * g.dil_w, r * g.dil_h);
+    }
   }
 };
 
@@ -254,6 +328,111 @@ struct Conv2dSm90Fprop {
       g.pq = p.p * p.q;
     }
     return Gemm::run(gemm_of(p), ep, workspace, stream, g);
+  }
+};
+
+// conv2d wgrad on the Hopper path: dW = sum over pixels dY (x) X as GemmSm90 with the stage loader above
+// (M = k, N = r*s*c, K = n*p*q; both operands MN-major), serial split-K over the pixels (the problem's
+// split_k: a wgrad has few output tiles and a long K), the epilogue's coordinates those of the sm80 wgrad
+// (batch 0, m = k, n = (r*s_ + s)*c + c).
+// Requirements beyond the sm80 path's (can_implement names the one that fails): c a multiple of 64, dW's
+// taps packed (the sm80 wgrad's too), im2col's limits (strides <= 8, corners in -128 .. 127), dY's pixel and
+// image strides and X's 16-byte aligned.
+template <class Element, int TileM, int TileN, int Stages, Sm90Schedule Schedule, int FilterR, int FilterS, int StrideH,
+          int StrideW, class Epilogue>
+struct Conv2dSm90Wgrad {
+  static constexpr ConvKind kKind = ConvKind::Wgrad;
+  static constexpr bool kPackedFilterTaps = true;
+  using Loader = sm90::ConvWgradLoader;
+  using Gemm = GemmSm90<Element, ColMajor, Element, RowMajor, float, TileM, TileN, 64, Stages, Schedule, 1, 1, false, 0,
+                        sm90::NoBlockScaling, Epilogue, Loader>;
+  using Checks = Conv2dSm80<ConvKind::Wgrad, Element, 8, 8, float, 128, 128, 32, 2, 2, 3, FilterR, FilterS, StrideH, StrideW,
+                            Epilogue>;
+  static constexpr int kThreads = Gemm::kThreads;
+  static constexpr int kSmemBytes = Gemm::kSmemBytes;
+  static constexpr int kMinSmemBytes = Gemm::kMinSmemBytes;
+
+  // dY's images back to back (or one image): K runs over all n*p*q pixels without a cut at each image.
+  static bool images_as_rows(const Conv2dProblem& p) {
+    return p.n == 1 || p.batch_stride_a == (int64_t)p.p * p.q * p.lda;
+  }
+  static int64_t ktiles_per_image(const Conv2dProblem& p) { return ((int64_t)p.p * p.q + 63) / 64; }
+  static GemmProblem gemm_of(const Conv2dProblem& p) {
+    GemmProblem g{};
+    g.m = p.k;
+    g.n = (int64_t)p.r * p.s * p.c;
+    g.k = images_as_rows(p) ? (int64_t)p.n * p.p * p.q : (int64_t)p.n * ktiles_per_image(p) * 64;
+    g.batch = 1;
+    g.A = p.A;
+    g.lda = p.lda;
+    g.B = p.B;
+    g.ldb = p.ldb;
+    g.split_k = p.split_k;
+    return g;
+  }
+
+  static const char* can_implement(const Conv2dProblem& p) {
+    static thread_local char msg[320];
+    if (const char* e = Checks::can_implement(p)) return e;
+    if (p.c % 64)
+      return snprintf(msg, sizeof(msg),
+                      "kdl conv sm90a wgrad: c (%d) must be a multiple of 64 (a tile's 64 columns are one tap's channels)", p.c),
+             msg;
+    if (p.stride_h > 8 || p.stride_w > 8)
+      return snprintf(msg, sizeof(msg), "kdl conv sm90a wgrad: strides (%d, %d) above 8 (TMA im2col traverses at most 8 apart)",
+                      p.stride_h, p.stride_w),
+             msg;
+    const int eh = p.dil_h * (p.r - 1), ew = p.dil_w * (p.s - 1);
+    if (p.pad_h > 128 || p.pad_w > 128 || eh - p.pad_h > 128 || ew - p.pad_w > 128)
+      return snprintf(msg, sizeof(msg),
+                      "kdl conv sm90a wgrad: padding (%d, %d) or dilated filter (%d x %d) out of TMA im2col's corner range "
+                      "(-128 .. 127)",
+                      p.pad_h, p.pad_w, eh + 1, ew + 1),
+             msg;
+    const int64_t esz = (int64_t)sizeof(Element);
+    if ((p.lda * esz) % 16 || (!images_as_rows(p) && (p.batch_stride_a * esz) % 16) || (p.ldb * esz) % 16 ||
+        (p.batch_stride_b * esz) % 16)
+      return snprintf(msg, sizeof(msg),
+                      "kdl conv sm90a wgrad: the pixel and image strides of dY (%lld, %lld) and X (%lld, %lld) must be "
+                      "multiples of 16 bytes for TMA",
+                      (long long)p.lda, (long long)p.batch_stride_a, (long long)p.ldb, (long long)p.batch_stride_b),
+             msg;
+    const int64_t k = gemm_of(p).k;
+    if (k > 0x7fffffffLL - 64)
+      return snprintf(msg, sizeof(msg), "kdl conv sm90a wgrad: n*p*q (%lld) too large for 32-bit pixel indexing", (long long)k),
+             msg;
+    return Gemm::can_implement(gemm_of(p));
+  }
+  static size_t workspace_size(const Conv2dProblem& p) { return Gemm::workspace_size(gemm_of(p)); }
+
+  static cudaError_t run(const Conv2dProblem& p, const typename Epilogue::Params& ep, void* workspace, cudaStream_t stream) {
+    if (can_implement(p) != nullptr) return cudaErrorInvalidValue;
+    typename Loader::Params g{};
+    const GemmProblem gp = gemm_of(p);
+    if (gp.m > 0 && gp.n > 0 && gp.k > 0) {
+      const bool rows = images_as_rows(p);
+      if (cudaError_t e = rows ? Gemm::TileA::encode(&g.tmY, p.A, p.lda, 0, (int64_t)p.n * p.p * p.q, p.k, 1)
+                               : Gemm::TileA::encode(&g.tmY, p.A, p.lda, p.batch_stride_a, (int64_t)p.p * p.q, p.k, p.n);
+          e != cudaSuccess)
+        return e;
+      if (!sm90::encode_im2col_x(&g.tmX, p, p.B, p.ldb, p.batch_stride_b, 64, int(sizeof(Element)),
+                                 detail::Sm90TmaDtype<Element>::value))
+        return cudaErrorInvalidValue;
+      g.images_as_rows = rows ? 1 : 0;
+    }
+    g.taps = p.r * p.s;
+    g.pad_h = p.pad_h;
+    g.pad_w = p.pad_w;
+    g.stride_h = p.stride_h;
+    g.stride_w = p.stride_w;
+    g.dil_h = p.dil_h;
+    g.dil_w = p.dil_w;
+    g.div_c = detail::FastDiv::make(p.c);
+    g.div_s = detail::FastDiv::make(p.s);
+    g.div_q = detail::FastDiv::make(p.q);
+    g.div_pq = detail::FastDiv::make(p.p * p.q);
+    g.div_ktiles_per_image = detail::FastDiv::make((int)ktiles_per_image(p));
+    return Gemm::run(gp, ep, workspace, stream, g);
   }
 };
 

@@ -275,6 +275,26 @@ int main(int argc, char** argv) {
   const Case f90 = {3, 21, 23, 128, 300, 3, 3, 1, 1, 1, 1, 1, 1, true, 1};
   fails += !run_case<ConvKind::Fprop, S90w>(f90, g, "sm90a fprop fixed 3x3 s1 128x256");
   total += 1;
+  // The sm90a wgrad (GemmSm90 + ConvWgradLoader: dY tiled, X im2col, both MN-major): the same shapes,
+  // unpacked images (padded: per-image k-tiles) and packed ones (k-tiles across images), with split-K.
+  using W90 = kdl::Conv2dSm90Wgrad<half, 128, 128, 4, kdl::Sm90Schedule::Cooperative, 0, 0, 0, 0, Epi>;
+  using W90p = kdl::Conv2dSm90Wgrad<half, 64, 128, 6, kdl::Sm90Schedule::Pingpong, 0, 0, 0, 0, Epi>;
+  using W90w = kdl::Conv2dSm90Wgrad<half, 128, 256, 3, kdl::Sm90Schedule::Cooperative, 3, 3, 1, 1, Epi>;
+  for (const Case& c : s90) {
+    fails += !run_case<ConvKind::Wgrad, W90>(c, g, "sm90a wgrad 128x128");
+    fails += !run_case<ConvKind::Wgrad, W90p>(c, g, "sm90a wgrad 64x128 pingpong");
+    Case split = c;
+    const int p = (c.h + 2 * c.ph - c.dh * (c.r - 1) - 1) / c.sh + 1, q = (c.w + 2 * c.pw - c.dw * (c.s - 1) - 1) / c.sw + 1;
+    split.split = std::min(3, (c.n * p * q + 63) / 64);  // at most the k-tiles (can_implement refuses more)
+    fails += !run_case<ConvKind::Wgrad, W90>(split, g, "sm90a wgrad 128x128 split 3");
+    total += 3;
+  }
+  Case fw = f90;
+  fails += !run_case<ConvKind::Wgrad, W90w>(fw, g, "sm90a wgrad fixed 3x3 s1 128x256");
+  fw.padded = false;
+  fw.split = 4;
+  fails += !run_case<ConvKind::Wgrad, W90w>(fw, g, "sm90a wgrad fixed 3x3 s1 128x256 split 4");
+  total += 2;
 #endif
   printf("%s: %d of %d conv cases failed\n", fails ? "FAIL" : "PASS", fails, total);
   return fails ? 1 : 0;
