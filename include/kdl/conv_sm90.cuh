@@ -123,19 +123,33 @@ struct ConvFpropGather : ConvFpropKOrder {
 // the bounding box (corners -pad .. pad - dil * (filter - 1)), the conv's strides the traversal strides; a
 // load walks `pixels` output pixels (along W, then H, then the next image) of 64 channels each into
 // 128-byte-swizzled rows. False when the driver cannot describe X (strides, corners out of range).
-inline bool encode_im2col_x(CUtensorMap* map, const Conv2dProblem& p, const void* x, int64_t ld, int64_t image_stride,
-                            int pixels, int elem_bytes, CUtensorMapDataType dtype) {
+// An NHWC tensor of `c` channels, h x w pixels (pixel stride ld, rows packed) and n images as an im2col
+// map whose walk's origin runs from the corner `lower` to `upper` ({w, h}) with traversal strides `stride`.
+inline bool encode_im2col(CUtensorMap* map, const void* t, int c, int w, int h, int n, int64_t ld, int64_t image_stride,
+                          const int (&lower)[2], const int (&upper)[2], const int (&stride)[2], int pixels, int elem_bytes,
+                          CUtensorMapDataType dtype) {
   const DriverApi& api = driver_api();
   if (api.cuTensorMapEncodeIm2col == nullptr) return false;
-  const int eh = p.dil_h * (p.r - 1), ew = p.dil_w * (p.s - 1);
-  cuuint64_t dims[4] = {(cuuint64_t)p.c, (cuuint64_t)p.w, (cuuint64_t)p.h, (cuuint64_t)p.n};
-  cuuint64_t strides[3] = {(cuuint64_t)ld * elem_bytes, (cuuint64_t)ld * p.w * elem_bytes, (cuuint64_t)image_stride * elem_bytes};
-  int lower[2] = {-p.pad_w, -p.pad_h};  // innermost first: {W, H} (measured: {H, W} faults with pad_h != pad_w)
-  int upper[2] = {p.pad_w - ew, p.pad_h - eh};
-  cuuint32_t estr[4] = {1, (cuuint32_t)p.stride_w, (cuuint32_t)p.stride_h, 1};
-  return api.cuTensorMapEncodeIm2col(map, dtype, 4, const_cast<void*>(x), dims, strides, lower, upper, 64, pixels, estr,
+  cuuint64_t dims[4] = {(cuuint64_t)c, (cuuint64_t)w, (cuuint64_t)h, (cuuint64_t)n};
+  cuuint64_t strides[3] = {(cuuint64_t)ld * elem_bytes, (cuuint64_t)ld * w * elem_bytes, (cuuint64_t)image_stride * elem_bytes};
+  int lo[2] = {lower[0], lower[1]}, up[2] = {upper[0], upper[1]};  // innermost first: {W, H} (measured: {H, W} faults)
+  cuuint32_t estr[4] = {1, (cuuint32_t)stride[0], (cuuint32_t)stride[1], 1};
+  return api.cuTensorMapEncodeIm2col(map, dtype, 4, const_cast<void*>(t), dims, strides, lo, up, 64, pixels, estr,
                                      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+// The corner range of a 4-D im2col map (the tap offsets are 16-bit; measured limits of the corners).
+inline bool im2col_corners_ok(const int (&lower)[2], const int (&upper)[2]) {
+  for (int i = 0; i < 2; ++i)
+    if (lower[i] < -128 || lower[i] > 127 || upper[i] < -128 || upper[i] > 127) return false;
+  return true;
+}
+// X of the problem as fprop and wgrad read it: the output pixels' sources, padding as the bounding box.
+inline bool encode_im2col_x(CUtensorMap* map, const Conv2dProblem& p, const void* x, int64_t ld, int64_t image_stride,
+                            int pixels, int elem_bytes, CUtensorMapDataType dtype) {
+  const int eh = p.dil_h * (p.r - 1), ew = p.dil_w * (p.s - 1);
+  const int lower[2] = {-p.pad_w, -p.pad_h}, upper[2] = {p.pad_w - ew, p.pad_h - eh}, stride[2] = {p.stride_w, p.stride_h};
+  return encode_im2col(map, x, p.c, p.w, p.h, p.n, ld, image_stride, lower, upper, stride, pixels, elem_bytes, dtype);
 }
 
 // One im2col load: the map's `pixels` output pixels from (image, h0, w0) on, channels c0 .. c0 + 63, at the
@@ -179,6 +193,53 @@ struct ConvFpropIm2col : ConvFpropKOrder {
   template <int TileM>
   static bool encode(Params& g, const Conv2dProblem& p, int elem_bytes, CUtensorMapDataType dtype) {
     return encode_im2col_x(&g.tmX, p, p.A, p.lda, p.batch_stride_a, TileM, elem_bytes, dtype);
+  }
+};
+
+// GemmSm90's stage loader for conv dgrad at unit stride: dX = the convolution of dY with W's taps flipped
+// and its k and c swapped, i.e. an fprop over dY: M = the input pixels (h x w per image; images_as_rows:
+// n*h*w, tiles crossing images), N = c, K = (64 output channels k, flipped tap) walked tap fastest.
+//   * A (dY, K-major): one TMA in im2col mode per k-tile: dY as {k, q, p, n}, its walk over the h x w grid of
+//     dX (bounding box corners -(dil*(filter-1) - pad) .. -pad, traversal stride 1), at the flipped tap's
+//     offset (r' * dil_h, s' * dil_w), 64 output channels (past k: zero).
+//   * B (W, MN-major): per 64-column block one tiled TMA of W as {c, r*s, k}: channels c0 .. c0 + 63 of tap
+//     r*s - 1 - tap' for the k-tile's 64 output channels (past c or k: zero).
+struct ConvDgradLoader {
+  static constexpr bool kEnabled = false;
+  static constexpr bool kIm2col = false;
+  static constexpr bool kLoadsStage = true;
+  struct Params {
+    CUtensorMap tmY;     // dY in im2col mode, TileM pixels x 64 channels per load
+    CUtensorMap tmW;     // W: {c, r*s, k}, box 64 x 1 x 64
+    int taps;            // r * s
+    int images_as_rows;  // 1: M runs over n*h*w pixels (a tile may cross images); 0: batch = image
+    int lower_h, lower_w;  // the walk's corner: -(dil * (filter - 1) - pad)
+    int dil_h, dil_w;
+    ::kdl::detail::FastDiv div_taps, div_s, div_w, div_hw;
+  };
+  template <int TileM>
+  struct Rows {};
+  __device__ __forceinline__ static void prefetch(const Params& g) {
+    tma_prefetch(&g.tmY);
+    tma_prefetch(&g.tmW);
+  }
+  template <class TileA, class TileB>
+  __device__ __forceinline__ static void load_stage(const Params& g, uint32_t stage_a, uint32_t stage_b, uint64_t* full,
+                                                    int batch, int m0, int n0, int kt) {
+    static_assert(TileA::kMajor == Major::K && TileB::kMajor == Major::MN && TileB::kBlockMN == 64 &&
+                      TileB::kBlockBytes == 64 * 128,
+                  "ConvDgradLoader: a 16-bit K-major A and an MN-major B of 64-channel k-tiles");
+    int cb, tap, r, s, image = batch, pixel = m0, y0, x0;
+    g.div_taps.divmod(kt, cb, tap);
+    g.div_s.divmod(tap, r, s);
+    if (g.images_as_rows) g.div_hw.divmod(m0, image, pixel);  // the image the tile starts in
+    g.div_w.divmod(pixel, y0, x0);
+    tma_load_im2col(stage_a, &g.tmY, full, cb * 64, x0 + g.lower_w, y0 + g.lower_h, image, s * g.dil_w, r * g.dil_h);
+    const int w_tap = g.taps - 1 - tap;  // the flipped tap of W
+#pragma unroll
+    for (int b = 0; b < TileB::kBlocks; ++b)
+      tma_load_3d(__cvta_shared_to_generic(stage_b + uint32_t(b * TileB::kBlockBytes)), &g.tmW, full, n0 + b * 64, w_tap,
+                  cb * 64);
   }
 };
 
@@ -328,6 +389,113 @@ struct Conv2dSm90Fprop {
       g.pq = p.p * p.q;
     }
     return Gemm::run(gemm_of(p), ep, workspace, stream, g);
+  }
+};
+
+// conv2d dgrad at unit stride on the Hopper path: GemmSm90 with the stage loader above (M = n*h*w or h*w per
+// image, N = c, K = r*s x k rounded up to 64 channels), the epilogue's coordinates those of the sm80 dgrad
+// (batch = image, m = h * w_ + w, n = c). Strides above 1 take the sm80 path (kdl::Conv2dSm80's dgrad).
+// Requirements beyond the sm80 path's (can_implement names the one that fails): stride 1, the flipped
+// filter's corners (dil * (filter - 1) - pad and pad) in -128 .. 127, 16-byte aligned strides.
+template <class Element, int TileM, int TileN, int Stages, Sm90Schedule Schedule, int FilterR, int FilterS, int StrideH,
+          int StrideW, class Epilogue>
+struct Conv2dSm90Dgrad {
+  static constexpr ConvKind kKind = ConvKind::Dgrad;
+  static constexpr bool kPackedFilterTaps = false;
+  static_assert((StrideH == 0 || StrideH == 1) && (StrideW == 0 || StrideW == 1),
+                "Conv2dSm90Dgrad: unit stride only (a strided dgrad runs Conv2dSm80)");
+  using Loader = sm90::ConvDgradLoader;
+  using Gemm = GemmSm90<Element, RowMajor, Element, RowMajor, float, TileM, TileN, 64, Stages, Schedule, 1, 1, false, 0,
+                        sm90::NoBlockScaling, Epilogue, Loader>;
+  using Checks = Conv2dSm80<ConvKind::Dgrad, Element, 8, 8, float, 128, 128, 32, 2, 2, 3, FilterR, FilterS, StrideH, StrideW,
+                            Epilogue>;
+  static constexpr int kThreads = Gemm::kThreads;
+  static constexpr int kSmemBytes = Gemm::kSmemBytes;
+  static constexpr int kMinSmemBytes = Gemm::kMinSmemBytes;
+
+  static bool images_as_rows(const Conv2dProblem& p) { return p.images_packed != 0; }
+  static int channel_blocks(const Conv2dProblem& p) { return (p.k + 63) / 64; }
+  static GemmProblem gemm_of(const Conv2dProblem& p) {
+    GemmProblem g{};
+    g.m = images_as_rows(p) ? (int64_t)p.n * p.h * p.w : (int64_t)p.h * p.w;
+    g.n = p.c;
+    g.k = (int64_t)p.r * p.s * channel_blocks(p) * 64;
+    g.batch = images_as_rows(p) ? 1 : p.n;
+    g.A = p.A;
+    g.lda = p.lda;
+    g.B = p.B;
+    g.ldb = p.ldb;
+    g.split_k = 1;
+    return g;
+  }
+  static void corners(const Conv2dProblem& p, int (&lower)[2], int (&upper)[2]) {
+    lower[0] = p.pad_w - p.dil_w * (p.s - 1);
+    lower[1] = p.pad_h - p.dil_h * (p.r - 1);
+    upper[0] = -p.pad_w;
+    upper[1] = -p.pad_h;
+  }
+
+  static const char* can_implement(const Conv2dProblem& p) {
+    static thread_local char msg[320];
+    if (const char* e = Checks::can_implement(p)) return e;
+    if (p.stride_h != 1 || p.stride_w != 1)
+      return snprintf(msg, sizeof(msg),
+                      "kdl conv sm90a dgrad: strides (%d, %d) must be 1 (a strided dgrad runs the multistage schedule)",
+                      p.stride_h, p.stride_w),
+             msg;
+    int lower[2], upper[2];
+    corners(p, lower, upper);
+    if (!sm90::im2col_corners_ok(lower, upper))
+      return snprintf(msg, sizeof(msg),
+                      "kdl conv sm90a dgrad: padding (%d, %d) with the dilated filter (%d x %d) puts dY's im2col corners "
+                      "out of TMA's range (-128 .. 127)",
+                      p.pad_h, p.pad_w, p.dil_h * (p.r - 1) + 1, p.dil_w * (p.s - 1) + 1),
+             msg;
+    if (p.split_k != 1) return snprintf(msg, sizeof(msg), "kdl conv sm90a dgrad: split_k (%d) must be 1", p.split_k), msg;
+    const int64_t esz = (int64_t)sizeof(Element);
+    if ((p.lda * esz) % 16 || (p.batch_stride_a * esz) % 16 || (p.ldb * esz) % 16 || (p.batch_stride_b * esz) % 16)
+      return snprintf(msg, sizeof(msg),
+                      "kdl conv sm90a dgrad: the pixel and image strides of dY (%lld, %lld) and the tap and filter strides "
+                      "of W (%lld, %lld) must be multiples of 16 bytes for TMA",
+                      (long long)p.lda, (long long)p.batch_stride_a, (long long)p.ldb, (long long)p.batch_stride_b),
+             msg;
+    return Gemm::can_implement(gemm_of(p));
+  }
+  static size_t workspace_size(const Conv2dProblem& p) { return Gemm::workspace_size(gemm_of(p)); }
+
+  static cudaError_t run(const Conv2dProblem& p, const typename Epilogue::Params& ep, void* workspace, cudaStream_t stream) {
+    if (can_implement(p) != nullptr) return cudaErrorInvalidValue;
+    typename Loader::Params g{};
+    const GemmProblem gp = gemm_of(p);
+    int lower[2], upper[2];
+    corners(p, lower, upper);
+    if (gp.m > 0 && gp.n > 0 && gp.k > 0) {
+      const int unit[2] = {1, 1};
+      constexpr CUtensorMapDataType dtype = detail::Sm90TmaDtype<Element>::value;
+      if (!sm90::encode_im2col(&g.tmY, p.A, p.k, p.q, p.p, p.n, p.lda, p.batch_stride_a, lower, upper, unit, TileM,
+                               int(sizeof(Element)), dtype))
+        return cudaErrorInvalidValue;
+      const DriverApi& api = driver_api();
+      if (api.cuTensorMapEncodeTiled == nullptr) return cudaErrorNotSupported;
+      cuuint64_t dims[3] = {(cuuint64_t)p.c, (cuuint64_t)p.r * p.s, (cuuint64_t)p.k};
+      cuuint64_t strides[2] = {(cuuint64_t)p.ldb * sizeof(Element), (cuuint64_t)p.batch_stride_b * sizeof(Element)};
+      cuuint32_t box[3] = {64, 1, 64}, estr[3] = {1, 1, 1};
+      if (api.cuTensorMapEncodeTiled(&g.tmW, dtype, 3, const_cast<void*>(p.B), dims, strides, box, estr,
+                                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+        return cudaErrorInvalidValue;
+    }
+    g.taps = p.r * p.s;
+    g.images_as_rows = images_as_rows(p) ? 1 : 0;
+    g.lower_h = lower[1];
+    g.lower_w = lower[0];
+    g.dil_h = p.dil_h;
+    g.dil_w = p.dil_w;
+    g.div_taps = detail::FastDiv::make(p.r * p.s);
+    g.div_s = detail::FastDiv::make(p.s);
+    g.div_w = detail::FastDiv::make(p.w);
+    g.div_hw = detail::FastDiv::make(p.h * p.w);
+    return Gemm::run(gp, ep, workspace, stream, g);
   }
 };
 

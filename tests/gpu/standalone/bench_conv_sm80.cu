@@ -111,6 +111,19 @@ int main(int argc, char** argv) {
     bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 3, Sch::Cooperative, 1, 1, 1, 1, E>>("sm90a 256x128 coop s3", ConvKind::Fprop, shapes[3]);
     return 0;
   }
+  if (argc > 1 && argv[1][0] == 'g') {  // the sm90a dgrad and wgrad on the first shape (wgrad: serial split-K)
+    using Sch = kdl::Sm90Schedule;
+    using E = StoreEpilogue<__nv_bfloat16>;
+    bench<kdl::Conv2dSm90Dgrad<__nv_bfloat16, 128, 256, 4, Sch::Cooperative, 3, 3, 1, 1, E>>("sm90a dgrad 128x256 coop s4", ConvKind::Dgrad, shapes[0]);
+    bench<kdl::Conv2dSm90Dgrad<__nv_bfloat16, 256, 128, 4, Sch::Cooperative, 3, 3, 1, 1, E>>("sm90a dgrad 256x128 coop s4", ConvKind::Dgrad, shapes[0]);
+    for (int split : {4, 7, 8, 14}) {
+      printf("split %d\n", split);
+      bench<kdl::Conv2dSm90Wgrad<__nv_bfloat16, 128, 256, 4, Sch::Cooperative, 3, 3, 1, 1, E>>("sm90a wgrad 128x256 coop s4", ConvKind::Wgrad, shapes[0], split);
+      bench<kdl::Conv2dSm90Wgrad<__nv_bfloat16, 256, 128, 4, Sch::Cooperative, 3, 3, 1, 1, E>>("sm90a wgrad 256x128 coop s4", ConvKind::Wgrad, shapes[0], split);
+      bench<kdl::Conv2dSm90Wgrad<__nv_bfloat16, 128, 128, 5, Sch::Cooperative, 3, 3, 1, 1, E>>("sm90a wgrad 128x128 coop s5", ConvKind::Wgrad, shapes[0], split);
+    }
+    return 0;
+  }
   if (argc > 1 && argv[1][0] == '9') {  // the sm90a fprop
     using Sch = kdl::Sm90Schedule;
     for (int i = 0; i < 4; ++i) {

@@ -289,6 +289,25 @@ int main(int argc, char** argv) {
     fails += !run_case<ConvKind::Wgrad, W90>(split, g, "sm90a wgrad 128x128 split 3");
     total += 3;
   }
+  // The sm90a dgrad at unit stride (GemmSm90 + ConvDgradLoader: dY by im2col with W's taps flipped, W tiled
+  // MN-major): c and k need not be multiples of 64; packed images (tiles across images) and padded ones.
+  using D90 = kdl::Conv2dSm90Dgrad<half, 128, 128, 4, kdl::Sm90Schedule::Cooperative, 0, 0, 0, 0, Epi>;
+  using D90p = kdl::Conv2dSm90Dgrad<half, 128, 128, 4, kdl::Sm90Schedule::Pingpong, 0, 0, 0, 0, Epi>;
+  using D90w = kdl::Conv2dSm90Dgrad<half, 128, 256, 3, kdl::Sm90Schedule::Cooperative, 3, 3, 1, 1, Epi>;
+  const Case d90[] = {
+      {3, 9, 11, 64, 40, 3, 3, 1, 1, 1, 1, 1, 1, false, 1},  {2, 15, 13, 72, 128, 3, 3, 2, 2, 1, 1, 2, 2, true, 1},
+      {1, 17, 19, 24, 136, 5, 5, 2, 2, 1, 1, 1, 1, false, 1}, {2, 14, 14, 64, 24, 7, 7, 3, 3, 1, 1, 1, 1, true, 1},
+      {4, 7, 7, 192, 64, 1, 1, 0, 0, 1, 1, 1, 1, false, 1},   {2, 10, 9, 40, 48, 3, 3, 0, 1, 1, 1, 1, 2, true, 1},
+      {2, 30, 31, 128, 264, 3, 3, 1, 1, 1, 1, 1, 1, true, 1}, {1, 20, 30, 64, 48, 5, 3, 2, 0, 1, 1, 1, 3, false, 1},
+      {2, 12, 12, 16, 8, 3, 3, 0, 0, 1, 1, 1, 1, false, 1},   {1, 8, 8, 64, 64, 1, 1, 1, 1, 1, 1, 1, 1, false, 1},
+  };
+  for (const Case& c : d90) {
+    fails += !run_case<ConvKind::Dgrad, D90>(c, g, "sm90a dgrad 128x128");
+    fails += !run_case<ConvKind::Dgrad, D90p>(c, g, "sm90a dgrad 128x128 pingpong");
+    total += 2;
+  }
+  fails += !run_case<ConvKind::Dgrad, D90w>(f90, g, "sm90a dgrad fixed 3x3 s1 128x256");
+  total += 1;
   Case fw = f90;
   fails += !run_case<ConvKind::Wgrad, W90w>(fw, g, "sm90a wgrad fixed 3x3 s1 128x256");
   fw.padded = false;
