@@ -54,7 +54,7 @@ std::string emitManifest(const std::vector<KernelPlan>& plans, const EmitOptions
     w.line("\"arch\": {},", q(p.archName));
     w.line("\"kernel_sha256\": {},", q(p.kernelHash));
     w.line("\"path\": {},", q(pathWord(p.path)));
-    w.line("\"template\": {},", q(pathTemplate(p.path)));
+    w.line("\"template\": {},", q(p.deviceTemplate()));
     std::vector<std::string> gc;
     for (const std::string& g : p.gencode) gc.push_back(q(g));
     w.line("\"gencode\": [{}],", fmt::join(gc, ", "));
@@ -75,7 +75,7 @@ std::string emitManifest(const std::vector<KernelPlan>& plans, const EmitOptions
     if (const KernelPlan* f = p.fallback.get())
       w.line("\"fallback\": {{\"arch\": {}, \"path\": {}, \"template\": {}, \"instance\": {}, \"tile\": [{}, {}, {}], "
              "\"warps\": [{}, {}], \"stages\": {}, \"smem_bytes\": {}}},",
-             q(f->archName), q(pathWord(f->path)), q(pathTemplate(f->path)), q(f->templateInstance()), f->tileM, f->tileN,
+             q(f->archName), q(pathWord(f->path)), q(f->deviceTemplate()), q(f->templateInstance()), f->tileM, f->tileN,
              f->tileK, f->warpsM, f->warpsN, f->stages, f->smemBytes);
     w.open("\"parameters\": {{");
     auto operand = [&](const OperandPlan& x) {

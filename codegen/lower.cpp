@@ -79,6 +79,17 @@ const char* KernelPlan::convKind() const {
   return "";
 }
 
+const char* KernelPlan::deviceTemplate() const {
+  if (path == KernelPath::ConvSm90) {
+    switch (spec.op.value) {
+      case Op::Conv2dDgrad: return "kdl::Conv2dSm90Dgrad";
+      case Op::Conv2dWgrad: return "kdl::Conv2dSm90Wgrad";
+      default: break;
+    }
+  }
+  return pathTemplate(path);
+}
+
 std::string KernelPlan::templateInstance(std::string (*spell)(const std::string&)) const {
   auto s = [&](const std::string& name) { return spell ? spell(name) : name; };
   // The device template's instance; a transposed kernel runs it on D^T = B^T A^T.
@@ -91,8 +102,8 @@ std::string KernelPlan::templateInstance(std::string (*spell)(const std::string&
                          warpsM, warpsN, stages, filterR, filterS, strideH, strideW);
     }
     if (path == KernelPath::ConvSm90) {
-      // Conv2dSm90Fprop<Element, TileM, TileN, Stages, Schedule, FilterR, FilterS, StrideH, StrideW, Epilogue>
-      return fmt::format("{}<{}, {}, {}, {}, {}::{}, {}, {}, {}, {}, Epilogue>", s(pathTemplate(path)), s(a.cppType), tileM,
+      // Conv2dSm90{Fprop,Dgrad,Wgrad}<Element, TileM, TileN, Stages, Schedule, FilterR, FilterS, StrideH, StrideW, Epilogue>
+      return fmt::format("{}<{}, {}, {}, {}, {}::{}, {}, {}, {}, {}, Epilogue>", s(deviceTemplate()), s(a.cppType), tileM,
                          tileN, stages, s("kdl::Sm90Schedule"), schedule == Schedule::Pingpong ? "Pingpong" : "Cooperative",
                          filterR, filterS, strideH, strideW);
     }
@@ -169,8 +180,8 @@ bool lowerConvSm80(const KernelSpec& s, KernelPlan& p, DiagEngine& diags) {
   return lowerWith(s, p, diags, std::begin(kConvSm80Steps), std::end(kConvSm80Steps));
 }
 
-// A convolution runs the sm90a wgmma path when its spec asks for a wgmma schedule (fprop on sm90a: checkSupported
-// refuses the others); `auto` and `multistage` run the sm80 mainloop, which takes every channel count.
+// A convolution runs the sm90a wgmma path when its spec asks for a wgmma schedule (on sm90a: checkSupported
+// refuses the other archs); `auto` and `multistage` run the sm80 mainloop, which takes every channel count.
 bool lowerConv(const KernelSpec& s, KernelPlan& p, DiagEngine& diags) {
   const bool wgmma = isWgmmaSchedule(s.schedule.value) &&
                      (s.schedule.origin == Origin::Explicit || s.schedule.origin == Origin::Template);

@@ -1,7 +1,7 @@
 // Lowering step of convolutions (kdl::Conv2dSm80, include/kdl/conv_sm80.cuh): the implicit GEMM an op
 // maps to, its A and B (which spec tensor each is, the layout the GEMM reads it in, the iterator that
-// gathers it), the residual and the output, the filter and stride the spec fixes, and on sm90a why the
-// sm80 mainloop runs. The tiling, shared memory and arguments are the sm80 GEMM's steps on this plan.
+// gathers it), the residual and the output, the filter and stride the spec fixes, and on sm90a which path
+// runs. The tiling, shared memory and arguments are the sm80 (or sm90a) GEMM's steps on this plan.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -85,15 +85,28 @@ void decideFixed(Lowering& l, const char* what, const Field<std::array<int, 2>>&
            fmt::format("{}: a compile-time constant, so the tap loop and the pixel offsets fold", originWord(f.origin)));
 }
 
-// sm90a: the wgmma path (fprop with a wgmma schedule), or the sm80 mainloop compiled for sm_90a, and why.
+// sm90a: the wgmma path (a wgmma schedule), or the sm80 mainloop compiled for sm_90a, and why.
 void decideConvPath(Lowering& l) {
   if (l.plan.path == KernelPath::ConvSm90) {
-    l.decide("path", "kdl::Conv2dSm90Fprop (include/kdl/conv_sm90.cuh)",
-             fmt::format("schedule = {} ({}) on sm90a: kdl::GemmSm90's warp-specialized wgmma mainloop and epilogue, "
-                         "batched over images, X loaded by TMA in im2col mode; needs c a multiple of 64, W's taps "
-                         "packed, strides <= 8 at run time (can_implement says so); `schedule = multistage` takes any "
-                         "problem",
-                         name(l.spec.schedule.value), originWord(l.spec.schedule.origin)));
+    const char* needs = "";
+    switch (l.spec.op.value) {
+      case Op::Conv2dDgrad:
+        needs = "dY loaded by TMA in im2col mode with W's taps flipped, W by tiled TMA; needs stride 1 and the flipped "
+                "filter's im2col corners in -128 .. 127 at run time";
+        break;
+      case Op::Conv2dWgrad:
+        needs = "dY loaded by tiled TMA, X by TMA in im2col mode; needs c a multiple of 64, dW's taps packed, strides <= "
+                "8 at run time";
+        break;
+      default:
+        needs = "batched over images, X loaded by TMA in im2col mode; needs c a multiple of 64, W's taps packed, "
+                "strides <= 8 at run time";
+        break;
+    }
+    l.decide("path", fmt::format("{} (include/kdl/conv_sm90.cuh)", l.plan.deviceTemplate()),
+             fmt::format("schedule = {} ({}) on sm90a: kdl::GemmSm90's warp-specialized wgmma mainloop and epilogue, {} "
+                         "(can_implement says which fails); `schedule = multistage` takes any problem",
+                         name(l.spec.schedule.value), originWord(l.spec.schedule.origin), needs));
     return;
   }
   if (l.plan.arch != Arch::SM90a) {
@@ -140,7 +153,7 @@ bool lowerConvOperands(Lowering& l) {
   const Operand& out = *tensors.at(2);
   ConvMapping m = convMapping(s.op.value);
   const bool wgmma = p.path == KernelPath::ConvSm90;
-  if (wgmma) {  // fprop only (checkSupported)
+  if (wgmma && s.op.value == Op::Conv2dFprop) {
     m.gemm = "per image (batch = image): M = p*q, N = k, K = r*s*c";
     m.why = "fprop batched over images, so the epilogue sees (image, pixel, channel) like the sm80 path and GemmSm90's "
             "epilogue (TMA store of Y) serves unchanged; K walks (channel block of 64, tap) with the tap fastest";
@@ -148,6 +161,24 @@ bool lowerConvOperands(Lowering& l) {
                   "offset, 64 channels each (the tensor map's bounding box is the padding, its traversal strides the "
                   "conv's), zero-filled outside X, into the 128-byte-swizzled K-major stage";
     m.iteratorB = "W by TMA: one k x (r*s*c) column-major matrix (taps packed), the same tile for every image";
+  } else if (wgmma && s.op.value == Op::Conv2dDgrad) {
+    m.gemm = "per image (batch = image): M = h*w, N = c, K = r*s x k (k rounded up to 64)";
+    m.why = "unit-stride dgrad is an fprop over dY with W's taps flipped and its k and c swapped; batched over images "
+            "so the epilogue sees (image, pixel, channel) like the sm80 path; K walks (block of 64 output channels, "
+            "flipped tap) with the tap fastest";
+    m.iteratorA = "dY by TMA in im2col mode: one load per k-tile of TileM consecutive input pixels (dX's) at the "
+                  "flipped tap's offset, 64 output channels each (the bounding box's corners dil*(filter-1)-pad and pad), "
+                  "zero-filled outside dY, into the 128-byte-swizzled K-major stage";
+    m.iteratorB = "W by TMA as {c, r*s, k}: per 64 columns one load of the flipped tap's 64 x 64 (k x c) block, "
+                  "N-contiguous (MN-major, wgmma's transposed B); channels past c or k zero-filled";
+  } else if (wgmma) {
+    m.gemm = "M = k, N = r*s*c, K = n*p*q (per image rounded up to 64 pixels when dY's images are not back to back)";
+    m.why = "wgrad: each filter is a row, each (tap, input channel) a column; the reduction runs over the output pixels, "
+            "64 per k-tile; its output tiles are few, so split_k = serial(N) spreads K over the SMs";
+    m.iteratorA = "dY by TMA: per 64 rows one tiled load of 64 output channels x the k-tile's 64 pixels, M-contiguous "
+                  "(MN-major, wgmma's transposed A); pixels past the end zero-filled";
+    m.iteratorB = "X by TMA in im2col mode: per 64 columns one load of the column block's tap and 64 channels at the "
+                  "k-tile's 64 output pixels, N-contiguous (MN-major); padding zero-filled";
   }
   decideConvPath(l);
   l.decide("implicit gemm", m.gemm, m.why);
@@ -182,7 +213,8 @@ bool lowerConvSm90Math(Lowering& l) {
   p.mmaShape = fmt::format("wgmma m64n{}k16", l.spec.tile.value[1]);
   l.decide("mma", fmt::format("wgmma.mma_async.m64n{}k16 ({} x {} from shared memory)", l.spec.tile.value[1],
                               dtypeWord(p.a.dtype), dtypeWord(p.b.dtype)),
-           "the sm90a warpgroup MMA: A (the gathered X tile) and B (W's tile) read through matrix descriptors");
+           "the sm90a warpgroup MMA: A and B (the implicit GEMM's tiles, loaded by TMA) read through matrix "
+           "descriptors");
   return true;
 }
 

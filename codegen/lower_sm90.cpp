@@ -177,14 +177,17 @@ bool lowerSm90Tiling(Lowering& l) {
            fmt::format("{} (kdl::Sm90Schedule::{}): 1 producer warpgroup ({}, setmaxnreg {}) + {} consumer warpgroups "
                        "(wgmma, setmaxnreg {}), {} threads; {} rows of the tile per consumer",
                        name(p.schedule), p.schedule == Schedule::Pingpong ? "Pingpong" : "Cooperative",
-                       p.path == KernelPath::ConvSm90 ? "TMA: X in im2col mode, W tiled" : "TMA",
+                       p.path != KernelPath::ConvSm90          ? "TMA"
+                       : s.op.value == Op::Conv2dDgrad ? "TMA: dY in im2col mode, W tiled"
+                       : s.op.value == Op::Conv2dWgrad ? "TMA: dY tiled, X in im2col mode"
+                                                       : "TMA: X in im2col mode, W tiled",
                        kProducerRegisters, p.consumerWarpgroups, kConsumerRegisters, p.threads, rowsPerConsumer(p)),
            scheduleWhy(s, p));
   l.decide("smem A",
-           p.path == KernelPath::ConvSm90
-               ? fmt::format("{} rows (output pixels) x 128 B (64 channels, K-contiguous), one TMA im2col load with the "
+           p.path == KernelPath::ConvSm90 && s.op.value != Op::Conv2dWgrad
+               ? fmt::format("{} rows ({} pixels) x 128 B (64 channels, K-contiguous), one TMA im2col load with the "
                              "128-byte swizzle that the wgmma descriptors read; {} B per stage",
-                             p.tileM, p.tileM * 128)
+                             p.tileM, s.op.value == Op::Conv2dDgrad ? "input" : "output", p.tileM * 128)
                : smemOperandText(p.a, p.tileM, p.tileK),
            smemOperandWhy(p.a));
   l.decide("smem B", smemOperandText(p.b, p.tileN, p.tileK), p.a.contigK == p.b.contigK ? "as for A" : smemOperandWhy(p.b));

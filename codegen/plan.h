@@ -58,7 +58,7 @@ enum class KernelPath {
   GemmSm80Tma,  // kdl::GemmSm80Tma: TMA fills the stages on Hopper, GemmSm80 elsewhere
   GemmSm90,     // kdl::GemmSm90: sm90a, TMA + wgmma, warp-specialized, persistent (schedule cooperative|pingpong)
   ConvSm80,     // kdl::Conv2dSm80: implicit-GEMM convolution on GemmSm80's mainloop (sm80 .. sm90a)
-  ConvSm90,     // kdl::Conv2dSm90Fprop: conv fprop on GemmSm90 (wgmma) with a gather producer (sm90a)
+  ConvSm90,     // kdl::Conv2dSm90Fprop / Dgrad / Wgrad: convs on GemmSm90 (wgmma) with TMA im2col loads (sm90a)
 };
 const char* pathWord(KernelPath p);      // "gemm_sm80_tma", "gemm_sm90", "conv_sm80" (manifest.json)
 const char* pathTemplate(KernelPath p);  // "kdl::GemmSm80Tma"
@@ -94,6 +94,8 @@ struct KernelPlan {
   // (0: given at run time): Conv2dSm80's FilterR, FilterS, StrideH, StrideW.
   int filterR = 0, filterS = 0, strideH = 0, strideW = 0;
   const char* convKind() const;  // "Fprop", "Dgrad", "Wgrad" (kdl::ConvKind)
+  // The device template: pathTemplate(path), but per op on the sm90a conv path ("kdl::Conv2dSm90Wgrad").
+  const char* deviceTemplate() const;
 
   // Operands and mainloop. `a` and `b` are the device template's A and B: the spec's A and B, or B^T
   // and A^T when transposed; argA and argB are the spec's A and B as the caller passes them.

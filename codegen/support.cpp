@@ -97,7 +97,8 @@ void checkEpilogueSupported(const KernelSpec& s, const Unsupported& unsupported)
   }
 }
 
-// The sm90a conv fprop (kdl::Conv2dSm90Fprop: GemmSm90 with a gathered A): its tile, accumulator, split-K.
+// The sm90a conv path (kdl::Conv2dSm90Fprop / Dgrad / Wgrad: GemmSm90 with TMA im2col loads): its tile,
+// accumulator, split-K (wgrad's serial(N) only), dgrad's unit stride.
 void checkConvSm90Supported(const KernelSpec& s, const Unsupported& unsupported) {
   if (s.arch.value != Arch::SM90a)
     unsupported(s.schedule.loc, fmt::format("schedule = {} needs arch = sm90a", name(s.schedule.value)));
@@ -111,13 +112,20 @@ void checkConvSm90Supported(const KernelSpec& s, const Unsupported& unsupported)
                                         t[0], t[1], t[2], pingpong ? "64 or 128" : "128 or 256", name(s.schedule.value)));
   if (s.accum.value != DType::F32)
     unsupported(s.accum.loc, "the sm90a conv path accumulates in f32");
-  if (s.splitK.value != SplitKMode::None)
-    unsupported(s.splitK.loc, "split_k is not generated on the sm90a conv path (fprop's K is r*s*c, its tiles many)");
+  if (s.splitK.value != SplitKMode::None && s.op.value != Op::Conv2dWgrad)
+    unsupported(s.splitK.loc, fmt::format("split_k is generated on the sm90a conv path for conv2d_wgrad only ({}'s output "
+                                          "tiles are many)",
+                                          opWord(s.op.value)));
+  const auto& st = s.stride.value;
+  if (s.op.value == Op::Conv2dDgrad && (st[0] > 1 || st[1] > 1))
+    unsupported(s.stride.loc, fmt::format("stride = ({}, {}): the sm90a dgrad is generated for unit stride (an fprop over "
+                                          "dY with the taps flipped); a strided dgrad runs `schedule = multistage`",
+                                          st[0], st[1]));
 }
 
 // Convolutions (kdl::Conv2dSm80): the multistage mainloop on every arch it is generated for, sm90a
-// included (an sm90a conv2d_fprop with an explicit wgmma schedule runs kdl::Conv2dSm90Fprop instead:
-// checkConvSm90Supported), 16-bit inputs with an f32 accumulator.
+// included (an sm90a convolution with an explicit wgmma schedule runs kdl::Conv2dSm90Fprop / Dgrad / Wgrad
+// instead: checkConvSm90Supported), 16-bit inputs with an f32 accumulator.
 void checkConvSupported(const KernelSpec& s, const Unsupported& unsupported) {
   bool archOk = false;
   for (Arch a : kSm80PathArchs) archOk |= (a == s.arch.value);
@@ -126,14 +134,10 @@ void checkConvSupported(const KernelSpec& s, const Unsupported& unsupported) {
                                         "or sm90a",
                                         archWord(s.arch.value)));
   // `auto` may pick a wgmma schedule on sm90a: a convolution runs the multistage one there (the plan says so).
-  // An explicit wgmma schedule asks for the sm90a conv path (kdl::Conv2dSm90Fprop): fprop only.
+  // An explicit wgmma schedule asks for the sm90a conv path (kdl::Conv2dSm90Fprop / Dgrad / Wgrad).
   const bool chosen = s.schedule.origin == Origin::Explicit || s.schedule.origin == Origin::Template;
   const bool wgmma = isWgmmaSchedule(s.schedule.value) && chosen;
-  if (wgmma && s.op.value != Op::Conv2dFprop)
-    unsupported(s.schedule.loc, fmt::format("schedule = {}: the wgmma conv path is generated for conv2d_fprop only; {} "
-                                            "runs the sm80 mainloop (mma.sync), on sm90a too: use `schedule = multistage`",
-                                            name(s.schedule.value), opWord(s.op.value)));
-  if (wgmma && s.op.value == Op::Conv2dFprop) checkConvSm90Supported(s, unsupported);
+  if (wgmma) checkConvSm90Supported(s, unsupported);
   std::vector<const Operand*> tensors;
   for (const Operand& o : s.operands)
     if (o.name != "residual") tensors.push_back(&o);

@@ -98,12 +98,10 @@ std::array<const char*, 2> inputOperandNames(Op op) {
   return {"A", "B"};
 }
 
-// A convolution instantiates the sm80 mainloop (kdl::Conv2dSm80 on GemmSm80's) unless it is a conv2d_fprop
-// on sm90a whose spec asks for a wgmma schedule (kdl::Conv2dSm90Fprop on GemmSm90's); an explicit wgmma
-// schedule on dgrad / wgrad is codegen's [unsupported] (codegen/support.cpp), so their tile, stages and
-// alignments are checked by the multistage rules whatever the schedule says.
+// A convolution instantiates the sm80 mainloop (kdl::Conv2dSm80 on GemmSm80's) unless it is on sm90a and its
+// spec asks for a wgmma schedule (kdl::Conv2dSm90Fprop / Dgrad / Wgrad on GemmSm90's).
 bool convOnWgmmaPath(const KernelCheck& c) {
-  return c.op && c.op->value == Op::Conv2dFprop && c.schedule && !c.scheduleAuto &&
+  return c.op && c.op->value != Op::Gemm && c.schedule && !c.scheduleAuto &&
          c.schedule->value != Schedule::Multistage && c.arch && c.arch->value == Arch::SM90a;
 }
 bool onMultistagePath(const KernelCheck& c) {

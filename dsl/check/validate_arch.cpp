@@ -51,7 +51,7 @@ bool isConv(const KernelCheck& c) { return c.op && c.op->value != Op::Gemm; }
 
 // Whether the kernel will run a wgmma schedule (decided before the tile when the schedule is auto:
 // sm90a's auto choices for a gemm are both wgmma schedules; a convolution's is multistage, and only an
-// explicit wgmma schedule on conv2d_fprop takes the sm90a conv path).
+// explicit wgmma schedule takes the sm90a conv path).
 bool wgmmaPath(const KernelCheck& c) {
   if (isConv(c)) return convOnWgmmaPath(c);
   if (c.schedule) return c.schedule->value != Schedule::Multistage;

@@ -104,9 +104,10 @@ Layout convTensorLayout(std::string_view tensor);
 // The op's two MMA input tensors, in (A, B) order.
 std::array<const char*, 2> inputOperandNames(Op op);
 // The multistage (sm80 mma.sync) path: schedule multistage on any arch, and every convolution but an sm90a
-// conv2d_fprop with an explicit wgmma schedule (convOnWgmmaPath).
+// one with an explicit wgmma schedule (convOnWgmmaPath).
 bool onMultistagePath(const KernelCheck& c);
-// A conv2d_fprop on sm90a whose spec asks for a wgmma schedule: the sm90a conv path (kdl::Conv2dSm90Fprop).
+// A convolution on sm90a whose spec asks for a wgmma schedule: the sm90a conv path (kdl::Conv2dSm90Fprop,
+// Dgrad, Wgrad).
 bool convOnWgmmaPath(const KernelCheck& c);
 
 // validate_fields.cpp: unknown and missing fields, each known field's type and own range.

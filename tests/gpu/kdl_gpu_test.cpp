@@ -1334,12 +1334,13 @@ struct ConvUnderTest {
   std::vector<ArgRole> args;  // Role::A / B: the two inputs, C: residual, D: the output
   const Operand *in0 = nullptr, *in1 = nullptr, *residual = nullptr, *out = nullptr;
   int align = 1;  // channel granule: the largest alignment of any tensor (C and K come in multiples of it)
-  // The sm90a conv path (kdl::Conv2dSm90Fprop: an sm90a conv2d_fprop with a wgmma schedule): its input
-  // channels come in blocks of 64 and W's taps are packed (its can_implement refuses anything else).
-  bool wgmma() const {
-    return spec->op.value == Op::Conv2dFprop && spec->arch.value == Arch::SM90a &&
-           spec->schedule.value != Schedule::Multistage;
-  }
+  // The sm90a conv path (kdl::Conv2dSm90Fprop / Dgrad / Wgrad: an sm90a convolution with a wgmma schedule).
+  bool wgmma() const { return spec->arch.value == Arch::SM90a && spec->schedule.value != Schedule::Multistage; }
+  // What its can_implement refuses otherwise: fprop and wgrad take input channels in blocks of 64 (fprop
+  // also W's taps packed), dgrad unit strides only (a strided dgrad runs the sm80 path, tested there).
+  bool channels64() const { return wgmma() && kind != ConvKind::Dgrad; }
+  bool packedFilterInput() const { return wgmma() && kind == ConvKind::Fprop; }
+  bool unitStride() const { return wgmma() && kind == ConvKind::Dgrad; }
 };
 
 struct ConvCase {
@@ -1438,7 +1439,8 @@ CaseBuffers prepareConv(Harness& h, const ConvUnderTest& k, const ConvCase& c, s
         b = makeConvTensor(rng, r.dtype, convShapeOf(k.in0->name, c.d), k.in0->align, c.padStrides, true, 1.0, false);
         break;
       case Role::B:
-        b = makeConvTensor(rng, r.dtype, convShapeOf(k.in1->name, c.d), k.in1->align, c.padStrides, true, 1.0, k.wgmma());
+        b = makeConvTensor(rng, r.dtype, convShapeOf(k.in1->name, c.d), k.in1->align, c.padStrides, true, 1.0,
+                           k.packedFilterInput());
         break;
       case Role::C:
         b = makeConvTensor(rng, r.dtype, outShape, k.residual->align, c.padStrides, true, 2.0, wgrad);
@@ -1633,7 +1635,8 @@ std::vector<ConvCase> convCasesFor(const ConvUnderTest& k, bool quick, bool tiny
     if (fixedFilter[1] > 0) d.s = fixedFilter[1];
     if (fixedStride[0] > 0) d.stride_h = fixedStride[0];
     if (fixedStride[1] > 0) d.stride_w = fixedStride[1];
-    if (k.wgmma()) d.c = (d.c + 63) / 64 * 64;
+    if (k.channels64()) d.c = (d.c + 63) / 64 * 64;
+    if (k.unitStride()) d.stride_h = d.stride_w = 1;
     d.pad_h = std::min<int>(d.pad_h, d.dil_h * (int)(d.r - 1));
     d.pad_w = std::min<int>(d.pad_w, d.dil_w * (int)(d.s - 1));
     while (d.p() < 1) d.h += 4;
@@ -1691,7 +1694,7 @@ std::vector<ConvCase> convCasesFor(const ConvUnderTest& k, bool quick, bool tiny
 void runConvRejections(Harness& h, const ConvUnderTest& k) {
   ConvCase base;
   base.d.n = 2, base.d.h = 9, base.d.w = 11, base.d.c = 3 * k.align, base.d.k = 5 * k.align;
-  if (k.wgmma()) base.d.c = (base.d.c + 63) / 64 * 64;
+  if (k.channels64()) base.d.c = (base.d.c + 63) / 64 * 64;
   base.d.r = k.spec->filter.value[0] > 0 ? k.spec->filter.value[0] : 3;
   base.d.s = k.spec->filter.value[1] > 0 ? k.spec->filter.value[1] : 3;
   base.d.stride_h = k.spec->stride.value[0] > 0 ? k.spec->stride.value[0] : 1;

@@ -1140,7 +1140,7 @@ TEST_CASE("conv: dgrad and wgrad map to their GEMMs; [channel] is wgrad's row br
   CHECK(contains(emitEpilogueFunctor(f, 0), "::kdl::store_tile<::half, V>(p.Y, p.ldy, p.batch_stride_Y, c, out_Y);"));
 }
 
-TEST_CASE("conv: sm90a runs the sm80 mainloop unless fprop asks for wgmma; other wgmma convs and --torch are refused",
+TEST_CASE("conv: sm90a runs the sm80 mainloop unless the spec asks for wgmma; strided wgmma dgrad and --torch are refused",
           "[codegen][lower][conv]") {
   KernelPlan p = lowerConv(convSpec("c9", "conv2d_fprop", "", "sm90a", "bf16"));
   CHECK(p.path == KernelPath::ConvSm80);
@@ -1160,10 +1160,25 @@ TEST_CASE("conv: sm90a runs the sm80 mainloop unless fprop asks for wgmma; other
   CHECK(contains(decision(w, "A")->value, "X by TMA in im2col mode"));
   CHECK(contains(decision(w, "implicit gemm")->value, "per image (batch = image): M = p*q, N = k, K = r*s*c"));
   CHECK(contains(decision(w, "mma")->value, "wgmma.mma_async.m64n128k16"));
-  CHECK(contains(convError(convSpec("c9", "conv2d_dgrad", "  schedule = pingpong;", "sm90a")),
-                 "schedule = pingpong: the wgmma conv path is generated for conv2d_fprop only"));
+  // dgrad and wgrad with a wgmma schedule: kdl::Conv2dSm90Dgrad (unit stride) and Conv2dSm90Wgrad (split-K).
+  KernelPlan dg = lowerConv(convSpec("c9d", "conv2d_dgrad", "  schedule = pingpong;", "sm90a", "f16"));
+  CHECK(dg.path == KernelPath::ConvSm90);
+  CHECK(std::string(dg.deviceTemplate()) == "kdl::Conv2dSm90Dgrad");
+  CHECK(dg.templateInstance() ==
+        "kdl::Conv2dSm90Dgrad<half, 128, 128, 6, kdl::Sm90Schedule::Pingpong, 0, 0, 0, 0, Epilogue>");
+  CHECK(contains(decision(dg, "A")->value, "dY by TMA in im2col mode"));
+  CHECK(contains(decision(dg, "path")->why, "needs stride 1"));
+  KernelPlan wg = lowerConv(convSpec("c9g", "conv2d_wgrad", "  schedule = cooperative;\n  split_k = serial(7);", "sm90a"));
+  CHECK(wg.path == KernelPath::ConvSm90);
+  CHECK(std::string(wg.deviceTemplate()) == "kdl::Conv2dSm90Wgrad");
+  CHECK(contains(wg.templateInstance(), "kdl::Conv2dSm90Wgrad<"));
+  CHECK(contains(decision(wg, "B")->value, "X by TMA in im2col mode"));
+  CHECK(contains(decision(wg, "implicit gemm")->value, "M = k, N = r*s*c, K = n*p*q"));
+  CHECK(std::string(w.deviceTemplate()) == "kdl::Conv2dSm90Fprop");
+  CHECK(contains(convError(convSpec("c9", "conv2d_dgrad", "  schedule = pingpong;\n  stride = (2, 1);", "sm90a")),
+                 "stride = (2, 1): the sm90a dgrad is generated for unit stride"));
   CHECK(contains(convError(convSpec("c9", "conv2d_fprop", "  schedule = cooperative;\n  split_k = serial(2);", "sm90a")),
-                 "split_k is not generated on the sm90a conv path"));
+                 "split_k is generated on the sm90a conv path for conv2d_wgrad only"));
   DiagEngine d;
   CHECK(!checkTorchSupported(p.spec, d));
   REQUIRE(d.hasErrors());
