@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""A CPU model of the sm90a dgrad and wgrad stage loaders (kdl::sm90::ConvDgradLoader, ConvWgradLoader in
+include/kdl/conv_sm90.cuh): their tile and k-tile coordinates, the flipped taps, the im2col corners and the
+image walks, run through a model of TMA's im2col mode (the walk over the bounding box's grid, as the
+GPU-verified fprop loader uses it: origin from the lower corner to size - 1 + the upper corner, traversal
+strides, then the next row and image; outside the tensor zero) and of tiled loads (outside zero), built into
+the implicit GEMM tile by tile and compared with a direct convolution. It checks the loaders' arithmetic,
+not the hardware: the GPU suite does that. Keep it in step with conv_sm90.cuh. Needs numpy ("SKIP:" without)."""
+import itertools
+import sys
+
+try:
+    import numpy as np
+except ImportError:
+    print("SKIP: numpy not available")
+    sys.exit(0)
+
+def im2col_load(T, lower, upper, tstride, c0, w0, h0, n0, ow, oh, pixels):
+    """T: [N, H, W, C]. Returns [pixels, 64]: the walk from (n0, h0, w0) over the bounding box grid."""
+    N, H, W, C = T.shape
+    out = np.zeros((pixels, 64))
+    w, h, n = w0, h0, n0
+    for i in range(pixels):
+        y, x = h + oh, w + ow
+        if 0 <= n < N and 0 <= y < H and 0 <= x < W:
+            for j in range(64):
+                if 0 <= c0 + j < C: out[i, j] = T[n, y, x, c0 + j]
+        w += tstride[0]
+        if w > W - 1 + upper[0]:
+            w = lower[0]; h += tstride[1]
+            if h > H - 1 + upper[1]:
+                h = lower[1]; n += 1
+    return out
+
+def conv_dims(n, h, w, c, k, r, s, ph, pw, sh, sw, dh, dw):
+    p = (h + 2 * ph - dh * (r - 1) - 1) // sh + 1
+    q = (w + 2 * pw - dw * (s - 1) - 1) // sw + 1
+    return p, q
+
+def wgrad_ref(X, dY, r, s, ph, pw, sh, sw, dh, dw):
+    N, H, W, C = X.shape; _, P, Q, K = dY.shape
+    dW = np.zeros((K, r, s, C))
+    for b, pp, qq, rr, ss in itertools.product(range(N), range(P), range(Q), range(r), range(s)):
+        y, x = pp * sh - ph + rr * dh, qq * sw - pw + ss * dw
+        if 0 <= y < H and 0 <= x < W: dW[:, rr, ss, :] += np.outer(dY[b, pp, qq], X[b, y, x])
+    return dW
+
+def dgrad_ref(dY, Wt, H, W, ph, pw, dh, dw):
+    N, P, Q, K = dY.shape; _, r, s, C = Wt.shape
+    dX = np.zeros((N, H, W, C))
+    for b, pp, qq, rr, ss in itertools.product(range(N), range(P), range(Q), range(r), range(s)):
+        y, x = pp - ph + rr * dh, qq - pw + ss * dw
+        if 0 <= y < H and 0 <= x < W: dX[b, y, x] += dY[b, pp, qq] @ Wt[:, rr, ss, :]
+    return dX
+
+def wgrad_model(X, dY, r, s, ph, pw, sh, sw, dh, dw, TM, TN, rows_mode):
+    N, H, W, C = X.shape; _, P, Q, K = dY.shape
+    PQ = P * Q; kpi = (PQ + 63) // 64
+    Kg = N * PQ if rows_mode else N * kpi * 64
+    ktiles = (Kg + 63) // 64
+    taps = r * s; Ng = taps * C
+    D = np.zeros((K, Ng))
+    eh, ew = dh * (r - 1), dw * (s - 1)
+    lower, upper = (-pw, -ph), (pw - ew, ph - eh)
+    dYflat = dY.reshape(N, PQ, K)
+    for tm in range((K + TM - 1) // TM):
+        for tn in range((Ng + TN - 1) // TN):
+            m0, n0 = tm * TM, tn * TN
+            acc = np.zeros((TM, TN))
+            for kt in range(ktiles):
+                if rows_mode:
+                    image, pixel = divmod(kt * 64, PQ)
+                    # A: dY as {k, n*pq}: rows kt*64.. , zero past the end
+                    A = np.zeros((TM, 64))
+                    flat = dYflat.reshape(N * PQ, K)
+                    for i in range(64):
+                        g = kt * 64 + i
+                        if g < N * PQ:
+                            for mm in range(TM):
+                                if m0 + mm < K: A[mm, i] = flat[g, m0 + mm]
+                else:
+                    image, t = divmod(kt, kpi); pixel = t * 64
+                    A = np.zeros((TM, 64))
+                    for i in range(64):
+                        g = pixel + i
+                        if g < PQ:
+                            for mm in range(TM):
+                                if m0 + mm < K: A[mm, i] = dYflat[image, g, m0 + mm]
+                p0, q0 = divmod(pixel, Q)
+                w0, h0 = q0 * sw - pw, p0 * sh - ph
+                B = np.zeros((64, TN))
+                for b in range(TN // 64):
+                    tap, c0 = divmod(n0 + b * 64, C)
+                    if tap >= taps: tap = taps - 1
+                    rr, ss = divmod(tap, s)
+                    B[:, b * 64:(b + 1) * 64] = im2col_load(X, lower, upper, (sw, sh), c0, w0, h0, image, ss * dw, rr * dh, 64)
+                acc += A @ B
+            for mm in range(TM):
+                for nn in range(TN):
+                    if m0 + mm < K and n0 + nn < Ng: D[m0 + mm, n0 + nn] = acc[mm, nn]
+    return D.reshape(K, r, s, C)
+
+def dgrad_model(dY, Wt, H, W, ph, pw, dh, dw, TM, TN, rows_mode):
+    N, P, Q, K = dY.shape; _, r, s, C = Wt.shape
+    taps = r * s; cbk = (K + 63) // 64
+    ktiles = taps * cbk
+    lower = (pw - dw * (s - 1), ph - dh * (r - 1)); upper = (-pw, -ph)
+    M = N * H * W if rows_mode else H * W
+    batches = 1 if rows_mode else N
+    out = np.zeros((N, H * W, C))
+    for batch in range(batches):
+        for tm in range((M + TM - 1) // TM):
+            for tn in range((C + TN - 1) // TN):
+                m0, n0 = tm * TM, tn * TN
+                acc = np.zeros((TM, TN))
+                for kt in range(ktiles):
+                    cb, tap = divmod(kt, taps); rr, ss = divmod(tap, s)
+                    image, pixel = batch, m0
+                    if rows_mode: image, pixel = divmod(m0, H * W)
+                    y0, x0 = divmod(pixel, W)
+                    A = im2col_load(dY, lower, upper, (1, 1), cb * 64, x0 + lower[0], y0 + lower[1], image, ss * dw, rr * dh, TM)
+                    wtap = taps - 1 - tap
+                    wr, ws = divmod(wtap, s)
+                    B = np.zeros((64, TN))
+                    for b in range(TN // 64):
+                        for i in range(64):
+                            kk = cb * 64 + i
+                            if kk >= K: continue
+                            for j in range(64):
+                                cc = n0 + b * 64 + j
+                                if cc < C: B[i, b * 64 + j] = Wt[kk, wr, ws, cc]
+                    acc += A @ B
+                for mm in range(TM):
+                    g = m0 + mm
+                    if g >= M: continue
+                    img, pix = (divmod(g, H * W) if rows_mode else (batch, g))
+                    for nn in range(TN):
+                        if n0 + nn < C: out[img, pix, n0 + nn] = acc[mm, nn]
+    return out.reshape(N, H, W, C)
+
+rng = np.random.default_rng(1)  # small integers: every sum exact
+bad = 0
+wcases = [(2, 9, 11, 64, 40, 3, 3, 1, 1, 1, 1, 1, 1), (2, 15, 13, 128, 72, 3, 3, 2, 2, 2, 2, 2, 2),
+          (1, 17, 19, 64, 136, 5, 5, 2, 2, 2, 2, 1, 1), (2, 14, 14, 64, 24, 7, 7, 3, 3, 2, 2, 1, 1),
+          (3, 7, 7, 64, 64, 1, 1, 0, 0, 1, 1, 1, 1), (2, 10, 9, 64, 48, 3, 3, 0, 1, 2, 1, 1, 2),
+          (1, 20, 30, 64, 48, 5, 3, 2, 0, 3, 1, 1, 3)]
+for (n, h, w, c, k, r, s, ph, pw, sh, sw, dh, dw) in wcases:
+    p, q = conv_dims(n, h, w, c, k, r, s, ph, pw, sh, sw, dh, dw)
+    X = rng.integers(-3, 4, (n, h, w, c)).astype(float); dY = rng.integers(-3, 4, (n, p, q, k)).astype(float)
+    ref = wgrad_ref(X, dY, r, s, ph, pw, sh, sw, dh, dw)
+    for rows in (True, False):
+        for TM, TN in ((128, 128), (64, 128), (128, 256)):
+            got = wgrad_model(X, dY, r, s, ph, pw, sh, sw, dh, dw, TM, TN, rows)
+            ok = np.array_equal(got, ref)
+            bad += not ok
+            if not ok: print("WGRAD FAIL", (n, h, w, c, k, r, s, ph, pw, sh, sw, dh, dw), rows, TM, TN, np.abs(got - ref).max())
+
+dcases = [(3, 9, 11, 64, 40, 3, 3, 1, 1, 1, 1), (2, 15, 13, 72, 128, 3, 3, 2, 2, 2, 2), (1, 17, 19, 24, 136, 5, 5, 2, 2, 1, 1),
+          (2, 14, 14, 64, 24, 7, 7, 3, 3, 1, 1), (2, 7, 7, 192, 64, 1, 1, 0, 0, 1, 1), (2, 10, 9, 40, 48, 3, 3, 0, 1, 1, 2),
+          (1, 20, 30, 64, 48, 5, 3, 2, 0, 1, 3), (2, 12, 12, 16, 8, 3, 3, 0, 0, 1, 1), (1, 8, 8, 64, 64, 1, 1, 1, 1, 1, 1)]
+for (n, h, w, c, k, r, s, ph, pw, dh, dw) in dcases:
+    p, q = conv_dims(n, h, w, c, k, r, s, ph, pw, 1, 1, dh, dw)
+    dY = rng.integers(-3, 4, (n, p, q, k)).astype(float); Wt = rng.integers(-3, 4, (k, r, s, c)).astype(float)
+    ref = dgrad_ref(dY, Wt, h, w, ph, pw, dh, dw)
+    for rows in (True, False):
+        for TM, TN in ((128, 128), (128, 256)):
+            got = dgrad_model(dY, Wt, h, w, ph, pw, dh, dw, TM, TN, rows)
+            ok = np.array_equal(got, ref)
+            bad += not ok
+            if not ok: print("DGRAD FAIL", (n, h, w, c, k, r, s, ph, pw, dh, dw), rows, TM, TN, np.abs(got - ref).max())
+print(f"{bad} failed")
+sys.exit(1 if bad else 0)
