@@ -92,7 +92,8 @@ void resolveSchedule(KernelCheck& c) {
   }
   if (!c.scheduleAuto || !c.arch) return;
   Schedule s = Schedule::Multistage;
-  // There is no wgmma conv path yet: an sm90a convolution runs the sm80 mainloop compiled for sm_90a.
+  // `auto` on an sm90a convolution is multistage (the sm80 mainloop compiled for sm_90a, any channel count);
+  // the wgmma conv path is asked for explicitly.
   if (isSm90a(c) && !isConv(c)) {
     if (!c.tile) return;
     // Cooperative splits M between two 64-row consumer warpgroups, so it needs M a multiple of 128.
