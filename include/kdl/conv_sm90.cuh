@@ -119,10 +119,6 @@ struct ConvFpropGather : ConvFpropKOrder {
   };
 };
 
-// X (NHWC, pixel stride ld, image stride image_stride) as an im2col tensor map {c, w, h, n}: the padding is
-// the bounding box (corners -pad .. pad - dil * (filter - 1)), the conv's strides the traversal strides; a
-// load walks `pixels` output pixels (along W, then H, then the next image) of 64 channels each into
-// 128-byte-swizzled rows. False when the driver cannot describe X (strides, corners out of range).
 // An NHWC tensor of `c` channels, h x w pixels (pixel stride ld, rows packed) and n images as an im2col
 // map whose walk's origin runs from the corner `lower` to `upper` ({w, h}) with traversal strides `stride`.
 inline bool encode_im2col(CUtensorMap* map, const void* t, int c, int w, int h, int n, int64_t ld, int64_t image_stride,
@@ -144,12 +140,30 @@ inline bool im2col_corners_ok(const int (&lower)[2], const int (&upper)[2]) {
     if (lower[i] < -128 || lower[i] > 127 || upper[i] < -128 || upper[i] > 127) return false;
   return true;
 }
-// X of the problem as fprop and wgrad read it: the output pixels' sources, padding as the bounding box.
+// X (NHWC, pixel stride ld, image stride image_stride) as fprop and wgrad read it: an im2col tensor map
+// {c, w, h, n} whose bounding box is the padding (corners -pad .. pad - dil * (filter - 1)) and whose
+// traversal strides are the conv's; a load walks `pixels` output pixels (along W, then H, then the next
+// image) of 64 channels each into 128-byte-swizzled rows. False when the driver cannot describe X.
 inline bool encode_im2col_x(CUtensorMap* map, const Conv2dProblem& p, const void* x, int64_t ld, int64_t image_stride,
                             int pixels, int elem_bytes, CUtensorMapDataType dtype) {
   const int eh = p.dil_h * (p.r - 1), ew = p.dil_w * (p.s - 1);
   const int lower[2] = {-p.pad_w, -p.pad_h}, upper[2] = {p.pad_w - ew, p.pad_h - eh}, stride[2] = {p.stride_w, p.stride_h};
   return encode_im2col(map, x, p.c, p.w, p.h, p.n, ld, image_stride, lower, upper, stride, pixels, elem_bytes, dtype);
+}
+
+// Why encode_im2col_x's map cannot describe the problem's X (nullptr: it can): traversal strides <= 8 and
+// corners in -128 .. 127 (4-D im2col). `who` starts the message ("kdl conv sm90a", "kdl conv sm90a wgrad").
+inline const char* im2col_x_refusal(const Conv2dProblem& p, const char* who, char* msg, size_t cap) {
+  const int eh = p.dil_h * (p.r - 1), ew = p.dil_w * (p.s - 1);
+  if (p.stride_h > 8 || p.stride_w > 8)
+    return snprintf(msg, cap, "%s: strides (%d, %d) above 8 (TMA im2col traverses at most 8 apart)", who, p.stride_h,
+                    p.stride_w),
+           msg;
+  if (p.pad_h > 128 || p.pad_w > 128 || eh - p.pad_h > 128 || ew - p.pad_w > 128)
+    return snprintf(msg, cap, "%s: padding (%d, %d) or dilated filter (%d x %d) out of TMA im2col's corner range (-128 .. 127)",
+                    who, p.pad_h, p.pad_w, eh + 1, ew + 1),
+           msg;
+  return nullptr;
 }
 
 // One im2col load: the map's `pixels` output pixels from (image, h0, w0) on, channels c0 .. c0 + 63, at the
@@ -178,8 +192,6 @@ struct ConvFpropIm2col : ConvFpropKOrder {
     int images_as_rows;  // 1: the GEMM runs the images as one (M = n*p*q, batch 1), tiles cross images
     ::kdl::detail::FastDiv div_pq;  // p * q
   };
-  template <int TileM>
-  struct Rows {};  // no per-thread rows: one thread issues the load
   template <int TileM>
   __device__ __forceinline__ static void load_tma(const Params& g, uint32_t stage, uint64_t* full, int image, int tm, int kt) {
     int cb, r, s, p0, q0, pixel = tm * TileM;
@@ -211,14 +223,11 @@ struct ConvDgradLoader {
   struct Params {
     CUtensorMap tmY;     // dY in im2col mode, TileM pixels x 64 channels per load
     CUtensorMap tmW;     // W: {c, r*s, k}, box 64 x 1 x 64
-    int taps;            // r * s
     int images_as_rows;  // 1: M runs over n*h*w pixels (a tile may cross images); 0: batch = image
     int lower_h, lower_w;  // the walk's corner: -(dil * (filter - 1) - pad)
     int dil_h, dil_w;
     ::kdl::detail::FastDiv div_taps, div_s, div_w, div_hw;
   };
-  template <int TileM>
-  struct Rows {};
   __device__ __forceinline__ static void prefetch(const Params& g) {
     tma_prefetch(&g.tmY);
     tma_prefetch(&g.tmW);
@@ -235,7 +244,7 @@ struct ConvDgradLoader {
     if (g.images_as_rows) g.div_hw.divmod(m0, image, pixel);  // the image the tile starts in
     g.div_w.divmod(pixel, y0, x0);
     tma_load_im2col(stage_a, &g.tmY, full, cb * 64, x0 + g.lower_w, y0 + g.lower_h, image, s * g.dil_w, r * g.dil_h);
-    const int w_tap = g.taps - 1 - tap;  // the flipped tap of W
+    const int w_tap = g.div_taps.d - 1 - tap;  // the flipped tap of W (div_taps.d = r * s)
 #pragma unroll
     for (int b = 0; b < TileB::kBlocks; ++b)
       tma_load_3d(__cvta_shared_to_generic(stage_b + uint32_t(b * TileB::kBlockBytes)), &g.tmW, full, n0 + b * 64, w_tap,
@@ -257,16 +266,12 @@ struct ConvWgradLoader {
   static constexpr bool kEnabled = false;
   static constexpr bool kIm2col = false;
   static constexpr bool kLoadsStage = true;
-  struct Params {
+  struct Params : ConvFpropShape {  // X as fprop reads it: pads, strides, dilations, div_q, div_taps, div_s
     CUtensorMap tmY;     // dY: {k, p*q, n} (images_as_rows: {k, n*p*q, 1}), box 64 x 64
     CUtensorMap tmX;     // X in im2col mode, 64 pixels x 64 channels per load (encode_im2col_x)
-    int taps;            // r * s
     int images_as_rows;  // 1: K runs over n*p*q pixels; 0: over each image's p*q, rounded up to 64
-    int pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
-    ::kdl::detail::FastDiv div_c, div_s, div_q, div_pq, div_ktiles_per_image;
+    ::kdl::detail::FastDiv div_c, div_pq, div_ktiles_per_image;
   };
-  template <int TileM>
-  struct Rows {};  // no per-thread rows: one thread issues the loads
   __device__ __forceinline__ static void prefetch(const Params& g) {
     tma_prefetch(&g.tmY);
     tma_prefetch(&g.tmX);
@@ -294,7 +299,7 @@ struct ConvWgradLoader {
     for (int b = 0; b < TileB::kBlocks; ++b) {
       int tap, c0, r, s;
       g.div_c.divmod(n0 + b * 64, tap, c0);
-      if (tap >= g.taps) tap = g.taps - 1;
+      if (tap >= g.div_taps.d) tap = g.div_taps.d - 1;
       g.div_s.divmod(tap, r, s);
       tma_load_im2col(stage_b + uint32_t(b * TileB::kBlockBytes), &g.tmX, full, c0, w0, h0, image, s * g.dil_w, r * g.dil_h);
     }
@@ -353,19 +358,8 @@ struct Conv2dSm90Fprop {
              msg;
     if (p.n > 65535) return snprintf(msg, sizeof(msg), "kdl conv sm90a: n (%d) must be at most 65535", p.n), msg;
     if (p.split_k != 1) return snprintf(msg, sizeof(msg), "kdl conv sm90a: split_k (%d) must be 1", p.split_k), msg;
-    if constexpr (Im2col) {  // the im2col tensor map's limits (4-D: corners in [-128, 127], traversal strides <= 8)
-      const int eh = p.dil_h * (p.r - 1), ew = p.dil_w * (p.s - 1);
-      if (p.stride_h > 8 || p.stride_w > 8)
-        return snprintf(msg, sizeof(msg), "kdl conv sm90a: strides (%d, %d) above 8 (TMA im2col traverses at most 8 apart)",
-                        p.stride_h, p.stride_w),
-               msg;
-      if (p.pad_h > 128 || p.pad_w > 128 || eh - p.pad_h > 128 || ew - p.pad_w > 128)
-        return snprintf(msg, sizeof(msg),
-                        "kdl conv sm90a: padding (%d, %d) or dilated filter (%d x %d) out of TMA im2col's corner range "
-                        "(-128 .. 127)",
-                        p.pad_h, p.pad_w, eh + 1, ew + 1),
-               msg;
-    }
+    if constexpr (Im2col)
+      if (const char* e = sm90::im2col_x_refusal(p, "kdl conv sm90a", msg, sizeof(msg))) return e;
     return Gemm::can_implement(gemm_of(p));
   }
   // Optional: with it, GemmSm90 spreads a part-filled last wave of tiles over every SM (stream-K tail).
@@ -396,7 +390,7 @@ struct Conv2dSm90Fprop {
 // image, N = c, K = r*s x k rounded up to 64 channels), the epilogue's coordinates those of the sm80 dgrad
 // (batch = image, m = h * w_ + w, n = c). Strides above 1 take the sm80 path (kdl::Conv2dSm80's dgrad).
 // Requirements beyond the sm80 path's (can_implement names the one that fails): stride 1, the flipped
-// filter's corners (dil * (filter - 1) - pad and pad) in -128 .. 127, 16-byte aligned strides.
+// filter's corners (dil * (filter - 1) - pad and pad) in -128 .. 127.
 template <class Element, int TileM, int TileN, int Stages, Sm90Schedule Schedule, int FilterR, int FilterS, int StrideH,
           int StrideW, class Epilogue>
 struct Conv2dSm90Dgrad {
@@ -407,8 +401,11 @@ struct Conv2dSm90Dgrad {
   using Loader = sm90::ConvDgradLoader;
   using Gemm = GemmSm90<Element, RowMajor, Element, RowMajor, float, TileM, TileN, 64, Stages, Schedule, 1, 1, false, 0,
                         sm90::NoBlockScaling, Epilogue, Loader>;
+  // The sm80 path's checks; their alignment of 8 elements (16 bytes) is also what TMA needs of every
+  // pointer and stride.
   using Checks = Conv2dSm80<ConvKind::Dgrad, Element, 8, 8, float, 128, 128, 32, 2, 2, 3, FilterR, FilterS, StrideH, StrideW,
                             Epilogue>;
+  static_assert(sizeof(Element) == 2, "Conv2dSm90Dgrad: f16 or bf16 tensors");
   static constexpr int kThreads = Gemm::kThreads;
   static constexpr int kSmemBytes = Gemm::kSmemBytes;
   static constexpr int kMinSmemBytes = Gemm::kMinSmemBytes;
@@ -452,13 +449,6 @@ struct Conv2dSm90Dgrad {
                       p.pad_h, p.pad_w, p.dil_h * (p.r - 1) + 1, p.dil_w * (p.s - 1) + 1),
              msg;
     if (p.split_k != 1) return snprintf(msg, sizeof(msg), "kdl conv sm90a dgrad: split_k (%d) must be 1", p.split_k), msg;
-    const int64_t esz = (int64_t)sizeof(Element);
-    if ((p.lda * esz) % 16 || (p.batch_stride_a * esz) % 16 || (p.ldb * esz) % 16 || (p.batch_stride_b * esz) % 16)
-      return snprintf(msg, sizeof(msg),
-                      "kdl conv sm90a dgrad: the pixel and image strides of dY (%lld, %lld) and the tap and filter strides "
-                      "of W (%lld, %lld) must be multiples of 16 bytes for TMA",
-                      (long long)p.lda, (long long)p.batch_stride_a, (long long)p.ldb, (long long)p.batch_stride_b),
-             msg;
     return Gemm::can_implement(gemm_of(p));
   }
   static size_t workspace_size(const Conv2dProblem& p) { return Gemm::workspace_size(gemm_of(p)); }
@@ -485,7 +475,6 @@ struct Conv2dSm90Dgrad {
                                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
         return cudaErrorInvalidValue;
     }
-    g.taps = p.r * p.s;
     g.images_as_rows = images_as_rows(p) ? 1 : 0;
     g.lower_h = lower[1];
     g.lower_w = lower[0];
@@ -504,8 +493,7 @@ struct Conv2dSm90Dgrad {
 // split_k: a wgrad has few output tiles and a long K), the epilogue's coordinates those of the sm80 wgrad
 // (batch 0, m = k, n = (r*s_ + s)*c + c).
 // Requirements beyond the sm80 path's (can_implement names the one that fails): c a multiple of 64, dW's
-// taps packed (the sm80 wgrad's too), im2col's limits (strides <= 8, corners in -128 .. 127), dY's pixel and
-// image strides and X's 16-byte aligned.
+// taps packed (the sm80 wgrad's too), im2col's limits (strides <= 8, corners in -128 .. 127).
 template <class Element, int TileM, int TileN, int Stages, Sm90Schedule Schedule, int FilterR, int FilterS, int StrideH,
           int StrideW, class Epilogue>
 struct Conv2dSm90Wgrad {
@@ -514,8 +502,11 @@ struct Conv2dSm90Wgrad {
   using Loader = sm90::ConvWgradLoader;
   using Gemm = GemmSm90<Element, ColMajor, Element, RowMajor, float, TileM, TileN, 64, Stages, Schedule, 1, 1, false, 0,
                         sm90::NoBlockScaling, Epilogue, Loader>;
+  // The sm80 path's checks; their alignment of 8 elements (16 bytes) is also what TMA needs of every
+  // pointer and stride.
   using Checks = Conv2dSm80<ConvKind::Wgrad, Element, 8, 8, float, 128, 128, 32, 2, 2, 3, FilterR, FilterS, StrideH, StrideW,
                             Epilogue>;
+  static_assert(sizeof(Element) == 2, "Conv2dSm90Wgrad: f16 or bf16 tensors");
   static constexpr int kThreads = Gemm::kThreads;
   static constexpr int kSmemBytes = Gemm::kSmemBytes;
   static constexpr int kMinSmemBytes = Gemm::kMinSmemBytes;
@@ -546,36 +537,20 @@ struct Conv2dSm90Wgrad {
       return snprintf(msg, sizeof(msg),
                       "kdl conv sm90a wgrad: c (%d) must be a multiple of 64 (a tile's 64 columns are one tap's channels)", p.c),
              msg;
-    if (p.stride_h > 8 || p.stride_w > 8)
-      return snprintf(msg, sizeof(msg), "kdl conv sm90a wgrad: strides (%d, %d) above 8 (TMA im2col traverses at most 8 apart)",
-                      p.stride_h, p.stride_w),
+    if (const char* e = sm90::im2col_x_refusal(p, "kdl conv sm90a wgrad", msg, sizeof(msg))) return e;
+    const GemmProblem g = gemm_of(p);
+    if (g.k > 0x7fffffffLL - 64)
+      return snprintf(msg, sizeof(msg), "kdl conv sm90a wgrad: n*p*q (%lld) too large for 32-bit pixel indexing",
+                      (long long)g.k),
              msg;
-    const int eh = p.dil_h * (p.r - 1), ew = p.dil_w * (p.s - 1);
-    if (p.pad_h > 128 || p.pad_w > 128 || eh - p.pad_h > 128 || ew - p.pad_w > 128)
-      return snprintf(msg, sizeof(msg),
-                      "kdl conv sm90a wgrad: padding (%d, %d) or dilated filter (%d x %d) out of TMA im2col's corner range "
-                      "(-128 .. 127)",
-                      p.pad_h, p.pad_w, eh + 1, ew + 1),
-             msg;
-    const int64_t esz = (int64_t)sizeof(Element);
-    if ((p.lda * esz) % 16 || (!images_as_rows(p) && (p.batch_stride_a * esz) % 16) || (p.ldb * esz) % 16 ||
-        (p.batch_stride_b * esz) % 16)
-      return snprintf(msg, sizeof(msg),
-                      "kdl conv sm90a wgrad: the pixel and image strides of dY (%lld, %lld) and X (%lld, %lld) must be "
-                      "multiples of 16 bytes for TMA",
-                      (long long)p.lda, (long long)p.batch_stride_a, (long long)p.ldb, (long long)p.batch_stride_b),
-             msg;
-    const int64_t k = gemm_of(p).k;
-    if (k > 0x7fffffffLL - 64)
-      return snprintf(msg, sizeof(msg), "kdl conv sm90a wgrad: n*p*q (%lld) too large for 32-bit pixel indexing", (long long)k),
-             msg;
-    return Gemm::can_implement(gemm_of(p));
+    return Gemm::can_implement(g);
   }
   static size_t workspace_size(const Conv2dProblem& p) { return Gemm::workspace_size(gemm_of(p)); }
 
   static cudaError_t run(const Conv2dProblem& p, const typename Epilogue::Params& ep, void* workspace, cudaStream_t stream) {
     if (can_implement(p) != nullptr) return cudaErrorInvalidValue;
     typename Loader::Params g{};
+    static_cast<sm90::ConvFpropShape&>(g) = sm90::ConvFpropShape::of(p);
     const GemmProblem gp = gemm_of(p);
     if (gp.m > 0 && gp.n > 0 && gp.k > 0) {
       const bool rows = images_as_rows(p);
@@ -588,16 +563,7 @@ struct Conv2dSm90Wgrad {
         return cudaErrorInvalidValue;
       g.images_as_rows = rows ? 1 : 0;
     }
-    g.taps = p.r * p.s;
-    g.pad_h = p.pad_h;
-    g.pad_w = p.pad_w;
-    g.stride_h = p.stride_h;
-    g.stride_w = p.stride_w;
-    g.dil_h = p.dil_h;
-    g.dil_w = p.dil_w;
     g.div_c = detail::FastDiv::make(p.c);
-    g.div_s = detail::FastDiv::make(p.s);
-    g.div_q = detail::FastDiv::make(p.q);
     g.div_pq = detail::FastDiv::make(p.p * p.q);
     g.div_ktiles_per_image = detail::FastDiv::make((int)ktiles_per_image(p));
     return Gemm::run(gp, ep, workspace, stream, g);

@@ -145,6 +145,15 @@ struct BlockScaling {
 // (`load_stage<TileA, TileB>(params, stage_a, stage_b, full, batch, m0, n0, kt)`: the A tile at rows m0,
 // the B tile at columns n0, k-tile kt, in TileA's and TileB's layouts; e.g. conv wgrad's dY tile and X in
 // im2col mode, kdl/conv_sm90.cuh); GemmSm90 then encodes no tensor map of A or B.
+// A thread gather's per-thread rows (AGather::Rows<TileM>); nothing for the TMA loaders, which need none.
+template <bool Gathers, class AGather, int TileM>
+struct GatherRows {
+  using type = typename AGather::template Rows<TileM>;
+};
+template <class AGather, int TileM>
+struct GatherRows<false, AGather, TileM> {
+  struct type {};
+};
 struct NoGather {
   static constexpr bool kEnabled = false;
   static constexpr bool kIm2col = false;
@@ -440,7 +449,7 @@ struct GemmSm90 {
     const uint16_t mask_b = 1;  // ClusterM == 1 on this path's callers; see below
     static_assert(ClusterM == 1, "GemmSm90: a gathered A runs without clusters");
     Ring ring;
-    typename AGather::template Rows<TileM> rows;  // this thread's rows of the A tile (a thread gather)
+    typename sm90::GatherRows<kGather, AGather, TileM>::type rows;  // this thread's rows of the A tile (a thread gather)
     const int n_walk = walk_length(P, walker, walkers);
     for (int j = 0; j < n_walk; ++j) {
       const Unit w = unit_at(P, walker, walkers, j, 0, 0);

@@ -114,6 +114,14 @@ static void reference(const Tensors& t, const Case& cs, const std::vector<float>
   }
 }
 
+// The case with serial split-K: `slices`, at most the GEMM's k-tiles of `tile_k` output pixels (wgrad's K:
+// can_implement refuses more slices than k-tiles).
+static Case with_split(Case c, int slices, int tile_k) {
+  const int p = (c.h + 2 * c.ph - c.dh * (c.r - 1) - 1) / c.sh + 1, q = (c.w + 2 * c.pw - c.dw * (c.s - 1) - 1) / c.sw + 1;
+  c.split = std::min(slices, (c.n * p * q + tile_k - 1) / tile_k);
+  return c;
+}
+
 template <ConvKind K, class C>
 static bool run_case(const Case& cs, std::mt19937& g, const char* label) {
   Tensors t;
@@ -238,10 +246,7 @@ int main(int argc, char** argv) {
     fails += !run_case<ConvKind::Fprop, Conv<ConvKind::Fprop>>(c, g, "fprop 128x128");
     fails += !run_case<ConvKind::Dgrad, Conv<ConvKind::Dgrad>>(c, g, "dgrad 128x128");
     fails += !run_case<ConvKind::Wgrad, Conv<ConvKind::Wgrad>>(c, g, "wgrad 128x128");
-    Case split = c;
-    const int p = (c.h + 2 * c.ph - c.dh * (c.r - 1) - 1) / c.sh + 1, q = (c.w + 2 * c.pw - c.dw * (c.s - 1) - 1) / c.sw + 1;
-    split.split = std::min(3, (c.n * p * q + 31) / 32);  // at most the k-tiles (can_implement refuses more)
-    fails += !run_case<ConvKind::Wgrad, Conv<ConvKind::Wgrad>>(split, g, "wgrad 128x128 split 3");
+    fails += !run_case<ConvKind::Wgrad, Conv<ConvKind::Wgrad>>(with_split(c, 3, 32), g, "wgrad 128x128 split 3");
     total += 4;
   }
   // Fixed filter / stride, another tile.
@@ -283,10 +288,7 @@ int main(int argc, char** argv) {
   for (const Case& c : s90) {
     fails += !run_case<ConvKind::Wgrad, W90>(c, g, "sm90a wgrad 128x128");
     fails += !run_case<ConvKind::Wgrad, W90p>(c, g, "sm90a wgrad 64x128 pingpong");
-    Case split = c;
-    const int p = (c.h + 2 * c.ph - c.dh * (c.r - 1) - 1) / c.sh + 1, q = (c.w + 2 * c.pw - c.dw * (c.s - 1) - 1) / c.sw + 1;
-    split.split = std::min(3, (c.n * p * q + 63) / 64);  // at most the k-tiles (can_implement refuses more)
-    fails += !run_case<ConvKind::Wgrad, W90>(split, g, "sm90a wgrad 128x128 split 3");
+    fails += !run_case<ConvKind::Wgrad, W90>(with_split(c, 3, 64), g, "sm90a wgrad 128x128 split 3");
     total += 3;
   }
   // The sm90a dgrad at unit stride (GemmSm90 + ConvDgradLoader: dY by im2col with W's taps flipped, W tiled
