@@ -74,8 +74,10 @@ SANITIZED=(mx_bf16_bias_relu mx_bf16_amax mx_bf16_splitk4 mx_s8_saturate mx_tf32
            mx_f16_nn_rowC_colD)
 SANITIZED_SM90=(h90_bf16_coop_128x256x64_c2x1 h90_f16_pp_64x256x64_c1x2 h90_bf16_aux_z_amax h90_e4m3_tensor_scales
                 h90_e4m3_block_128x128 h90_bf16_splitk4 h90_bf16_rowC_colD_bias)
-# conv set (--tiny sizes): an fprop with a [channel] bias, a fixed-stride (phased) dgrad, a serial split-K wgrad.
-SANITIZED_CONV=(cv_bf16_fprop_bias_relu cv_f16_dgrad_3x3_s2 cv_f16_wgrad_splitk8)
+# conv set (--tiny sizes): an fprop with a [channel] bias, a fixed-stride (phased) dgrad, a serial split-K wgrad;
+# and the sm90a wgmma path's three (TMA im2col loaders): fprop, dgrad, split-K wgrad.
+SANITIZED_CONV=(cv_bf16_fprop_bias_relu cv_f16_dgrad_3x3_s2 cv_f16_wgrad_splitk8
+                cv90_bf16_coop_bias_relu cv90_bf16_dgrad_coop_bias_relu cv90_bf16_wgrad_coop_split)
 SET=${KDL_SANITIZER_SET:-all}
 in_set() { [ "$SET" = all ] || [[ ",$SET," == *",$1,"* ]]; }
 # sanitize LOG TOOL KERNEL SIZES COUNTED: one compute-sanitizer run of kdl_gpu_test on one kernel,

@@ -77,7 +77,7 @@ def run_case(kernel, pr, split, cpad_extra, seed, default_params):
     extra = 16 if cpad_extra else 0
     in0 = ca.Tensor4(pr.tensor_dims(kernel.in0), tdt(kernel.in0), pr.tensor_dims(kernel.in0)[1] + extra, gen)
     in1 = ca.Tensor4(pr.tensor_dims(kernel.in1), tdt(kernel.in1),
-                     pr.tensor_dims(kernel.in1)[1] + (0 if kernel.wgmma else extra), gen)
+                     pr.tensor_dims(kernel.in1)[1] + (0 if kernel.packed_filter_input else extra), gen)
     out_dims = pr.tensor_dims(kernel.out)
     out_pad = out_dims[1] + (0 if wgrad else extra)
     residual = ca.Tensor4(out_dims, tdt("residual"), out_pad, gen) if kernel.residual else None
@@ -211,8 +211,10 @@ def test_kernel(kernel, quick, seed, cc, shrink=1):
     problems = PROBLEMS[:2] if quick or kernel.list_name == "bench.list" else PROBLEMS
     for i, base in enumerate(problems):
         pr = (base.shrunk(shrink) if shrink > 1 else base).with_fixed(kernel.filter, kernel.stride)
-        if kernel.wgmma:  # what the sm90a wgmma conv path takes: input channels in blocks of 64
+        if kernel.channels64:  # what the sm90a wgmma conv path takes (ConvKernel says what and why)
             pr.c = (pr.c + 63) // 64 * 64
+        if kernel.unit_stride:
+            pr.stride = (1, 1)
         padded = base.label.startswith("padded channels")
         splits = [1]
         if kernel.slices > 1:

@@ -301,16 +301,18 @@ int main(int argc, char** argv) {
       {1, 17, 19, 24, 136, 5, 5, 2, 2, 1, 1, 1, 1, false, 1}, {2, 14, 14, 64, 24, 7, 7, 3, 3, 1, 1, 1, 1, true, 1},
       {4, 7, 7, 192, 64, 1, 1, 0, 0, 1, 1, 1, 1, false, 1},   {2, 10, 9, 40, 48, 3, 3, 0, 1, 1, 1, 1, 2, true, 1},
       {2, 30, 31, 128, 264, 3, 3, 1, 1, 1, 1, 1, 1, true, 1}, {1, 20, 30, 64, 48, 5, 3, 2, 0, 1, 1, 1, 3, false, 1},
-      {2, 12, 12, 16, 8, 3, 3, 0, 0, 1, 1, 1, 1, false, 1},   {1, 8, 8, 64, 64, 1, 1, 1, 1, 1, 1, 1, 1, false, 1},
+      {2, 12, 12, 16, 8, 3, 3, 0, 0, 1, 1, 1, 1, false, 1},   {1, 8, 8, 64, 64, 2, 2, 1, 1, 1, 1, 1, 1, false, 1},
   };
   for (const Case& c : d90) {
     fails += !run_case<ConvKind::Dgrad, D90>(c, g, "sm90a dgrad 128x128");
     fails += !run_case<ConvKind::Dgrad, D90p>(c, g, "sm90a dgrad 128x128 pingpong");
     total += 2;
   }
-  fails += !run_case<ConvKind::Dgrad, D90w>(f90, g, "sm90a dgrad fixed 3x3 s1 128x256");
-  total += 1;
+  // dY's channels (k) must be a multiple of 8 here (TMA strides): f90's k = 300 becomes 296.
   Case fw = f90;
+  fw.k = 296;
+  fails += !run_case<ConvKind::Dgrad, D90w>(fw, g, "sm90a dgrad fixed 3x3 s1 128x256");
+  total += 1;
   fails += !run_case<ConvKind::Wgrad, W90w>(fw, g, "sm90a wgrad fixed 3x3 s1 128x256");
   fw.padded = false;
   fw.split = 4;
