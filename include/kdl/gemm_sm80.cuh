@@ -64,6 +64,9 @@ __device__ __forceinline__ void sem_wait(const int* sem, int value) {
 __device__ __forceinline__ void sem_release(int* sem, int value) {
   asm volatile("st.global.release.gpu.b32 [%0], %1;\n" ::"l"(sem), "r"(value) : "memory");
 }
+__device__ __forceinline__ void sem_add_release(int* sem, int value) {
+  asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(sem), "r"(value) : "memory");
+}
 
 // Global -> shared copier for one operand tile. The smem tile is kRows rows of kRowElems
 // contiguous elements (the operand's contiguous dimension), swizzled.

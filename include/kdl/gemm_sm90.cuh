@@ -55,9 +55,9 @@
 //     Both need the second accumulator: at most 64 f32 registers each.
 //   * Serial split-K (GemmProblem::split_k = S > 1, for few output tiles, e.g. 128 x 8192 x 8192):
 //     a unit is one k-slice of a tile (the slices of a tile are consecutive units, so they run on
-//     different SMs at the same time); slice s waits on the tile's semaphore in the workspace until
-//     s slices have been added into the tile's f32 partial sums, adds them, and stores the sum back
-//     (s < S - 1) or runs the epilogue (the last slice): deterministic, see reduce_slices.
+//     different SMs at the same time); slices 0..S-2 store their f32 partial sums in workspace slots of
+//     their own and count themselves on the tile's semaphore, the last slice waits for them, adds the
+//     slots in slice order and runs the epilogue: deterministic, see reduce_slices.
 //   * Stream-K tail (split_k = 1, a workspace given, the last wave of tile groups 1/4 to 2/3 full: see
 //     stream_k_groups): the full waves run whole tiles; the last wave's k-tiles are spread evenly over
 //     all walkers and added in the same workspace protocol as split-K (unit_at).
@@ -309,7 +309,7 @@ struct GemmSm90 {
     int dp_groups;        // stream-K tail: the tile groups walked whole (a multiple of the walkers)
     int sk_groups;        // stream-K tail: the last tile groups, whose k-tiles are spread over all walkers (0: none)
     float* partials;      // split > 1 or sk_groups > 0: TileM x TileN f32 partial sums per slot (workspace)
-    int* semaphores;      // per slot, the number of slices already added into its partials
+    int* semaphores;      // per tile that adds slices: the slices stored (split-K) or added (stream-K tail)
     // Block scaling: scale of A's block (row / BlockMA, k-block kb) at scale_a[b * bs_sa + kb * ld_sa + row / BlockMA],
     // of B's block (col / BlockNB, kb) at scale_b[b * bs_sb + kb * ld_sb + col / BlockNB].
     const float* scale_a;
@@ -347,7 +347,7 @@ struct GemmSm90 {
     int batch, tm, tn;
     int slice, kt_begin, kt_end;  // k-tiles [kt_begin, kt_end) of the tile
     int slices;                   // slices of the tile (1: the unit is the whole tile)
-    int slot;                     // slices > 1: the tile's partial sums and semaphore in the workspace
+    int slot;                     // slices > 1: the tile's semaphore (and first partial-sum slot) in the workspace
   };
   __device__ __forceinline__ static int units_m(const KernelParams& P) { return (P.tiles_m + ClusterM - 1) / ClusterM; }
   __device__ __forceinline__ static int units_n(const KernelParams& P) { return (P.tiles_n + ClusterN - 1) / ClusterN; }
@@ -694,15 +694,21 @@ struct GemmSm90 {
     if constexpr (kClusterSize > 1) sm90::cluster_sync();
   }
 
-  // Serial split-K for one unit (slice s of its tile): the threads that hold the tile's accumulator
-  // (cooperative: both consumers, 256 threads; pingpong: one consumer) wait until the tile's semaphore
-  // says s slices have been added into its partial sums, add those into acc, and then, unless s is
-  // the last slice, store acc back and count their slice (returns false: no epilogue); the last
-  // slice resets the semaphore (run() also zeroes the semaphores before each launch) and returns true.
-  // The slices are added in order, so the result does not depend on timing. A slice waits only on
-  // lower units, and every CTA walks its units in increasing order, so the lowest unfinished unit can
-  // always proceed (the grid is resident: one CTA per SM, at most SMs CTAs).
-  // The partials are laid out by fragment: register quad q of consumer thread t at float4 q * 128 + t.
+  // Adding the slices of a tile (split-K, or the stream-K tail) for one unit (slice s of S). The threads
+  // that hold the tile's accumulator (cooperative: both consumers, 256 threads; pingpong: one consumer) take
+  // part; returns true for the one slice that then runs the epilogue. Either way the sum does not depend
+  // on timing (fixed order), and the partials are laid out by fragment: register quad q of consumer
+  // thread t at float4 q * 128 + t.
+  //   * Split-K (P.split > 1), fan-in: slices 0..S-2 store their partial sums in slots of their own and
+  //     count themselves on the tile's semaphore without waiting; slice S-1 waits for the count to reach
+  //     S-1, then adds the slots in slice order into its accumulator (its own slice first) and resets the
+  //     semaphore. The slices run at the same time (consecutive units), so the tile's fixup costs one
+  //     store and S-1 loads on the critical path instead of S-1 store/load round trips one after another.
+  //   * Stream-K tail: in turn (slice s waits until s slices have been added into the tile's one slot,
+  //     adds them, and stores the sum back unless it is the last): the tail's slices end at different
+  //     times by construction, the first ones early in their walkers' walks.
+  // A slice waits only on lower units, and every CTA walks its units in increasing order, so the lowest
+  // unfinished unit can always proceed (the grid is resident: one CTA per SM, at most SMs CTAs).
   __device__ __forceinline__ static bool reduce_slices(const KernelParams& P, const Unit& w, Acc (&acc)[kMmaM][kAccRegs],
                                                        int consumer, int wg_thread) {
     constexpr int kTileThreads = kPingpong ? 128 : 256;
@@ -710,12 +716,14 @@ struct GemmSm90 {
     const bool leader = kPingpong ? wg_thread == 0 : (consumer == 0 && wg_thread == 0);
     // s32 partial sums (s8 / u8) are kept as s32 in the same 4-byte words.
     using Acc4 = typename std::conditional<detail::is_same_t<Acc, float>::value, float4, int4>::type;
-    Acc4* const part = reinterpret_cast<Acc4*>(P.partials + (size_t)w.slot * (TileM * TileN) +
-                                                   (kPingpong ? 0 : consumer * (TileM * TileN / kConsumers)));
-    int* const sem = P.semaphores + w.slot;
-    if (w.slice > 0) {
-      if (leader) detail::sem_wait(sem, w.slice);
-      sm90::named_barrier_sync(bar_id, kTileThreads);
+    const bool fan_in = P.split > 1;
+    const size_t thread_off = kPingpong ? 0 : (size_t)consumer * (TileM * TileN / kConsumers);
+    // The slot of slice `slice`: split-K, one per slice but the last; the stream-K tail, one per tile.
+    auto slot_of = [&](int slice) {
+      const size_t slot = fan_in ? (size_t)w.slot * (P.split - 1) + slice : (size_t)w.slot;
+      return reinterpret_cast<Acc4*>(P.partials + slot * (TileM * TileN) + thread_off);
+    };
+    auto add_slot = [&](const Acc4* part) {
 #pragma unroll
       for (int i = 0; i < kMmaM; ++i)
 #pragma unroll
@@ -726,8 +734,20 @@ struct GemmSm90 {
           acc[i][4 * q + 2] += v.z;
           acc[i][4 * q + 3] += v.w;
         }
+    };
+    int* const sem = P.semaphores + w.slot;
+    const bool last = w.slice == w.slices - 1;
+    if (w.slice > 0 && (last || !fan_in)) {
+      if (leader) detail::sem_wait(sem, fan_in ? w.slices - 1 : w.slice);
+      sm90::named_barrier_sync(bar_id, kTileThreads);
+      if (fan_in) {
+        for (int s = 0; s < w.slices - 1; ++s) add_slot(slot_of(s));
+      } else {
+        add_slot(slot_of(0));
+      }
     }
-    if (w.slice < w.slices - 1) {
+    if (!last) {
+      Acc4* const part = slot_of(w.slice);
 #pragma unroll
       for (int i = 0; i < kMmaM; ++i)
 #pragma unroll
@@ -736,7 +756,10 @@ struct GemmSm90 {
                  Acc4{acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]});
       __threadfence();
       sm90::named_barrier_sync(bar_id, kTileThreads);
-      if (leader) detail::sem_release(sem, w.slice + 1);
+      if (leader) {
+        if (fan_in) detail::sem_add_release(sem, 1);
+        else detail::sem_release(sem, w.slice + 1);
+      }
       return false;
     }
     if (leader) *sem = 0;  // every thread of the tile has passed the wait: leave the semaphore reset
@@ -1149,15 +1172,20 @@ struct GemmSm90 {
     if (prepare_device(dev) != cudaSuccess) return sms;
     return resident_ctas(dev, sms);
   }
-  // Workspace slots (TileM x TileN f32 partial sums, then one int semaphore each): split-K: one per
-  // output tile; stream-K tail: one per CTA tile of the tail.
+  // Workspace: partial-sum slots (TileM x TileN f32 / s32 each), then one int semaphore per tile that adds
+  // slices (reduce_slices). Split-K: a semaphore per output tile and a slot per slice but the last
+  // (fan-in); stream-K tail: a semaphore and a slot per CTA tile of the tail (added in turn).
+  static size_t sems_of(const GemmProblem& p, int sms) {
+    return p.split_k > 1 ? (size_t)tiles_total(p) : (size_t)stream_k_groups(p, sms) * kClusterSize;
+  }
   static size_t slots_of(const GemmProblem& p, int sms) {
-    return p.split_k > 1 ? tiles_total(p) : (size_t)stream_k_groups(p, sms) * kClusterSize;
+    return p.split_k > 1 ? (size_t)tiles_total(p) * (size_t)(p.split_k - 1) : sems_of(p, sms);
   }
   static size_t sem_offset(size_t slots) { return (slots * TileM * TileN * sizeof(float) + 255) / 256 * 256; }
   static size_t workspace_size(const GemmProblem& p) {
-    const size_t slots = slots_of(p, p.split_k > 1 ? 0 : device_sms());
-    return slots ? sem_offset(slots) + slots * sizeof(int) : 0;
+    const int sms = p.split_k > 1 ? 0 : device_sms();
+    const size_t sems = sems_of(p, sms);
+    return sems ? sem_offset(slots_of(p, sms)) + sems * sizeof(int) : 0;
   }
 
   // Per device: compute capability 9.x and the kernel's dynamic shared memory opted into.
@@ -1218,10 +1246,10 @@ struct GemmSm90 {
     kp.dp_groups = (int)groups_of(p) - kp.sk_groups;
     if (p.split_k > 1 || kp.sk_groups > 0) {
       if (workspace == nullptr) return cudaErrorInvalidValue;
-      const size_t slots = slots_of(p, sms);
       kp.partials = static_cast<float*>(workspace);
-      kp.semaphores = reinterpret_cast<int*>(static_cast<char*>(workspace) + sem_offset(slots));
-      if (cudaError_t e = cudaMemsetAsync(kp.semaphores, 0, slots * sizeof(int), stream); e != cudaSuccess) return e;
+      kp.semaphores = reinterpret_cast<int*>(static_cast<char*>(workspace) + sem_offset(slots_of(p, sms)));
+      if (cudaError_t e = cudaMemsetAsync(kp.semaphores, 0, sems_of(p, sms) * sizeof(int), stream); e != cudaSuccess)
+        return e;
     }
     kp.ep = ep;
     if constexpr (kTmaStoreD) kp.store_d = encode_d(&kp.tmD, p, ep) ? 1 : 0;
