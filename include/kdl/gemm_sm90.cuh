@@ -740,11 +740,9 @@ struct GemmSm90 {
     if (w.slice > 0 && (last || !fan_in)) {
       if (leader) detail::sem_wait(sem, fan_in ? w.slices - 1 : w.slice);
       sm90::named_barrier_sync(bar_id, kTileThreads);
-      if (fan_in) {
-        for (int s = 0; s < w.slices - 1; ++s) add_slot(slot_of(s));
-      } else {
-        add_slot(slot_of(0));
-      }
+      const int n = fan_in ? w.slices - 1 : 1;  // one loop for both (one copy of the adds: register pressure)
+#pragma unroll 1
+      for (int s = 0; s < n; ++s) add_slot(slot_of(s));
     }
     if (!last) {
       Acc4* const part = slot_of(w.slice);
