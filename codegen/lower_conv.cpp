@@ -99,8 +99,8 @@ void decideConvPath(Lowering& l) {
                 "8 at run time";
         break;
       default:
-        needs = "batched over images, X loaded by TMA in im2col mode; needs c a multiple of 64, W's taps packed, "
-                "strides <= 8 at run time";
+        needs = "batched over images, X loaded by TMA in im2col mode, W by tiled TMA as {c, r*s, k}; needs strides "
+                "<= 8 and the im2col corners in -128 .. 127 at run time";
         break;
     }
     l.decide("path", fmt::format("{} (include/kdl/conv_sm90.cuh)", l.plan.deviceTemplate()),

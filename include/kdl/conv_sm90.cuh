@@ -1,26 +1,28 @@
-// kdl/conv_sm90.cuh -- conv2d fprop on the Hopper path (sm_90a): kdl::GemmSm90's warp-specialized wgmma
-// mainloop with a gather producer for the activations.
+// kdl/conv_sm90.cuh -- conv2d fprop, dgrad and wgrad on the Hopper path (sm_90a): kdl::GemmSm90's
+// warp-specialized wgmma mainloop, its stages loaded by TMA (stage loaders) or A gathered by the producer.
 //
-// The implicit GEMM is batched over images: batch = image, M = p*q (the image's output pixels), N = k,
-// K = r*s*c walked as (tap r, s; 64 channels), so the epilogue sees the same coordinates as the sm80
-// path's (kdl/conv_problem.h: batch = image, m = pixel of the image, n = k) and GemmSm90's epilogue
-// (TMA store of Y, [col] = [channel] broadcasts, the residual as C) serves unchanged.
-//   * A (X), by default: one TMA in im2col mode per k-tile (sm90::ConvFpropIm2col): the tensor map describes
-//     X as {c, w, h, n} with the padding as its bounding box's corners and the conv's strides as traversal
-//     strides; a load takes the tile's first output pixel and the tap's offset (r * dil_h, s * dil_w) and
-//     walks TileM output pixels (along W, then H, then the next image), 64 channels each, zero-filling
-//     what lies outside X, into the 128-byte-swizzled K-major stage. The hardware makes the addresses.
-//   * A (X), Im2col = false: the producer warpgroup's 128 threads gather it (sm90::ConvFpropGather): per k-tile each
+// fprop: the implicit GEMM is batched over images: batch = image, M = p*q (the image's output pixels), N = k,
+// K = (tap r, s; 64 channels), so the epilogue sees the same coordinates as the sm80 path's
+// (kdl/conv_problem.h: batch = image, m = pixel of the image, n = k) and GemmSm90's epilogue (TMA store of
+// Y, [col] = [channel] broadcasts, the residual as C) serves unchanged.
+//   * By default (sm90::ConvFpropLoader), one thread loads a stage with two TMAs: A (X) in im2col mode --
+//     the tensor map describes X as {c, w, h, n} with the padding as its bounding box's corners and the
+//     conv's strides as traversal strides; a load takes the tile's first output pixel and the tap's offset
+//     (r * dil_h, s * dil_w) and walks TileM output pixels (along W, then H, then the next image), 64
+//     channels each, zero-filling what lies outside X, into the 128-byte-swizzled K-major stage -- and B
+//     (W) as a 3-D tensor {c, r*s, k}: the tap's 64 channels of the tile's TileN filters. The hardware makes
+//     the addresses; channels past c are zero on both sides, so c need only be a multiple of 8, and W's
+//     taps may be padded.
+//   * Im2col = false: the producer warpgroup's 128 threads gather A (sm90::ConvFpropGather): per k-tile each
 //     row (output pixel) finds its source (y, x) for the tap, and eight threads copy its 64 channels
 //     (128 bytes, a 16-byte cp.async each) into the 128-byte-swizzled K-major layout wgmma reads,
 //     zero-filling padding and rows past p*q; each thread then arrives on the stage's full barrier when
-//     its copies land (cp.async.mbarrier.arrive.noinc).
-//   * B (W): TMA, as the GEMM's column-major B: W is one k x (r*s*c) matrix (its taps packed: tap
-//     stride == c), the same tile for every image.
-// Requirements beyond the sm80 path's (can_implement names the one that fails): c a multiple of 64
-// (a k-tile is one tap's 64 channels), W's tap stride == c, n <= 65535, no split-K; X, W, Y pointers and
-// strides 16-byte aligned (the kernel's alignment of 8 elements); im2col: strides <= 8, padding and the
-// dilated filter within the tensor map's corner range (-128 .. 127).
+//     its copies land (cp.async.mbarrier.arrive.noinc). B comes by TMA as the GEMM's column-major B: W as
+//     one k x (r*s*c) matrix, so c a multiple of 64 and W's taps packed.
+// Requirements beyond the sm80 path's (can_implement names the one that fails): n <= 65535, no split-K;
+// X, W, Y pointers and strides 16-byte aligned (the kernel's alignment of 8 elements); im2col: strides <= 8,
+// padding and the dilated filter within the tensor map's corner range (-128 .. 127).
+// dgrad and wgrad: below (ConvDgradLoader, ConvWgradLoader).
 // Measured on the H100 (bf16 N32 C256 56x56 K256 3x3, 128x256 cooperative): the thread gather 638 TFLOP/s,
 // im2col TMA 692 (docs/perf-notes.md, v13).
 #pragma once
@@ -62,7 +64,6 @@ struct ConvFpropKOrder {
 // GemmSm90's AGather for conv fprop: the A tile of (image, tile tm, k-tile kt) from X (NHWC).
 struct ConvFpropGather : ConvFpropKOrder {
   static constexpr bool kEnabled = true;
-  static constexpr bool kIm2col = false;
   static constexpr bool kLoadsStage = false;
   struct Params : ConvFpropShape {
     const char* x;                     // X
@@ -180,31 +181,40 @@ __device__ __forceinline__ void tma_load_im2col(uint32_t dst, const CUtensorMap*
 #endif
 }
 
-// GemmSm90's AGather for conv fprop by TMA in im2col mode: one instruction per k-tile loads the A tile of
-// (image, tile tm, k-tile kt): TileM consecutive output pixels (the tensor map walks W, then H, then the
-// next image, with the conv's strides), each at the tap's offset, 64 channels, padding zero-filled by TMA.
-struct ConvFpropIm2col : ConvFpropKOrder {
+// GemmSm90's stage loader (kLoadsStage) for conv fprop: the implicit GEMM M = output pixels, N = k, K = (tap,
+// 64-channel block) walked tap fastest (ConvFpropKOrder), ceil(c / 64) blocks per tap.
+//   * A (X, K-major): one TMA in im2col mode per k-tile: TileM consecutive output pixels (the tensor map walks
+//     W, then H, then the next image, with the conv's strides), each at the tap's offset, channels
+//     cb * 64 .. cb * 64 + 63; padding and channels past c zero-filled by TMA.
+//   * B (W, K-major): one tiled TMA per k-tile of W as {c, r*s, k} (the tap its own dimension, so W's taps
+//     may be padded): channels cb * 64 .. + 63 of the tap for the tile's TileN output channels; past c or k:
+//     zero. A's and B's zero channels meet, so a partial channel block adds nothing.
+struct ConvFpropLoader : ConvFpropKOrder {
   static constexpr bool kEnabled = false;
-  static constexpr bool kIm2col = true;
-  static constexpr bool kLoadsStage = false;
+  static constexpr bool kLoadsStage = true;
   struct Params : ConvFpropShape {
     CUtensorMap tmX;  // X as {c, w, h, n}: corners -pad .. pad - (dil * (filter - 1)), traversal strides
+    CUtensorMap tmW;  // W as {c, r*s, k}, box 64 x 1 x TileN
     int images_as_rows;  // 1: the GEMM runs the images as one (M = n*p*q, batch 1), tiles cross images
     ::kdl::detail::FastDiv div_pq;  // p * q
   };
-  template <int TileM>
-  __device__ __forceinline__ static void load_tma(const Params& g, uint32_t stage, uint64_t* full, int image, int tm, int kt) {
-    int cb, r, s, p0, q0, pixel = tm * TileM;
-    tile_of(g, kt, cb, r, s);
-    if (g.images_as_rows) g.div_pq.divmod(pixel, image, pixel);  // the image the tile starts in
-    g.div_q.divmod(pixel, p0, q0);  // the tile's first output pixel (the load walks on into the next image)
-    tma_load_im2col(stage, &g.tmX, full, cb * 64, q0 * g.stride_w - g.pad_w, p0 * g.stride_h - g.pad_h, image, s * g.dil_w,
-                    r * g.dil_h);
+  __device__ __forceinline__ static void prefetch(const Params& g) {
+    tma_prefetch(&g.tmX);
+    tma_prefetch(&g.tmW);
   }
-  // The tensor map (X = the problem's A); false when the driver cannot describe X.
-  template <int TileM>
-  static bool encode(Params& g, const Conv2dProblem& p, int elem_bytes, CUtensorMapDataType dtype) {
-    return encode_im2col_x(&g.tmX, p, p.A, p.lda, p.batch_stride_a, TileM, elem_bytes, dtype);
+  template <class TileA, class TileB>
+  __device__ __forceinline__ static void load_stage(const Params& g, uint32_t stage_a, uint32_t stage_b, uint64_t* full,
+                                                    int batch, int m0, int n0, int kt) {
+    static_assert(TileA::kMajor == Major::K && TileB::kMajor == Major::K && TileA::kBlocks == 1 && TileB::kBlocks == 1,
+                  "ConvFpropLoader: K-major A and B tiles of 64-channel k-tiles");
+    int cb, tap, r, s, p0, q0, image = batch, pixel = m0;
+    g.div_taps.divmod(kt, cb, tap);  // ConvFpropKOrder's walk: the tap fastest
+    g.div_s.divmod(tap, r, s);
+    if (g.images_as_rows) g.div_pq.divmod(m0, image, pixel);  // the image the tile starts in
+    g.div_q.divmod(pixel, p0, q0);  // the tile's first output pixel (the load walks on into the next image)
+    tma_load_im2col(stage_a, &g.tmX, full, cb * 64, q0 * g.stride_w - g.pad_w, p0 * g.stride_h - g.pad_h, image,
+                    s * g.dil_w, r * g.dil_h);
+    tma_load_3d(__cvta_shared_to_generic(stage_b), &g.tmW, full, cb * 64, tap, n0);
   }
 };
 
@@ -218,7 +228,6 @@ struct ConvFpropIm2col : ConvFpropKOrder {
 //     r*s - 1 - tap' for the k-tile's 64 output channels (past c or k: zero).
 struct ConvDgradLoader {
   static constexpr bool kEnabled = false;
-  static constexpr bool kIm2col = false;
   static constexpr bool kLoadsStage = true;
   struct Params {
     CUtensorMap tmY;     // dY in im2col mode, TileM pixels x 64 channels per load
@@ -264,7 +273,6 @@ struct ConvDgradLoader {
 //   Columns past r*s*c load the last tap again: their results are never stored.
 struct ConvWgradLoader {
   static constexpr bool kEnabled = false;
-  static constexpr bool kIm2col = false;
   static constexpr bool kLoadsStage = true;
   struct Params : ConvFpropShape {  // X as fprop reads it: pads, strides, dilations, div_q, div_taps, div_s
     CUtensorMap tmY;     // dY: {k, p*q, n} (images_as_rows: {k, n*p*q, 1}), box 64 x 64
@@ -312,27 +320,32 @@ template <class Element, int TileM, int TileN, int Stages, Sm90Schedule Schedule
           int StrideW, class Epilogue, bool Im2col = true>
 struct Conv2dSm90Fprop {
   static constexpr ConvKind kKind = ConvKind::Fprop;
-  static constexpr bool kPackedFilterTaps = true;  // W's tap stride must be c
-  using Gather = typename std::conditional<Im2col, sm90::ConvFpropIm2col, sm90::ConvFpropGather>::type;
+  static constexpr bool kPackedFilterTaps = !Im2col;  // the thread gather reads W as one k x (r*s*c) matrix
+  // Im2col: the stage loader (X by im2col TMA, W by tiled TMA); else the producer threads gather X.
+  using Loader = typename std::conditional<Im2col, sm90::ConvFpropLoader, sm90::ConvFpropGather>::type;
   using Gemm = GemmSm90<Element, RowMajor, Element, ColMajor, float, TileM, TileN, 64, Stages, Schedule, 1, 1, false, 0,
-                        sm90::NoBlockScaling, Epilogue, Gather>;
-  // The convolution's own argument checks (sizes, padding, strides, alignment of 8 elements), shared with
-  // the sm80 path (only its host-side can_implement is instantiated).
+                        sm90::NoBlockScaling, Epilogue, Loader>;
+  // The convolution's own argument checks (sizes, padding, strides, alignment of 8 elements: also what TMA
+  // needs of every pointer and stride), shared with the sm80 path (only its host-side can_implement is
+  // instantiated).
   using Checks = Conv2dSm80<ConvKind::Fprop, Element, 8, 8, float, 128, 128, 32, 2, 2, 3, FilterR, FilterS, StrideH, StrideW,
                             Epilogue>;
+  static_assert(sizeof(Element) == 2, "Conv2dSm90Fprop: f16 or bf16 tensors");
   static constexpr int kThreads = Gemm::kThreads;
   static constexpr int kSmemBytes = Gemm::kSmemBytes;
   static constexpr int kMinSmemBytes = Gemm::kMinSmemBytes;
 
-  // The batched GEMM: per image, M = p*q, N = k, K = r*s*c; B = W (column-major, ld = the filter stride).
-  // With the epilogue's images packed (Conv2dProblem::images_packed) and the im2col load, one GEMM of
+  // The batched GEMM: per image, M = p*q, N = k, K = r*s taps x c channels (the loader: rounded up to
+  // 64 per tap; the gather: c a multiple of 64, B = W as the column-major k x (r*s*c) matrix).
+  // With the epilogue's images packed (Conv2dProblem::images_packed) and the TMA loader, one GEMM of
   // M = n*p*q: its tiles cross images, none is cut short at an image's last pixel (28x28: 12 % of the rows).
   static bool images_as_rows(const Conv2dProblem& p) { return Im2col && p.images_packed; }
+  static int channel_blocks(const Conv2dProblem& p) { return (p.c + 63) / 64; }
   static GemmProblem gemm_of(const Conv2dProblem& p) {
     GemmProblem g{};
-    g.m = images_as_rows(p) ? p.n * p.p * p.q : p.p * p.q;
+    g.m = images_as_rows(p) ? (int64_t)p.n * p.p * p.q : (int64_t)p.p * p.q;
     g.n = p.k;
-    g.k = p.r * p.s * p.c;
+    g.k = Im2col ? (int64_t)p.r * p.s * channel_blocks(p) * 64 : (int64_t)p.r * p.s * p.c;
     g.batch = images_as_rows(p) ? 1 : p.n;
     g.A = p.A;
     g.lda = g.k;
@@ -347,15 +360,19 @@ struct Conv2dSm90Fprop {
   static const char* can_implement(const Conv2dProblem& p) {
     static thread_local char msg[320];
     if (const char* e = Checks::can_implement(p)) return e;
-    if (p.c % 64)
-      return snprintf(msg, sizeof(msg), "kdl conv sm90a: c (%d) must be a multiple of 64 (a k-tile is one tap's 64 channels)",
-                      p.c),
-             msg;
-    if (p.ldb != p.c)
-      return snprintf(msg, sizeof(msg),
-                      "kdl conv sm90a: the tap stride of W (%lld) must be c (%d): W is read as one k x (r*s*c) matrix by TMA",
-                      (long long)p.ldb, p.c),
-             msg;
+    if constexpr (!Im2col) {
+      if (p.c % 64)
+        return snprintf(msg, sizeof(msg),
+                        "kdl conv sm90a: c (%d) must be a multiple of 64 (the thread gather's k-tile is one tap's 64 channels)",
+                        p.c),
+               msg;
+      if (p.ldb != p.c)
+        return snprintf(msg, sizeof(msg),
+                        "kdl conv sm90a: the tap stride of W (%lld) must be c (%d): the thread gather reads W as one k x "
+                        "(r*s*c) matrix by TMA",
+                        (long long)p.ldb, p.c),
+               msg;
+    }
     if (p.n > 65535) return snprintf(msg, sizeof(msg), "kdl conv sm90a: n (%d) must be at most 65535", p.n), msg;
     if (p.split_k != 1) return snprintf(msg, sizeof(msg), "kdl conv sm90a: split_k (%d) must be 1", p.split_k), msg;
     if constexpr (Im2col)
@@ -367,13 +384,26 @@ struct Conv2dSm90Fprop {
 
   static cudaError_t run(const Conv2dProblem& p, const typename Epilogue::Params& ep, void* workspace, cudaStream_t stream) {
     if (can_implement(p) != nullptr) return cudaErrorInvalidValue;
-    typename Gather::Params g{};
+    typename Loader::Params g{};
     static_cast<sm90::ConvFpropShape&>(g) = sm90::ConvFpropShape::of(p);
+    const GemmProblem gp = gemm_of(p);
     if constexpr (Im2col) {
       g.images_as_rows = images_as_rows(p) ? 1 : 0;
       g.div_pq = detail::FastDiv::make(p.p * p.q);
-      if (!Gather::template encode<TileM>(g, p, int(sizeof(Element)), detail::Sm90TmaDtype<Element>::value))
-        return cudaErrorInvalidValue;
+      if (gp.m > 0 && gp.n > 0 && gp.k > 0) {
+        constexpr CUtensorMapDataType dtype = detail::Sm90TmaDtype<Element>::value;
+        if (!sm90::encode_im2col_x(&g.tmX, p, p.A, p.lda, p.batch_stride_a, TileM, int(sizeof(Element)), dtype))
+          return cudaErrorInvalidValue;
+        const DriverApi& api = driver_api();
+        if (api.cuTensorMapEncodeTiled == nullptr) return cudaErrorNotSupported;
+        cuuint64_t dims[3] = {(cuuint64_t)p.c, (cuuint64_t)p.r * p.s, (cuuint64_t)p.k};
+        cuuint64_t strides[2] = {(cuuint64_t)p.ldb * sizeof(Element), (cuuint64_t)p.batch_stride_b * sizeof(Element)};
+        cuuint32_t box[3] = {64, 1, (cuuint32_t)TileN}, estr[3] = {1, 1, 1};
+        if (api.cuTensorMapEncodeTiled(&g.tmW, dtype, 3, const_cast<void*>(p.B), dims, strides, box, estr,
+                                       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+          return cudaErrorInvalidValue;
+      }
     } else {
       g.x = static_cast<const char*>(p.A);
       g.ld_bytes = p.lda * (int64_t)sizeof(Element);
@@ -382,7 +412,7 @@ struct Conv2dSm90Fprop {
       g.w = p.w;
       g.pq = p.p * p.q;
     }
-    return Gemm::run(gemm_of(p), ep, workspace, stream, g);
+    return Gemm::run(gp, ep, workspace, stream, g);
   }
 };
 

@@ -139,12 +139,10 @@ struct BlockScaling {
 // stage's full barrier when their copies land (cp.async.mbarrier.arrive.noinc); B still comes by TMA,
 // one tile shared by every batch (the gather's batch is the implicit GEMM's, e.g. the image).
 // The gather also says where k-tile kt lies along B's K (`b_k(params, kt)`): it may walk K in its own order.
-// An AGather with kIm2col loads the A tile with one TMA in im2col mode instead (`load_tma(params, stage_a,
-// full, batch, tm, kt)` by the producer's one thread; its bytes are part of the stage's expect_tx).
 // An AGather with kLoadsStage loads both tiles of a stage itself, by TMA from the producer's one thread
 // (`load_stage<TileA, TileB>(params, stage_a, stage_b, full, batch, m0, n0, kt)`: the A tile at rows m0,
-// the B tile at columns n0, k-tile kt, in TileA's and TileB's layouts; e.g. conv wgrad's dY tile and X in
-// im2col mode, kdl/conv_sm90.cuh); GemmSm90 then encodes no tensor map of A or B.
+// the B tile at columns n0, k-tile kt, in TileA's and TileB's layouts; e.g. conv fprop's X in im2col mode
+// and W as a 3-D tensor, kdl/conv_sm90.cuh); GemmSm90 then encodes no tensor map of A or B.
 // A thread gather's per-thread rows (AGather::Rows<TileM>); nothing for the TMA loaders, which need none.
 template <bool Gathers, class AGather, int TileM>
 struct GatherRows {
@@ -156,7 +154,6 @@ struct GatherRows<false, AGather, TileM> {
 };
 struct NoGather {
   static constexpr bool kEnabled = false;
-  static constexpr bool kIm2col = false;
   static constexpr bool kLoadsStage = false;
   struct Params {};
 };
@@ -202,13 +199,10 @@ struct GemmSm90 {
   // A gathered by the producer warpgroup (AGather): its 128 threads compute addresses, so they keep more
   // registers than the TMA producer's single thread.
   static constexpr bool kGather = AGather::kEnabled;
-  static constexpr bool kIm2col = AGather::kIm2col;  // A by one im2col TMA (B shared by every batch, as with kGather)
   static constexpr bool kLoadsStage = AGather::kLoadsStage;  // A and B by the AGather's TMA loads
-  static_assert(!kLoadsStage || (!kGather && !kIm2col && ClusterM == 1 && ClusterN == 1),
+  static_assert(!kLoadsStage || (!kGather && ClusterM == 1 && ClusterN == 1),
                 "GemmSm90: a stage loader loads the whole stage of one CTA");
-  static constexpr bool kProducerLoads = kGather || kIm2col || kLoadsStage;  // produce_gathered runs the producer
-  static_assert(!kIm2col || (!kGather && kAKMajor && ClusterM == 1 && ClusterN == 1),
-                "GemmSm90: an im2col A is a K-major tile of one CTA");
+  static constexpr bool kProducerLoads = kGather || kLoadsStage;  // produce_gathered runs the producer
   static_assert(!kGather || (kAKMajor && ClusterN == 1 && sizeof(ElementA) == 2),
                 "GemmSm90: a gathered A is a K-major 16-bit tile of one CTA (ClusterN == 1)");
   static constexpr int kProducerRegs = kGather ? 56 : 40;
@@ -435,16 +429,15 @@ struct GemmSm90 {
   // The producer warpgroup when A is gathered: every thread walks the CTA's units; per k-tile it waits
   // for the stage to be free, thread 0 loads B by TMA (shared by every batch: batch coordinate 0), and
   // every thread gathers its rows of A and arrives on the full barrier when its copies have landed.
-  // A by im2col TMA (kIm2col) or the whole stage by the AGather's loads (kLoadsStage): thread 0 only.
+  // Or the whole stage by the AGather's loads (kLoadsStage): thread 0 only.
   template <class StageA, class StageB, class FullBar, class EmptyBar>
   __device__ __forceinline__ static void produce_gathered(const KernelParams& P, int walker, int walkers, int thread,
                                                           const StageA& stage_a, const StageB& stage_b,
                                                           const FullBar& full_bar, const EmptyBar& empty_bar) {
     if constexpr (kLoadsStage) {
       AGather::prefetch(P.gather);
-    } else {
-      if (thread == 0) sm90::tma_prefetch(&P.tmB);
-      if constexpr (kIm2col) sm90::tma_prefetch(&P.gather.tmX);
+    } else if (thread == 0) {
+      sm90::tma_prefetch(&P.tmB);
     }
     const uint16_t mask_b = 1;  // ClusterM == 1 on this path's callers; see below
     static_assert(ClusterM == 1, "GemmSm90: a gathered A runs without clusters");
@@ -462,9 +455,8 @@ struct GemmSm90 {
           AGather::template load_stage<TileA, TileB>(P.gather, stage_a(ring.stage), stage_b(ring.stage), full, w.batch,
                                                      w.tm * TileM, w.tn * TileN, kt);
         } else if (thread == 0) {
-          sm90::mbarrier_arrive_expect_tx(full, (uint32_t)(kIm2col ? kStageBytes : kTileBytesB));
+          sm90::mbarrier_arrive_expect_tx(full, (uint32_t)kTileBytesB);
           TileB::load(stage_b(ring.stage), &P.tmB, full, AGather::b_k(P.gather, kt), w.tn * TileN, 0, 0, mask_b);
-          if constexpr (kIm2col) AGather::template load_tma<TileM>(P.gather, stage_a(ring.stage), full, w.batch, w.tm, kt);
         }
         if constexpr (kGather) {
           rows.load(P.gather, stage_a(ring.stage), kt);
@@ -1037,7 +1029,7 @@ struct GemmSm90 {
     if (p.A == nullptr) return fail("kdl gemm sm90: A is null");
     if (p.B == nullptr) return fail("kdl gemm sm90: B is null");
     if constexpr (kLoadsStage) return nullptr;  // A and B are the stage loader's (checked by its caller)
-    if constexpr (kGather || kIm2col) {  // A is the gather's (checked by its caller); B is shared by every batch
+    if constexpr (kGather) {  // A is the gather's (checked by its caller); B is shared by every batch
       if (p.ldb < TileB::min_ld(p.k, p.n)) return fail("kdl gemm sm90: ldb (%lld) < k (%lld)", p.ldb, TileB::min_ld(p.k, p.n));
       return tma_refusal("B", p.B, p.ldb, 0, TileB::rows_in_memory(p.k, p.n), 1, int(sizeof(ElementB)), msg, sizeof(msg));
     }
@@ -1214,7 +1206,7 @@ struct GemmSm90 {
     KernelParams kp;
     memset(&kp, 0, sizeof(kp));
     if (p.k > 0 && !kLoadsStage) {
-      if constexpr (kGather || kIm2col) {
+      if constexpr (kGather) {
         if (cudaError_t e = TileB::encode(&kp.tmB, p.B, p.ldb, 0, p.k, p.n, 1); e != cudaSuccess) return e;
       } else {
         if (cudaError_t e = TileA::encode(&kp.tmA, p.A, p.lda, p.batch_stride_a, p.k, p.m, p.batch); e != cudaSuccess)

@@ -1336,10 +1336,10 @@ struct ConvUnderTest {
   int align = 1;  // channel granule: the largest alignment of any tensor (C and K come in multiples of it)
   // The sm90a conv path (kdl::Conv2dSm90Fprop / Dgrad / Wgrad: an sm90a convolution with a wgmma schedule).
   bool wgmma() const { return spec->arch.value == Arch::SM90a && spec->schedule.value != Schedule::Multistage; }
-  // What its can_implement refuses otherwise: fprop and wgrad take input channels in blocks of 64 (fprop
-  // also W's taps packed), dgrad unit strides only (a strided dgrad runs the sm80 path, tested there).
-  bool channels64() const { return wgmma() && kind != ConvKind::Dgrad; }
-  bool packedFilterInput() const { return wgmma() && kind == ConvKind::Fprop; }
+  // What its can_implement refuses otherwise: wgrad takes input channels in blocks of 64 (a 64-column block
+  // of dW is one tap's channels), dgrad unit strides only (a strided dgrad runs the sm80 path, tested there);
+  // fprop takes what the sm80 path takes (its loader reads W as a 3-D tensor: any c, padded taps).
+  bool channels64() const { return wgmma() && kind == ConvKind::Wgrad; }
   bool unitStride() const { return wgmma() && kind == ConvKind::Dgrad; }
 };
 
@@ -1439,8 +1439,7 @@ CaseBuffers prepareConv(Harness& h, const ConvUnderTest& k, const ConvCase& c, s
         b = makeConvTensor(rng, r.dtype, convShapeOf(k.in0->name, c.d), k.in0->align, c.padStrides, true, 1.0, false);
         break;
       case Role::B:
-        b = makeConvTensor(rng, r.dtype, convShapeOf(k.in1->name, c.d), k.in1->align, c.padStrides, true, 1.0,
-                           k.packedFilterInput());
+        b = makeConvTensor(rng, r.dtype, convShapeOf(k.in1->name, c.d), k.in1->align, c.padStrides, true, 1.0, false);
         break;
       case Role::C:
         b = makeConvTensor(rng, r.dtype, outShape, k.residual->align, c.padStrides, true, 2.0, wgrad);

@@ -4,7 +4,7 @@ tests/nvcc/test_can_implement.cpp into one program, and runs it; the same for bl
 with test_can_implement_block_scales.cpp; fallback.kdl (sm_90a with its sm_80 fallback) with
 test_can_implement_fallback.cpp; colmajor_args.kdl (column-major D and Z, sm_90a) with
 test_can_implement_colmajor.cpp; and conv_arguments.kdl (a conv fprop and a wgrad kernel, sm_80) with
-test_can_implement_conv.cpp; and conv_arguments_sm90.kdl (the sm90a wgmma dgrad and wgrad) with
+test_can_implement_conv.cpp; and conv_arguments_sm90.kdl (the sm90a wgmma fprop, dgrad and wgrad) with
 test_can_implement_conv_sm90.cpp. No GPU is needed: argument errors must come before any
 device query. Prints SKIP (exit 0) only when nvcc is absent."""
 
@@ -17,7 +17,7 @@ PROGRAMS = [
     ("colmajor_args.kdl", "args_colmajor", "test_can_implement_colmajor.cpp", "-gencode=arch=compute_90a,code=sm_90a"),
     ("conv_arguments.kdl", "conv_args_fprop conv_args_wgrad", "test_can_implement_conv.cpp",
      "-gencode=arch=compute_80,code=sm_80"),
-    ("conv_arguments_sm90.kdl", "conv90_args_dgrad conv90_args_wgrad", "test_can_implement_conv_sm90.cpp",
+    ("conv_arguments_sm90.kdl", "conv90_args_fprop conv90_args_dgrad conv90_args_wgrad", "test_can_implement_conv_sm90.cpp",
      "-gencode=arch=compute_90a,code=sm_90a"),
 ]
 import argparse, os, shutil, subprocess, sys, tempfile

@@ -1,6 +1,7 @@
-// The generated can_implement of the sm90a wgmma convolutions on the CPU (no GPU needed): the argument
-// errors of kdl::Conv2dSm90Dgrad (unit stride, im2col corners) and kdl::Conv2dSm90Wgrad (c a multiple of
-// 64, strides <= 8, split-K) come with a message that names the value. Built and run by
+// The generated can_implement of the sm90a wgmma convolutions on the CPU (no GPU needed): what
+// kdl::Conv2dSm90Fprop accepts (any c, padded W taps) and refuses (strides above 8, im2col corners), and the
+// argument errors of kdl::Conv2dSm90Dgrad (unit stride, im2col corners) and kdl::Conv2dSm90Wgrad (c a
+// multiple of 64, strides <= 8, split-K), each with a message that names the value. Built and run by
 // tests/nvcc/run_can_implement.py against the kernels of tests/nvcc/conv_arguments_sm90.kdl.
 #include <cuda_runtime_api.h>
 
@@ -10,6 +11,7 @@
 
 #include "can_implement_check.h"
 #include "conv90_args_dgrad.h"
+#include "conv90_args_fprop.h"
 #include "conv90_args_wgrad.h"
 
 namespace {
@@ -17,6 +19,18 @@ namespace {
 using namespace kdl_check;
 
 constexpr size_t kMiB = 1 << 20;
+
+// A valid fprop: Y 2 x 16 x 16 x 64 from X 2 x 16 x 16 x 96 (c need not be a multiple of 64) through 3 x 3
+// filters, padding 1, stride 1.
+kdl_kernels::conv90_args_fprop::Arguments valid_fprop() {
+  kdl_kernels::conv90_args_fprop::Arguments a;
+  a.n = 2, a.h = 16, a.w = 16, a.c = 96, a.k = 64, a.r = 3, a.s = 3;
+  a.pad_h = a.pad_w = 1;
+  a.X = at<const __nv_bfloat16>(0);
+  a.W = at<const __nv_bfloat16>(1 * kMiB);
+  a.Y = at<__nv_bfloat16>(64 * kMiB);
+  return a;
+}
 
 // A valid dgrad: dX 2 x 16 x 16 x 96 (c need not be a multiple of 64 here) from dY 2 x 16 x 16 x 64 through
 // 3 x 3 filters, padding 1, stride 1.
@@ -45,8 +59,25 @@ kdl_kernels::conv90_args_wgrad::Arguments valid_wgrad() {
 
 int main() {
   find_device();
+  namespace F = kdl_kernels::conv90_args_fprop;
   namespace D = kdl_kernels::conv90_args_dgrad;
   namespace G = kdl_kernels::conv90_args_wgrad;
+  {
+    F::Arguments a = valid_fprop();
+    expect_ok("valid sm90a fprop (c = 96)", F::can_implement(a));
+    a.c = 8;
+    expect_ok("valid sm90a fprop (c = 8)", F::can_implement(a));
+    a = valid_fprop();
+    a.ldw = 104;  // W's taps padded apart: read as a {c, r*s, k} tensor, allowed
+    a.batch_stride_W = 9 * 104;
+    expect_ok("valid sm90a fprop, W's taps padded", F::can_implement(a));
+    a = valid_fprop();
+    a.c = 100;
+    expect_message("sm90a fprop c = 100", F::can_implement(a), "must be a multiple of its alignment (8 elements)");
+    a = valid_fprop();
+    a.stride_h = a.stride_w = 9;
+    expect_message("sm90a fprop stride 9", F::can_implement(a), "strides (9, 9) above 8");
+  }
   {
     D::Arguments a = valid_dgrad();
     expect_ok("valid sm90a dgrad (c = 96)", D::can_implement(a));

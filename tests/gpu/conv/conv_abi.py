@@ -171,13 +171,12 @@ class ConvKernel:
         sk = spec.get("split_k", {})
         self.slices = sk.get("slices", 1) if sk.get("value") == "serial" else 1
         self.tile = spec["tile"]["value"]
-        # The sm90a wgmma conv path (kdl::Conv2dSm90Fprop / Dgrad / Wgrad) and what it takes: fprop and wgrad
-        # read X's channels in blocks of 64 (one tap's per 64 GEMM columns), fprop needs W's taps packed, and
-        # dgrad runs at unit stride (a strided one is the multistage schedule's).
+        # The sm90a wgmma conv path (kdl::Conv2dSm90Fprop / Dgrad / Wgrad) and what it takes beyond the sm80
+        # path: wgrad reads X's channels in blocks of 64 (one tap's per 64 columns of dW), dgrad runs at unit
+        # stride (a strided one is the multistage schedule's); fprop takes any c and padded W taps.
         sched = spec.get("schedule", {}).get("value", "multistage")
         self.wgmma = self.arch == "sm90a" and sched not in ("multistage", "auto")
-        self.channels64 = self.wgmma and self.op != "conv2d_dgrad"
-        self.packed_filter_input = self.wgmma and self.op == "conv2d_fprop"
+        self.channels64 = self.wgmma and self.op == "conv2d_wgrad"
         self.unit_stride = self.wgmma and self.op == "conv2d_dgrad"
         self.operands = {o["name"]: o for o in spec["operands"]}
         self.in0, self.in1, self.out = OPERANDS[self.op]

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""A CPU model of the sm90a dgrad and wgrad stage loaders (kdl::sm90::ConvDgradLoader, ConvWgradLoader in
-include/kdl/conv_sm90.cuh): their tile and k-tile coordinates, the flipped taps, the im2col corners and the
-image walks, run through a model of TMA's im2col mode (the walk over the bounding box's grid, as the
-GPU-verified fprop loader uses it: origin from the lower corner to size - 1 + the upper corner, traversal
+"""A CPU model of the sm90a conv stage loaders (kdl::sm90::ConvFpropLoader, ConvDgradLoader, ConvWgradLoader in
+include/kdl/conv_sm90.cuh): their tile and k-tile coordinates, the partial channel blocks, the flipped taps,
+the im2col corners and the image walks, run through a model of TMA's im2col mode (the walk over the bounding
+box's grid, as the GPU-verified loaders use it: origin from the lower corner to size - 1 + the upper corner, traversal
 strides, then the next row and image; outside the tensor zero) and of tiled loads (outside zero), built into
 the implicit GEMM tile by tile and compared with a direct convolution. It checks the loaders' arithmetic,
 not the hardware: the GPU suite does that. Keep it in step with conv_sm90.cuh. Needs numpy ("SKIP:" without)."""
@@ -138,8 +138,64 @@ def dgrad_model(dY, Wt, H, W, ph, pw, dh, dw, TM, TN, rows_mode):
                         if n0 + nn < C: out[img, pix, n0 + nn] = acc[mm, nn]
     return out.reshape(N, H, W, C)
 
+def fprop_ref(X, Wt, ph, pw, sh, sw, dh, dw):
+    N, H, W, C = X.shape; K, r, s, _ = Wt.shape
+    P, Q = conv_dims(N, H, W, C, K, r, s, ph, pw, sh, sw, dh, dw)
+    Y = np.zeros((N, P, Q, K))
+    for b, pp, qq, rr, ss in itertools.product(range(N), range(P), range(Q), range(r), range(s)):
+        y, x = pp * sh - ph + rr * dh, qq * sw - pw + ss * dw
+        if 0 <= y < H and 0 <= x < W: Y[b, pp, qq] += Wt[:, rr, ss, :] @ X[b, y, x]
+    return Y
+
+def fprop_model(X, Wt, ph, pw, sh, sw, dh, dw, TM, TN, rows_mode):
+    N, H, W, C = X.shape; K, r, s, _ = Wt.shape
+    P, Q = conv_dims(N, H, W, C, K, r, s, ph, pw, sh, sw, dh, dw)
+    taps = r * s; cbs = (C + 63) // 64
+    ktiles = taps * cbs
+    lower = (-pw, -ph); upper = (pw - dw * (s - 1), ph - dh * (r - 1))
+    M = N * P * Q if rows_mode else P * Q
+    batches = 1 if rows_mode else N
+    out = np.zeros((N, P * Q, K))
+    for batch in range(batches):
+        for tm in range((M + TM - 1) // TM):
+            for tn in range((K + TN - 1) // TN):
+                m0, n0 = tm * TM, tn * TN
+                acc = np.zeros((TM, TN))
+                for kt in range(ktiles):
+                    cb, tap = divmod(kt, taps); rr, ss = divmod(tap, s)
+                    image, pixel = batch, m0
+                    if rows_mode: image, pixel = divmod(m0, P * Q)
+                    p0, q0 = divmod(pixel, Q)
+                    A = im2col_load(X, lower, upper, (sw, sh), cb * 64, q0 * sw - pw, p0 * sh - ph, image, ss * dw, rr * dh, TM)
+                    B = np.zeros((64, TN))  # W as {c, r*s, k}: box 64 x 1 x TN at (cb * 64, tap, n0); outside zero
+                    for i in range(64):
+                        cc = cb * 64 + i
+                        if cc >= C: continue
+                        for j in range(TN):
+                            if n0 + j < K: B[i, j] = Wt[n0 + j, rr, ss, cc]
+                    acc += A @ B
+                for mm in range(TM):
+                    g = m0 + mm
+                    if g >= M: continue
+                    img, pix = (divmod(g, P * Q) if rows_mode else (batch, g))
+                    for nn in range(TN):
+                        if n0 + nn < K: out[img, pix, n0 + nn] = acc[mm, nn]
+    return out.reshape(N, P, Q, K)
+
 rng = np.random.default_rng(1)  # small integers: every sum exact
 bad = 0
+fcases = [(3, 9, 11, 24, 40, 3, 3, 1, 1, 1, 1, 1, 1), (2, 15, 13, 72, 72, 3, 3, 2, 2, 2, 2, 2, 2),
+          (1, 17, 19, 8, 136, 5, 5, 2, 2, 2, 2, 1, 1), (2, 7, 7, 136, 64, 1, 1, 0, 0, 1, 1, 1, 1),
+          (2, 10, 9, 40, 48, 3, 3, 0, 1, 2, 1, 1, 2), (1, 20, 30, 64, 48, 5, 3, 2, 0, 3, 1, 1, 3)]
+for (n, h, w, c, k, r, s, ph, pw, sh, sw, dh, dw) in fcases:
+    X = rng.integers(-3, 4, (n, h, w, c)).astype(float); Wt = rng.integers(-3, 4, (k, r, s, c)).astype(float)
+    ref = fprop_ref(X, Wt, ph, pw, sh, sw, dh, dw)
+    for rows in (True, False):
+        for TM, TN in ((128, 128), (128, 256)):
+            got = fprop_model(X, Wt, ph, pw, sh, sw, dh, dw, TM, TN, rows)
+            ok = np.array_equal(got, ref)
+            bad += not ok
+            if not ok: print("FPROP FAIL", (n, h, w, c, k, r, s, ph, pw, sh, sw, dh, dw), rows, TM, TN, np.abs(got - ref).max())
 wcases = [(2, 9, 11, 64, 40, 3, 3, 1, 1, 1, 1, 1, 1), (2, 15, 13, 128, 72, 3, 3, 2, 2, 2, 2, 2, 2),
           (1, 17, 19, 64, 136, 5, 5, 2, 2, 2, 2, 1, 1), (2, 14, 14, 64, 24, 7, 7, 3, 3, 2, 2, 1, 1),
           (3, 7, 7, 64, 64, 1, 1, 0, 0, 1, 1, 1, 1), (2, 10, 9, 64, 48, 3, 3, 0, 1, 2, 1, 1, 2),

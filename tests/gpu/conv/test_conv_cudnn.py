@@ -77,7 +77,7 @@ def run_case(kernel, pr, split, cpad_extra, seed, default_params):
     extra = 16 if cpad_extra else 0
     in0 = ca.Tensor4(pr.tensor_dims(kernel.in0), tdt(kernel.in0), pr.tensor_dims(kernel.in0)[1] + extra, gen)
     in1 = ca.Tensor4(pr.tensor_dims(kernel.in1), tdt(kernel.in1),
-                     pr.tensor_dims(kernel.in1)[1] + (0 if kernel.packed_filter_input else extra), gen)
+                     pr.tensor_dims(kernel.in1)[1] + extra, gen)
     out_dims = pr.tensor_dims(kernel.out)
     out_pad = out_dims[1] + (0 if wgrad else extra)
     residual = ca.Tensor4(out_dims, tdt("residual"), out_pad, gen) if kernel.residual else None

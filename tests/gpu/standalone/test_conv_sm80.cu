@@ -277,6 +277,18 @@ int main(int argc, char** argv) {
     fails += !run_case<ConvKind::Fprop, S90g>(c, g, "sm90a fprop 128x128 thread gather");
     total += 3;
   }
+  // The TMA loader (not the thread gather): c any multiple of 8 (a partial last channel block), W's taps
+  // padded in the padded cases.
+  const Case s90c[] = {
+      {3, 9, 11, 24, 40, 3, 3, 1, 1, 1, 1, 1, 1, true, 1},    {2, 15, 13, 72, 72, 3, 3, 2, 2, 2, 2, 2, 2, true, 1},
+      {1, 17, 19, 8, 136, 5, 5, 2, 2, 2, 2, 1, 1, false, 1},  {4, 7, 7, 136, 64, 1, 1, 0, 0, 1, 1, 1, 1, true, 1},
+      {2, 10, 9, 40, 48, 3, 3, 0, 1, 2, 1, 1, 2, true, 1},    {2, 30, 31, 200, 264, 3, 3, 1, 1, 1, 1, 1, 1, false, 1},
+  };
+  for (const Case& c : s90c) {
+    fails += !run_case<ConvKind::Fprop, S90>(c, g, "sm90a fprop 128x128 (c % 64 != 0)");
+    fails += !run_case<ConvKind::Fprop, S90p>(c, g, "sm90a fprop 128x128 pingpong (c % 64 != 0)");
+    total += 2;
+  }
   const Case f90 = {3, 21, 23, 128, 300, 3, 3, 1, 1, 1, 1, 1, 1, true, 1};
   fails += !run_case<ConvKind::Fprop, S90w>(f90, g, "sm90a fprop fixed 3x3 s1 128x256");
   total += 1;
