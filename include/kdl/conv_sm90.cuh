@@ -167,6 +167,23 @@ inline const char* im2col_x_refusal(const Conv2dProblem& p, const char* who, cha
   return nullptr;
 }
 
+// W (KRSC: tap stride ldb, filter stride batch_stride_b) as the 3-D tensor {c, r*s, k} the fprop and dgrad
+// loaders read: one box of 64 channels x 1 tap x box_k filters, 128-byte swizzle; past c or k zero. Its own
+// tap dimension frees the tap stride (padded taps) and lets a channel block run past c.
+inline cudaError_t encode_filter_taps(CUtensorMap* map, const Conv2dProblem& p, int box_k, int elem_bytes,
+                                      CUtensorMapDataType dtype) {
+  const DriverApi& api = driver_api();
+  if (api.cuTensorMapEncodeTiled == nullptr) return cudaErrorNotSupported;
+  cuuint64_t dims[3] = {(cuuint64_t)p.c, (cuuint64_t)p.r * p.s, (cuuint64_t)p.k};
+  cuuint64_t strides[2] = {(cuuint64_t)p.ldb * elem_bytes, (cuuint64_t)p.batch_stride_b * elem_bytes};
+  cuuint32_t box[3] = {64, 1, (cuuint32_t)box_k}, estr[3] = {1, 1, 1};
+  return api.cuTensorMapEncodeTiled(map, dtype, 3, const_cast<void*>(p.B), dims, strides, box, estr,
+                                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS
+             ? cudaSuccess
+             : cudaErrorInvalidValue;
+}
+
 // One im2col load: the map's `pixels` output pixels from (image, h0, w0) on, channels c0 .. c0 + 63, at the
 // tap offset (off_h, off_w), into `dst` (shared window), completing on `full`.
 __device__ __forceinline__ void tma_load_im2col(uint32_t dst, const CUtensorMap* map, uint64_t* full, int c0, int w0, int h0,
@@ -394,15 +411,8 @@ struct Conv2dSm90Fprop {
         constexpr CUtensorMapDataType dtype = detail::Sm90TmaDtype<Element>::value;
         if (!sm90::encode_im2col_x(&g.tmX, p, p.A, p.lda, p.batch_stride_a, TileM, int(sizeof(Element)), dtype))
           return cudaErrorInvalidValue;
-        const DriverApi& api = driver_api();
-        if (api.cuTensorMapEncodeTiled == nullptr) return cudaErrorNotSupported;
-        cuuint64_t dims[3] = {(cuuint64_t)p.c, (cuuint64_t)p.r * p.s, (cuuint64_t)p.k};
-        cuuint64_t strides[2] = {(cuuint64_t)p.ldb * sizeof(Element), (cuuint64_t)p.batch_stride_b * sizeof(Element)};
-        cuuint32_t box[3] = {64, 1, (cuuint32_t)TileN}, estr[3] = {1, 1, 1};
-        if (api.cuTensorMapEncodeTiled(&g.tmW, dtype, 3, const_cast<void*>(p.B), dims, strides, box, estr,
-                                       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
-          return cudaErrorInvalidValue;
+        if (cudaError_t e = sm90::encode_filter_taps(&g.tmW, p, TileN, int(sizeof(Element)), dtype); e != cudaSuccess)
+          return e;
       }
     } else {
       g.x = static_cast<const char*>(p.A);
@@ -495,15 +505,8 @@ struct Conv2dSm90Dgrad {
       if (!sm90::encode_im2col(&g.tmY, p.A, p.k, p.q, p.p, p.n, p.lda, p.batch_stride_a, lower, upper, unit, TileM,
                                int(sizeof(Element)), dtype))
         return cudaErrorInvalidValue;
-      const DriverApi& api = driver_api();
-      if (api.cuTensorMapEncodeTiled == nullptr) return cudaErrorNotSupported;
-      cuuint64_t dims[3] = {(cuuint64_t)p.c, (cuuint64_t)p.r * p.s, (cuuint64_t)p.k};
-      cuuint64_t strides[2] = {(cuuint64_t)p.ldb * sizeof(Element), (cuuint64_t)p.batch_stride_b * sizeof(Element)};
-      cuuint32_t box[3] = {64, 1, 64}, estr[3] = {1, 1, 1};
-      if (api.cuTensorMapEncodeTiled(&g.tmW, dtype, 3, const_cast<void*>(p.B), dims, strides, box, estr,
-                                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
-        return cudaErrorInvalidValue;
+      // 64 channels x 1 tap x 64 filters per MN-major block of the B tile.
+      if (cudaError_t e = sm90::encode_filter_taps(&g.tmW, p, 64, int(sizeof(Element)), dtype); e != cudaSuccess) return e;
     }
     g.images_as_rows = images_as_rows(p) ? 1 : 0;
     g.lower_h = lower[1];
