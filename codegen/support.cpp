@@ -148,8 +148,8 @@ void checkConvSupported(const KernelSpec& s, const Unsupported& unsupported) {
                                      "or bf16 tensors",
                                      dtypeWord(in0.dtype)));
   if (s.cluster.value != std::array<int, 3>{1, 1, 1})
-    unsupported(s.cluster.loc, "convolutions run without thread block clusters (the sm90a conv path's producer gathers "
-                               "the A tile of one CTA)");
+    unsupported(s.cluster.loc, "convolutions run without thread block clusters (measured slower on the wgmma conv path: "
+                               "docs/perf-notes.md v17)");
   if (s.splitK.value == SplitKMode::Parallel || s.splitK.value == SplitKMode::StreamK)
     unsupported(s.splitK.loc, fmt::format("split_k = {} is not generated yet; serial(N) is",
                                           s.splitK.value == SplitKMode::Parallel ? "parallel(N)" : "stream_k"));

@@ -210,8 +210,8 @@ void checkCluster(KernelCheck& c) {
   }
   if (isConv(c)) {
     c.diags.error(DiagKind::Cluster, c.cluster->loc,
-                  "convolutions run the multistage (sm80) mainloop, which does not use clusters (there is no wgmma "
-                  "conv path yet); use (1, 1, 1)");
+                  "convolutions run without thread block clusters (on the wgmma conv path, 2 CTAs sharing W's tile "
+                  "ran 1-11 % slower on the H100: docs/perf-notes.md v17); use (1, 1, 1)");
     return;
   }
   if (onMultistagePath(c)) {

@@ -65,6 +65,7 @@ struct ConvFpropKOrder {
 struct ConvFpropGather : ConvFpropKOrder {
   static constexpr bool kEnabled = true;
   static constexpr bool kLoadsStage = false;
+  static constexpr int kMaxClusterM = 1;
   struct Params : ConvFpropShape {
     const char* x;                     // X
     int64_t ld_bytes, image_bytes;     // pixel stride, image stride
@@ -209,10 +210,12 @@ __device__ __forceinline__ void tma_load_im2col(uint32_t dst, const CUtensorMap*
 struct ConvFpropLoader : ConvFpropKOrder {
   static constexpr bool kEnabled = false;
   static constexpr bool kLoadsStage = true;
+  static constexpr int kMaxClusterM = 2;  // W's tile shared by 2 CTAs (adjacent pixel tiles): each loads half
   struct Params : ConvFpropShape {
     CUtensorMap tmX;  // X as {c, w, h, n}: corners -pad .. pad - (dil * (filter - 1)), traversal strides
     CUtensorMap tmW;  // W as {c, r*s, k}, box 64 x 1 x TileN
     int images_as_rows;  // 1: the GEMM runs the images as one (M = n*p*q, batch 1), tiles cross images
+    int rows;            // the GEMM's M: n*p*q (images_as_rows) or p*q
     ::kdl::detail::FastDiv div_pq;  // p * q
   };
   __device__ __forceinline__ static void prefetch(const Params& g) {
@@ -221,9 +224,10 @@ struct ConvFpropLoader : ConvFpropKOrder {
   }
   template <class TileA, class TileB>
   __device__ __forceinline__ static void load_stage(const Params& g, uint32_t stage_a, uint32_t stage_b, uint64_t* full,
-                                                    int batch, int m0, int n0, int kt) {
+                                                    int batch, int m0, int n0, int kt, int slice_b, uint16_t mask_b) {
     static_assert(TileA::kMajor == Major::K && TileB::kMajor == Major::K && TileA::kBlocks == 1 && TileB::kBlocks == 1,
                   "ConvFpropLoader: K-major A and B tiles of 64-channel k-tiles");
+    if (m0 >= g.rows) m0 = 0;  // a cluster's tile past the last pixel: any in-range pixels (never stored)
     int cb, tap, r, s, p0, q0, image = batch, pixel = m0;
     g.div_taps.divmod(kt, cb, tap);  // ConvFpropKOrder's walk: the tap fastest
     g.div_s.divmod(tap, r, s);
@@ -231,7 +235,13 @@ struct ConvFpropLoader : ConvFpropKOrder {
     g.div_q.divmod(pixel, p0, q0);  // the tile's first output pixel (the load walks on into the next image)
     tma_load_im2col(stage_a, &g.tmX, full, cb * 64, q0 * g.stride_w - g.pad_w, p0 * g.stride_h - g.pad_h, image,
                     s * g.dil_w, r * g.dil_h);
-    tma_load_3d(__cvta_shared_to_generic(stage_b), &g.tmW, full, cb * 64, tap, n0);
+    // W: this CTA's slice of the tile's filters (tmW's box: TileB::kSliceRows of them), to every CTA sharing it.
+    const uint32_t dst_b = stage_b + uint32_t(slice_b * TileB::kSliceRows * 128);
+    const int n_b = n0 + slice_b * TileB::kSliceRows;
+    if constexpr (TileB::kSlices == 1)
+      tma_load_3d(__cvta_shared_to_generic(dst_b), &g.tmW, full, cb * 64, tap, n_b);
+    else
+      tma_load_3d_multicast(__cvta_shared_to_generic(dst_b), &g.tmW, full, cb * 64, tap, n_b, mask_b);
   }
 };
 
@@ -246,6 +256,7 @@ struct ConvFpropLoader : ConvFpropKOrder {
 struct ConvDgradLoader {
   static constexpr bool kEnabled = false;
   static constexpr bool kLoadsStage = true;
+  static constexpr int kMaxClusterM = 1;
   struct Params {
     CUtensorMap tmY;     // dY in im2col mode, TileM pixels x 64 channels per load
     CUtensorMap tmW;     // W: {c, r*s, k}, box 64 x 1 x 64
@@ -260,7 +271,7 @@ struct ConvDgradLoader {
   }
   template <class TileA, class TileB>
   __device__ __forceinline__ static void load_stage(const Params& g, uint32_t stage_a, uint32_t stage_b, uint64_t* full,
-                                                    int batch, int m0, int n0, int kt) {
+                                                    int batch, int m0, int n0, int kt, int, uint16_t) {
     static_assert(TileA::kMajor == Major::K && TileB::kMajor == Major::MN && TileB::kBlockMN == 64 &&
                       TileB::kBlockBytes == 64 * 128,
                   "ConvDgradLoader: a 16-bit K-major A and an MN-major B of 64-channel k-tiles");
@@ -291,6 +302,7 @@ struct ConvDgradLoader {
 struct ConvWgradLoader {
   static constexpr bool kEnabled = false;
   static constexpr bool kLoadsStage = true;
+  static constexpr int kMaxClusterM = 1;
   struct Params : ConvFpropShape {  // X as fprop reads it: pads, strides, dilations, div_q, div_taps, div_s
     CUtensorMap tmY;     // dY: {k, p*q, n} (images_as_rows: {k, n*p*q, 1}), box 64 x 64
     CUtensorMap tmX;     // X in im2col mode, 64 pixels x 64 channels per load (encode_im2col_x)
@@ -303,7 +315,7 @@ struct ConvWgradLoader {
   }
   template <class TileA, class TileB>
   __device__ __forceinline__ static void load_stage(const Params& g, uint32_t stage_a, uint32_t stage_b, uint64_t* full,
-                                                    int /*batch*/, int m0, int n0, int kt) {
+                                                    int /*batch*/, int m0, int n0, int kt, int, uint16_t) {
     static_assert(TileA::kBlockMN == 64 && TileB::kBlockMN == 64 && TileA::kBlockBytes == 64 * 128 &&
                       TileB::kBlockBytes == 64 * 128 && TileA::kMajor == Major::MN && TileB::kMajor == Major::MN,
                   "ConvWgradLoader: 16-bit MN-major tiles of 64-pixel k-tiles");
@@ -334,14 +346,16 @@ struct ConvWgradLoader {
 }  // namespace sm90
 
 template <class Element, int TileM, int TileN, int Stages, Sm90Schedule Schedule, int FilterR, int FilterS, int StrideH,
-          int StrideW, class Epilogue, bool Im2col = true>
+          int StrideW, class Epilogue, bool Im2col = true, int ClusterM = 1>
 struct Conv2dSm90Fprop {
   static constexpr ConvKind kKind = ConvKind::Fprop;
+  // ClusterM = 2: clusters of 2 CTAs on adjacent pixel tiles share W's tile (each loads half, multicast).
+  static_assert(ClusterM == 1 || (ClusterM == 2 && Im2col), "Conv2dSm90Fprop: clusters (2, 1) need the TMA loader");
   static constexpr bool kPackedFilterTaps = !Im2col;  // the thread gather reads W as one k x (r*s*c) matrix
   // Im2col: the stage loader (X by im2col TMA, W by tiled TMA); else the producer threads gather X.
   using Loader = typename std::conditional<Im2col, sm90::ConvFpropLoader, sm90::ConvFpropGather>::type;
-  using Gemm = GemmSm90<Element, RowMajor, Element, ColMajor, float, TileM, TileN, 64, Stages, Schedule, 1, 1, false, 0,
-                        sm90::NoBlockScaling, Epilogue, Loader>;
+  using Gemm = GemmSm90<Element, RowMajor, Element, ColMajor, float, TileM, TileN, 64, Stages, Schedule, ClusterM, 1, false,
+                        0, sm90::NoBlockScaling, Epilogue, Loader>;
   // The convolution's own argument checks (sizes, padding, strides, alignment of 8 elements: also what TMA
   // needs of every pointer and stride), shared with the sm80 path (only its host-side can_implement is
   // instantiated).
@@ -406,12 +420,14 @@ struct Conv2dSm90Fprop {
     const GemmProblem gp = gemm_of(p);
     if constexpr (Im2col) {
       g.images_as_rows = images_as_rows(p) ? 1 : 0;
+      g.rows = (int)gp.m;
       g.div_pq = detail::FastDiv::make(p.p * p.q);
       if (gp.m > 0 && gp.n > 0 && gp.k > 0) {
         constexpr CUtensorMapDataType dtype = detail::Sm90TmaDtype<Element>::value;
         if (!sm90::encode_im2col_x(&g.tmX, p, p.A, p.lda, p.batch_stride_a, TileM, int(sizeof(Element)), dtype))
           return cudaErrorInvalidValue;
-        if (cudaError_t e = sm90::encode_filter_taps(&g.tmW, p, TileN, int(sizeof(Element)), dtype); e != cudaSuccess)
+        if (cudaError_t e = sm90::encode_filter_taps(&g.tmW, p, TileN / ClusterM, int(sizeof(Element)), dtype);
+            e != cudaSuccess)
           return e;
       }
     } else {

@@ -140,9 +140,11 @@ struct BlockScaling {
 // one tile shared by every batch (the gather's batch is the implicit GEMM's, e.g. the image).
 // The gather also says where k-tile kt lies along B's K (`b_k(params, kt)`): it may walk K in its own order.
 // An AGather with kLoadsStage loads both tiles of a stage itself, by TMA from the producer's one thread
-// (`load_stage<TileA, TileB>(params, stage_a, stage_b, full, batch, m0, n0, kt)`: the A tile at rows m0,
-// the B tile at columns n0, k-tile kt, in TileA's and TileB's layouts; e.g. conv fprop's X in im2col mode
-// and W as a 3-D tensor, kdl/conv_sm90.cuh); GemmSm90 then encodes no tensor map of A or B.
+// (`load_stage<TileA, TileB>(params, stage_a, stage_b, full, batch, m0, n0, kt, slice_b, mask_b)`: the A tile
+// at rows m0, the B tile at columns n0, k-tile kt, in TileA's and TileB's layouts; with ClusterM > 1 only
+// B's slice `slice_b` (of TileB's ClusterM), multicast to the CTAs of `mask_b`, and m0 may lie past the
+// last row (the cluster's last tile; the loader still completes the stage); e.g. conv fprop's X in im2col
+// mode and W as a 3-D tensor, kdl/conv_sm90.cuh); GemmSm90 then encodes no tensor map of A or B.
 // A thread gather's per-thread rows (AGather::Rows<TileM>); nothing for the TMA loaders, which need none.
 template <bool Gathers, class AGather, int TileM>
 struct GatherRows {
@@ -155,6 +157,7 @@ struct GatherRows<false, AGather, TileM> {
 struct NoGather {
   static constexpr bool kEnabled = false;
   static constexpr bool kLoadsStage = false;
+  static constexpr int kMaxClusterM = 1;  // unused (GemmSm90 loads by its own tensor maps)
   struct Params {};
 };
 }  // namespace sm90
@@ -200,8 +203,10 @@ struct GemmSm90 {
   // registers than the TMA producer's single thread.
   static constexpr bool kGather = AGather::kEnabled;
   static constexpr bool kLoadsStage = AGather::kLoadsStage;  // A and B by the AGather's TMA loads
-  static_assert(!kLoadsStage || (!kGather && ClusterM == 1 && ClusterN == 1),
-                "GemmSm90: a stage loader loads the whole stage of one CTA");
+  // A stage loader loads this CTA's A tile and its slice of the B tile (multicast to the CTAs of its cluster
+  // column, ClusterM of them, where the loader can: AGather::kMaxClusterM).
+  static_assert(!kLoadsStage || (!kGather && ClusterN == 1 && ClusterM <= AGather::kMaxClusterM),
+                "GemmSm90: a stage loader shares B across at most its kMaxClusterM CTAs (ClusterN == 1)");
   static constexpr bool kProducerLoads = kGather || kLoadsStage;  // produce_gathered runs the producer
   static_assert(!kGather || (kAKMajor && ClusterN == 1 && sizeof(ElementA) == 2),
                 "GemmSm90: a gathered A is a K-major 16-bit tile of one CTA (ClusterN == 1)");
@@ -439,13 +444,16 @@ struct GemmSm90 {
     } else if (thread == 0) {
       sm90::tma_prefetch(&P.tmB);
     }
-    const uint16_t mask_b = 1;  // ClusterM == 1 on this path's callers; see below
-    static_assert(ClusterM == 1, "GemmSm90: a gathered A runs without clusters");
+    static_assert(!kGather || ClusterM == 1, "GemmSm90: a gathered A runs without clusters");
+    // This CTA's place in its cluster column (ClusterN == 1 here): it loads B's slice rm and multicasts it.
+    const uint32_t cta_rank = kClusterSize > 1 ? sm90::cluster_cta_rank() : 0u;
+    const int rm = int(cta_rank) % ClusterM;
+    const uint16_t mask_b = uint16_t((1u << ClusterM) - 1u);
     Ring ring;
     typename sm90::GatherRows<kGather, AGather, TileM>::type rows;  // this thread's rows of the A tile (a thread gather)
     const int n_walk = walk_length(P, walker, walkers);
     for (int j = 0; j < n_walk; ++j) {
-      const Unit w = unit_at(P, walker, walkers, j, 0, 0);
+      const Unit w = unit_at(P, walker, walkers, j, rm, 0);
       if constexpr (kGather) rows.init(P.gather, w.batch, w.tm, thread);
       for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
         sm90::mbarrier_wait(empty_bar(ring.stage), ring.phase ^ 1u);
@@ -453,7 +461,7 @@ struct GemmSm90 {
         if constexpr (kLoadsStage) {
           sm90::mbarrier_arrive_expect_tx(full, (uint32_t)kStageBytes);
           AGather::template load_stage<TileA, TileB>(P.gather, stage_a(ring.stage), stage_b(ring.stage), full, w.batch,
-                                                     w.tm * TileM, w.tn * TileN, kt);
+                                                     w.tm * TileM, w.tn * TileN, kt, rm, mask_b);
         } else if (thread == 0) {
           sm90::mbarrier_arrive_expect_tx(full, (uint32_t)kTileBytesB);
           TileB::load(stage_b(ring.stage), &P.tmB, full, AGather::b_k(P.gather, kt), w.tn * TileN, 0, 0, mask_b);

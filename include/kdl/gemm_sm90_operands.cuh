@@ -58,6 +58,7 @@ struct OperandTile {
   static_assert(TileK * int(sizeof(Element)) == kSwizzleBytes, "GemmSm90: TileK must be one 128-byte swizzled row");
   static_assert(Slices == 1 || Slices == 2, "GemmSm90: a tile is shared by 1 or 2 CTAs of a cluster");
   static constexpr int kBytes = Rows * TileK * int(sizeof(Element));
+  static constexpr int kSlices = Slices;
 
   // MN-major: 64-element (128-byte) blocks of MN, each TileK rows of K.
   static constexpr int kBlockMN = kSwizzleBytes / int(sizeof(Element));

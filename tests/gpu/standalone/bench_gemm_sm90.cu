@@ -117,6 +117,29 @@ static void bench_cfg(const char* name, int M, int N, int K, Bufs& b, int iters,
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? atoi(argv[1]) : 1;
   g_only = argc > 2 ? argv[2] : nullptr;
+  if (g_only && strcmp(g_only, "pointwise") == 0) {
+    // The 1x1 conv of the conv benchmark (N64 C128 112x112 K128) as the plain GEMM it is: M = 64*112*112
+    // pixels, N = 128 filters, K = 128 channels; memory-bound (205 MB in, 205 MB out). Tiled TMA here
+    // against the conv path's im2col TMA (bench_conv_sm80 9 times that).
+    g_only = nullptr;
+    const int M = 64 * 112 * 112, N = 128, K = 128;
+    const size_t lt_ws_bytes = 64u << 20;
+    Bufs b = bench_setup({{M, N, K}}, lt_ws_bytes);
+    cublasLtHandle_t lt; CKL(cublasLtCreate(&lt));
+    const LtBf16Tn cublas(lt, b, lt_ws_bytes, M, N, K);
+    g_lt_run = [&] { cublas.run(); };
+    const int iters = 50;
+    float t_lt = time_median_ms(g_lt_run, iters, 7);
+    printf("%dx%dx%d  cuBLASLt %8.3f ms %7.1f TFLOP/s\n", M, N, K, t_lt, 2.0 * M * N * K / (t_lt * 1e-3) / 1e12);
+    for (int r = 0; r < rounds; ++r) {
+      bench_cfg<Sm90<256, 128, 4>>("Sm90 256x128x64 s4", M, N, K, b, iters);
+      bench_cfg<Sm90<256, 128, 3>>("Sm90 256x128x64 s3", M, N, K, b, iters);
+      bench_cfg<Sm90<128, 128, 5>>("Sm90 128x128x64 s5", M, N, K, b, iters);
+      bench_cfg<Sm90<128, 128, 5, 1, Pp>>("Sm90 pingpong 128x128x64 s5", M, N, K, b, iters);
+    }
+    cublasLtDestroy(lt);
+    return 0;
+  }
   std::vector<BenchShape> shapes = {{4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 1024, 8192}};
   const size_t lt_ws_bytes = 64u << 20;
   Bufs b = bench_setup(shapes, lt_ws_bytes);

@@ -292,6 +292,21 @@ int main(int argc, char** argv) {
   const Case f90 = {3, 21, 23, 128, 300, 3, 3, 1, 1, 1, 1, 1, 1, true, 1};
   fails += !run_case<ConvKind::Fprop, S90w>(f90, g, "sm90a fprop fixed 3x3 s1 128x256");
   total += 1;
+  // Clusters (2, 1): two CTAs on adjacent pixel tiles, each loading half of W's tile and multicasting it
+  // (odd tile counts leave the second CTA of the last cluster past the end: it still loads its half).
+  using S90c2 = kdl::Conv2dSm90Fprop<half, 128, 128, 4, kdl::Sm90Schedule::Cooperative, 0, 0, 0, 0, Epi, true, 2>;
+  using S90pc2 = kdl::Conv2dSm90Fprop<half, 128, 128, 4, kdl::Sm90Schedule::Pingpong, 0, 0, 0, 0, Epi, true, 2>;
+  using S90wc2 = kdl::Conv2dSm90Fprop<half, 64, 256, 4, kdl::Sm90Schedule::Pingpong, 3, 3, 1, 1, Epi, true, 2>;
+  for (const Case* set : {s90, s90c}) {
+    const int count = set == s90 ? int(sizeof(s90) / sizeof(s90[0])) : int(sizeof(s90c) / sizeof(s90c[0]));
+    for (int i = 0; i < count; ++i) {
+      fails += !run_case<ConvKind::Fprop, S90c2>(set[i], g, "sm90a fprop 128x128 cluster 2x1");
+      fails += !run_case<ConvKind::Fprop, S90pc2>(set[i], g, "sm90a fprop 128x128 pingpong cluster 2x1");
+      total += 2;
+    }
+  }
+  fails += !run_case<ConvKind::Fprop, S90wc2>(f90, g, "sm90a fprop fixed 3x3 s1 64x256 pingpong cluster 2x1");
+  total += 1;
   // The sm90a wgrad (GemmSm90 + ConvWgradLoader: dY tiled, X im2col, both MN-major): the same shapes,
   // unpacked images (padded: per-image k-tiles) and packed ones (k-tiles across images), with split-K.
   using W90 = kdl::Conv2dSm90Wgrad<half, 128, 128, 4, kdl::Sm90Schedule::Cooperative, 0, 0, 0, 0, Epi>;
