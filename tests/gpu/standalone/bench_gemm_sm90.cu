@@ -117,12 +117,15 @@ static void bench_cfg(const char* name, int M, int N, int K, Bufs& b, int iters,
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? atoi(argv[1]) : 1;
   g_only = argc > 2 ? argv[2] : nullptr;
-  if (g_only && strcmp(g_only, "pointwise") == 0) {
-    // The 1x1 conv of the conv benchmark (N64 C128 112x112 K128) as the plain GEMM it is: M = 64*112*112
-    // pixels, N = 128 filters, K = 128 channels; memory-bound (205 MB in, 205 MB out). Tiled TMA here
-    // against the conv path's im2col TMA (bench_conv_sm80 9 times that).
+  if (g_only && (strcmp(g_only, "pointwise") == 0 || strcmp(g_only, "implicit") == 0)) {
+    // pointwise: the 1x1 conv of the conv benchmark (N64 C128 112x112 K128) as the plain GEMM it is: M =
+    // 64*112*112 pixels, N = 128 filters, K = 128 channels; memory-bound (205 MB in, 205 MB out).
+    // implicit: the GEMM of the first 3x3 conv shape (N32 C256 56x56 K256: M = 32*56*56, N = 256,
+    // K = 9*256) with A as a plain matrix. Tiled TMA here against the conv path's im2col TMA
+    // (bench_conv_sm80 9 times that): how much of a tile's speed on the conv is the loads'.
+    const bool pointwise = strcmp(g_only, "pointwise") == 0;
     g_only = nullptr;
-    const int M = 64 * 112 * 112, N = 128, K = 128;
+    const int M = pointwise ? 64 * 112 * 112 : 32 * 56 * 56, N = pointwise ? 128 : 256, K = pointwise ? 128 : 9 * 256;
     const size_t lt_ws_bytes = 64u << 20;
     Bufs b = bench_setup({{M, N, K}}, lt_ws_bytes);
     cublasLtHandle_t lt; CKL(cublasLtCreate(&lt));
@@ -132,10 +135,18 @@ int main(int argc, char** argv) {
     float t_lt = time_median_ms(g_lt_run, iters, 7);
     printf("%dx%dx%d  cuBLASLt %8.3f ms %7.1f TFLOP/s\n", M, N, K, t_lt, 2.0 * M * N * K / (t_lt * 1e-3) / 1e12);
     for (int r = 0; r < rounds; ++r) {
-      bench_cfg<Sm90<256, 128, 4>>("Sm90 256x128x64 s4", M, N, K, b, iters);
-      bench_cfg<Sm90<256, 128, 3>>("Sm90 256x128x64 s3", M, N, K, b, iters);
-      bench_cfg<Sm90<128, 128, 5>>("Sm90 128x128x64 s5", M, N, K, b, iters);
-      bench_cfg<Sm90<128, 128, 5, 1, Pp>>("Sm90 pingpong 128x128x64 s5", M, N, K, b, iters);
+      if (pointwise) {
+        bench_cfg<Sm90<256, 128, 4>>("Sm90 256x128x64 s4", M, N, K, b, iters);
+        bench_cfg<Sm90<256, 128, 3>>("Sm90 256x128x64 s3", M, N, K, b, iters);
+        bench_cfg<Sm90<128, 128, 5>>("Sm90 128x128x64 s5", M, N, K, b, iters);
+        bench_cfg<Sm90<128, 128, 5, 1, Pp>>("Sm90 pingpong 128x128x64 s5", M, N, K, b, iters);
+      } else {
+        bench_cfg<Sm90<128, 256, 4>>("Sm90 128x256x64 s4", M, N, K, b, iters);
+        bench_cfg<Sm90<128, 128, 6, 1, Pp>>("Sm90 pingpong 128x128x64 s6", M, N, K, b, iters);
+        bench_cfg<Sm90<128, 128, 5, 1, Pp>>("Sm90 pingpong 128x128x64 s5", M, N, K, b, iters);
+        bench_cfg<Sm90<128, 128, 6>>("Sm90 128x128x64 s6", M, N, K, b, iters);
+        bench_cfg<Sm90<128, 128, 6, 2, Pp>>("Sm90 pingpong 128x128x64 s6 c2x1", M, N, K, b, iters);
+      }
     }
     cublasLtDestroy(lt);
     return 0;
