@@ -24,6 +24,20 @@ SUMMARY="$OUT/summary.txt"
 say() { echo "$*" | tee -a "$SUMMARY"; }
 left() { echo $((BUDGET - ($(date +%s) - START))); }
 skipped() { [[ ",${KDL_SKIP:-}," == *",$1,"* ]]; }
+# What each step typically takes on the H100 machine (s), in the order they run: a step's reserve for the
+# steps after it counts only those not skipped, so that KDL_SKIP with a small budget does not starve the
+# kernel build (a 400 s budget with torch and bench skipped used to leave the build 70 s).
+STEPS=(build suite torch conv sanitizer convbench bench)
+declare -A NEED=([build]=110 [suite]=160 [torch]=150 [conv]=15 [sanitizer]=15 [convbench]=20 [bench]=150)
+# reserve_after STEP FIXED_S: min(FIXED_S, the typical time of the steps after STEP that will run).
+reserve_after() {
+  local after=0 seen=0 s
+  for s in "${STEPS[@]}"; do
+    if [ $seen = 1 ] && ! skipped "$s"; then after=$((after + NEED[$s])); fi
+    [ "$s" = "$1" ] && seen=1
+  done
+  echo $((after < $2 ? after : $2))
+}
 # run_step NAME RESERVE_S CMD...: runs CMD with the time left minus RESERVE_S (at least 20 s).
 run_step() {
   local name=$1 reserve=$2 t0 limit rc
@@ -44,7 +58,7 @@ status=0
 # 1. Kernel libraries (on this machine's cores when prepare.sh carried kdlc instead of them).
 if [ -f "$CARRY/build-kernels-there" ] && [ ! -s "$CARRY/tests.list" ]; then
   LD_LIBRARY_PATH="$PWD/$CARRY/bin:${LD_LIBRARY_PATH:-}" \
-    run_step "build kernels" 330 tests/gpu/build-kernels.sh "$CARRY/bin/kdlc" /tmp/kdl-gpu-kernels "$(nproc)" \
+    run_step "build kernels" "$(reserve_after build 330)" tests/gpu/build-kernels.sh "$CARRY/bin/kdlc" /tmp/kdl-gpu-kernels "$(nproc)" \
     >"$OUT/build-kernels.log" 2>&1 || status=1
 fi
 say "built: $(grep -c "^built " "$CARRY/prepare.log" 2>/dev/null) specs; $(wc -l <"$CARRY/not-built.list" 2>/dev/null || echo 0) kernels not built (unsupported); $(wc -l <"$CARRY/build-failed.list" 2>/dev/null || echo 0) build failures"
@@ -53,7 +67,7 @@ grep "BUILD FAILED\|^not built: " "$CARRY/prepare.log" 2>/dev/null | tee -a "$SU
 # 2. The GPU test suite (no sanitizer here).
 if ! skipped suite; then
   # shellcheck disable=SC2086
-  KDL_NO_SANITIZER=1 KDL_SUITE_JOBS=${KDL_SUITE_JOBS:-6} run_step "suite" 170 tests/gpu/run.sh ${KDL_SUITE_ARGS:-} \
+  KDL_NO_SANITIZER=1 KDL_SUITE_JOBS=${KDL_SUITE_JOBS:-6} run_step "suite" "$(reserve_after suite 170)" tests/gpu/run.sh ${KDL_SUITE_ARGS:-} \
     >/dev/null 2>&1 || status=1
   tail -n 2 "$OUT/gpu_tests.log" | tee -a "$SUMMARY"
   grep "^FAIL" "$OUT/gpu_tests.log" | head -40 | tee -a "$SUMMARY"
@@ -63,14 +77,14 @@ fi
 
 # 2b. The PyTorch tests: kdl.load of the samples and shared examples, every op against PyTorch's result.
 if ! skipped torch; then
-  OUT="$OUT" run_step "torch" 150 tests/gpu/torch/run.sh >/dev/null 2>&1 || status=1
+  OUT="$OUT" run_step "torch" "$(reserve_after torch 150)" tests/gpu/torch/run.sh >/dev/null 2>&1 || status=1
   grep -E "^== |^Ran |^OK|^FAILED|^FAIL:|^ERROR:|SAMPLE FAILED|WARM-UP FAILED" "$OUT/torch_tests.log" | tee -a "$SUMMARY"
 fi
 
 # 2c. The conv kernels against cuDNN and an fp64 reference (PyTorch; tests/gpu/conv/test_conv_cudnn.py).
 if ! skipped conv; then
   # shellcheck disable=SC2086
-  OUT="$OUT" run_step "conv" 140 tests/gpu/conv/run.sh ${KDL_CONV_ARGS:-} >/dev/null 2>&1 || status=1
+  OUT="$OUT" run_step "conv" "$(reserve_after conv 140)" tests/gpu/conv/run.sh ${KDL_CONV_ARGS:-} >/dev/null 2>&1 || status=1
   grep -E "^FAIL|passed, .* failed, .* skipped|^no conv kernel|^conv kernels" "$OUT/conv_tests.log" 2>/dev/null |
     head -60 | tee -a "$SUMMARY"
 fi
@@ -78,19 +92,19 @@ fi
 # 3. compute-sanitizer over the sm90a subset (memcheck + synccheck; racecheck reported) and the conv set (memcheck).
 if ! skipped sanitizer; then
   KDL_SANITIZER_ONLY=1 KDL_SANITIZER_SET=${KDL_SANITIZER_SET:-sm90a,conv} OUT="$OUT" \
-    run_step "sanitizer" 110 tests/gpu/run.sh >"$OUT/sanitizer.summary" 2>&1 || status=1
+    run_step "sanitizer" "$(reserve_after sanitizer 110)" tests/gpu/run.sh >"$OUT/sanitizer.summary" 2>&1 || status=1
   grep -E "^== |SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|passed, |not found" "$OUT/sanitizer.summary" | tee -a "$SUMMARY"
 fi
 
 # 3b. The conv benchmark beside cuDNN (bench/conv_bench.py).
 if ! skipped convbench; then
-  OUT="$OUT" run_step "conv bench" 60 bench/conv_run.sh >/dev/null 2>&1 || status=1
+  OUT="$OUT" run_step "conv bench" "$(reserve_after convbench 60)" bench/conv_run.sh >/dev/null 2>&1 || status=1
   [ -f "$OUT/conv_bench.md" ] && cat "$OUT/conv_bench.md" >>"$SUMMARY"
 fi
 
 # 4. The benchmark.
 if ! skipped bench; then
-  KDL_BENCH_SPECS=${KDL_BENCH_SPECS:-} run_step "bench" 5 bench/run.sh >/dev/null 2>&1 || status=1
+  KDL_BENCH_SPECS=${KDL_BENCH_SPECS:-} run_step "bench" "$(reserve_after bench 5)" bench/run.sh >/dev/null 2>&1 || status=1
   [ -f "$OUT/bench.md" ] && cat "$OUT/bench.md" >>"$SUMMARY"
 fi
 say "all.sh: status $status after $(( $(date +%s) - START )) s"
