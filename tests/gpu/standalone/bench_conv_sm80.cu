@@ -2,6 +2,9 @@
 // to pick the bench specs' tiles. Prints TFLOP/s (median of 7 runs of 10 launches). cuDNN is measured by
 // bench/conv_bench.py in the same session; this file only compares our configurations.
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -I include tests/gpu/standalone/bench_conv_sm80.cu
+// With -DKDL_TEST_SM90 (and -gencode=arch=compute_90a,code=sm_90a) the first argument picks the sm90a sets:
+//   s: cooperative candidates per shape; g: the dgrad and wgrad; 9: every sm90a fprop tile; p: pingpong tiles
+//   without and with clusters (2, 1) beside the cooperative 128x256 (docs/perf-notes.md v17).
 #include <cuda_bf16.h>
 
 #include <algorithm>

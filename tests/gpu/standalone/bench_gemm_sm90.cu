@@ -3,6 +3,8 @@
 // process, same buffers; 7 batches of CUDA-event-timed launches alternating with cuBLASLt's (the
 // clock drifts under the power cap), medians and the median per-pair ratio. Helpers (NVML probe, timing, fill) are bench_common.cuh's.
 // Usage: bench_gemm_sm90 [rounds (default 1) [filter: only configurations whose "MxNxK [bf16 ]name" contains it]]
+//        bench_gemm_sm90 ROUNDS pointwise|implicit: a conv benchmark shape as the plain GEMM it is (the 1x1, or
+//        the first 3x3's implicit GEMM with A as a matrix), tiled loads beside the conv path's (docs/perf-notes.md v17)
 #include "common.cuh"
 #include "kdl/gemm_sm90.cuh"
 #include <cublasLt.h>
