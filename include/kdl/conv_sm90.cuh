@@ -48,8 +48,8 @@ struct ConvFpropShape {
 
 struct ConvFpropKOrder {
   template <class Params>
-  __device__ __forceinline__ static void tile_of(const Params& g, int kt, int& cb, int& r, int& s) {
-    int tap;
+  // k-tile kt's 64-channel block cb and tap (its filter row r and column s): the tap fastest.
+  __device__ __forceinline__ static void tile_of(const Params& g, int kt, int& cb, int& tap, int& r, int& s) {
     g.div_taps.divmod(kt, cb, tap);
     g.div_s.divmod(tap, r, s);
   }
@@ -101,8 +101,8 @@ struct ConvFpropGather : ConvFpropKOrder {
       }
     }
     __device__ __forceinline__ void load(const Params& g, uint32_t stage, int kt) const {
-      int cb, r, s;
-      tile_of(g, kt, cb, r, s);
+      int cb, tap, r, s;
+      tile_of(g, kt, cb, tap, r, s);
       const int dy = r * g.dil_h, dx = s * g.dil_w;
       const char* const base = image_base + cb * 128;
 #pragma unroll
@@ -229,8 +229,7 @@ struct ConvFpropLoader : ConvFpropKOrder {
                   "ConvFpropLoader: K-major A and B tiles of 64-channel k-tiles");
     if (m0 >= g.rows) m0 = 0;  // a cluster's tile past the last pixel: any in-range pixels (never stored)
     int cb, tap, r, s, p0, q0, image = batch, pixel = m0;
-    g.div_taps.divmod(kt, cb, tap);  // ConvFpropKOrder's walk: the tap fastest
-    g.div_s.divmod(tap, r, s);
+    tile_of(g, kt, cb, tap, r, s);
     if (g.images_as_rows) g.div_pq.divmod(m0, image, pixel);  // the image the tile starts in
     g.div_q.divmod(pixel, p0, q0);  // the tile's first output pixel (the load walks on into the next image)
     tma_load_im2col(stage_a, &g.tmX, full, cb * 64, q0 * g.stride_w - g.pad_w, p0 * g.stride_h - g.pad_h, image,

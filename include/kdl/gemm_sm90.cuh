@@ -436,8 +436,9 @@ struct GemmSm90 {
   // every thread gathers its rows of A and arrives on the full barrier when its copies have landed.
   // Or the whole stage by the AGather's loads (kLoadsStage): thread 0 only.
   template <class StageA, class StageB, class FullBar, class EmptyBar>
+  // rm: this CTA's row in its cluster column (ClusterN == 1 here); its slice of B goes to the whole column.
   __device__ __forceinline__ static void produce_gathered(const KernelParams& P, int walker, int walkers, int thread,
-                                                          const StageA& stage_a, const StageB& stage_b,
+                                                          int rm, const StageA& stage_a, const StageB& stage_b,
                                                           const FullBar& full_bar, const EmptyBar& empty_bar) {
     if constexpr (kLoadsStage) {
       AGather::prefetch(P.gather);
@@ -445,9 +446,6 @@ struct GemmSm90 {
       sm90::tma_prefetch(&P.tmB);
     }
     static_assert(!kGather || ClusterM == 1, "GemmSm90: a gathered A runs without clusters");
-    // This CTA's place in its cluster column (ClusterN == 1 here): it loads B's slice rm and multicasts it.
-    const uint32_t cta_rank = kClusterSize > 1 ? sm90::cluster_cta_rank() : 0u;
-    const int rm = int(cta_rank) % ClusterM;
     const uint16_t mask_b = uint16_t((1u << ClusterM) - 1u);
     Ring ring;
     typename sm90::GatherRows<kGather, AGather, TileM>::type rows;  // this thread's rows of the A tile (a thread gather)
@@ -516,7 +514,7 @@ struct GemmSm90 {
       sm90::setmaxnreg_dec<kProducerRegs>();
       if constexpr (kProducerLoads) {
         if (P.ktiles > 0 && (kGather || wg_thread == 0))
-          produce_gathered(P, walker, walkers, wg_thread, stage_a, stage_b, full_bar, empty_bar);
+          produce_gathered(P, walker, walkers, wg_thread, rm, stage_a, stage_b, full_bar, empty_bar);
       } else if (wg_thread == 0 && P.ktiles > 0) {
         sm90::tma_prefetch(&P.tmA);
         sm90::tma_prefetch(&P.tmB);

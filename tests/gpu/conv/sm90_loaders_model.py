@@ -100,42 +100,42 @@ def wgrad_model(X, dY, r, s, ph, pw, sh, sw, dh, dw, TM, TN, rows_mode):
                     if m0 + mm < K and n0 + nn < Ng: D[m0 + mm, n0 + nn] = acc[mm, nn]
     return D.reshape(K, r, s, C)
 
+def implicit_gemm(M, cols, ktiles, batches, TM, TN, rows_mode, grid, load_a, load_b, out):
+    """The GemmSm90 walk the fprop and dgrad loaders feed: per batch (an image, or one with rows_mode), tiles of
+    TM rows (pixels of a `grid`-pixel image grid, crossing images with rows_mode) by TN columns, acc = sum over
+    k-tiles of load_a(batch, m0, kt) @ load_b(n0, kt), stored into out[image, pixel, column] in range."""
+    for batch in range(batches):
+        for m0, n0 in itertools.product(range(0, M, TM), range(0, cols, TN)):
+            acc = np.zeros((TM, TN))
+            for kt in range(ktiles):
+                acc += load_a(batch, m0, kt) @ load_b(n0, kt)
+            for mm in range(min(TM, M - m0)):
+                img, pix = divmod(m0 + mm, grid) if rows_mode else (batch, m0 + mm)
+                nn = min(TN, cols - n0)
+                out[img, pix, n0:n0 + nn] = acc[mm, :nn]
+
+def tile_origin(batch, m0, rows_mode, grid, width):
+    """The image, row and column of a tile's first pixel (rows_mode: the pixel index runs across images)."""
+    image, pixel = divmod(m0, grid) if rows_mode else (batch, m0)
+    return (image,) + divmod(pixel, width)
+
 def dgrad_model(dY, Wt, H, W, ph, pw, dh, dw, TM, TN, rows_mode):
     N, P, Q, K = dY.shape; _, r, s, C = Wt.shape
-    taps = r * s; cbk = (K + 63) // 64
-    ktiles = taps * cbk
+    taps = r * s
     lower = (pw - dw * (s - 1), ph - dh * (r - 1)); upper = (-pw, -ph)
-    M = N * H * W if rows_mode else H * W
-    batches = 1 if rows_mode else N
+    def load_a(batch, m0, kt):
+        cb, tap = divmod(kt, taps); rr, ss = divmod(tap, s)
+        image, y0, x0 = tile_origin(batch, m0, rows_mode, H * W, W)
+        return im2col_load(dY, lower, upper, (1, 1), cb * 64, x0 + lower[0], y0 + lower[1], image, ss * dw, rr * dh, TM)
+    def load_b(n0, kt):  # W as {c, r*s, k}: per 64 columns a box 64 (c) x 1 x 64 (k) at the flipped tap; outside zero
+        cb, tap = divmod(kt, taps); wr, ws = divmod(taps - 1 - tap, s)
+        B = np.zeros((64, TN))
+        kk, cc = min(64, K - cb * 64), min(TN, C - n0)
+        B[:kk, :cc] = Wt[cb * 64:cb * 64 + kk, wr, ws, n0:n0 + cc]
+        return B
     out = np.zeros((N, H * W, C))
-    for batch in range(batches):
-        for tm in range((M + TM - 1) // TM):
-            for tn in range((C + TN - 1) // TN):
-                m0, n0 = tm * TM, tn * TN
-                acc = np.zeros((TM, TN))
-                for kt in range(ktiles):
-                    cb, tap = divmod(kt, taps); rr, ss = divmod(tap, s)
-                    image, pixel = batch, m0
-                    if rows_mode: image, pixel = divmod(m0, H * W)
-                    y0, x0 = divmod(pixel, W)
-                    A = im2col_load(dY, lower, upper, (1, 1), cb * 64, x0 + lower[0], y0 + lower[1], image, ss * dw, rr * dh, TM)
-                    wtap = taps - 1 - tap
-                    wr, ws = divmod(wtap, s)
-                    B = np.zeros((64, TN))
-                    for b in range(TN // 64):
-                        for i in range(64):
-                            kk = cb * 64 + i
-                            if kk >= K: continue
-                            for j in range(64):
-                                cc = n0 + b * 64 + j
-                                if cc < C: B[i, b * 64 + j] = Wt[kk, wr, ws, cc]
-                    acc += A @ B
-                for mm in range(TM):
-                    g = m0 + mm
-                    if g >= M: continue
-                    img, pix = (divmod(g, H * W) if rows_mode else (batch, g))
-                    for nn in range(TN):
-                        if n0 + nn < C: out[img, pix, n0 + nn] = acc[mm, nn]
+    implicit_gemm(N * H * W if rows_mode else H * W, C, taps * ((K + 63) // 64), 1 if rows_mode else N, TM, TN,
+                  rows_mode, H * W, load_a, load_b, out)
     return out.reshape(N, H, W, C)
 
 def fprop_ref(X, Wt, ph, pw, sh, sw, dh, dw):
@@ -150,36 +150,21 @@ def fprop_ref(X, Wt, ph, pw, sh, sw, dh, dw):
 def fprop_model(X, Wt, ph, pw, sh, sw, dh, dw, TM, TN, rows_mode):
     N, H, W, C = X.shape; K, r, s, _ = Wt.shape
     P, Q = conv_dims(N, H, W, C, K, r, s, ph, pw, sh, sw, dh, dw)
-    taps = r * s; cbs = (C + 63) // 64
-    ktiles = taps * cbs
+    taps = r * s
     lower = (-pw, -ph); upper = (pw - dw * (s - 1), ph - dh * (r - 1))
-    M = N * P * Q if rows_mode else P * Q
-    batches = 1 if rows_mode else N
+    def load_a(batch, m0, kt):
+        cb, tap = divmod(kt, taps); rr, ss = divmod(tap, s)
+        image, p0, q0 = tile_origin(batch, m0, rows_mode, P * Q, Q)
+        return im2col_load(X, lower, upper, (sw, sh), cb * 64, q0 * sw - pw, p0 * sh - ph, image, ss * dw, rr * dh, TM)
+    def load_b(n0, kt):  # W as {c, r*s, k}: box 64 x 1 x TN at (cb * 64, tap, n0); outside zero
+        cb, tap = divmod(kt, taps); rr, ss = divmod(tap, s)
+        B = np.zeros((64, TN))
+        cc, kk = min(64, C - cb * 64), min(TN, K - n0)
+        B[:cc, :kk] = Wt[n0:n0 + kk, rr, ss, cb * 64:cb * 64 + cc].T
+        return B
     out = np.zeros((N, P * Q, K))
-    for batch in range(batches):
-        for tm in range((M + TM - 1) // TM):
-            for tn in range((K + TN - 1) // TN):
-                m0, n0 = tm * TM, tn * TN
-                acc = np.zeros((TM, TN))
-                for kt in range(ktiles):
-                    cb, tap = divmod(kt, taps); rr, ss = divmod(tap, s)
-                    image, pixel = batch, m0
-                    if rows_mode: image, pixel = divmod(m0, P * Q)
-                    p0, q0 = divmod(pixel, Q)
-                    A = im2col_load(X, lower, upper, (sw, sh), cb * 64, q0 * sw - pw, p0 * sh - ph, image, ss * dw, rr * dh, TM)
-                    B = np.zeros((64, TN))  # W as {c, r*s, k}: box 64 x 1 x TN at (cb * 64, tap, n0); outside zero
-                    for i in range(64):
-                        cc = cb * 64 + i
-                        if cc >= C: continue
-                        for j in range(TN):
-                            if n0 + j < K: B[i, j] = Wt[n0 + j, rr, ss, cc]
-                    acc += A @ B
-                for mm in range(TM):
-                    g = m0 + mm
-                    if g >= M: continue
-                    img, pix = (divmod(g, P * Q) if rows_mode else (batch, g))
-                    for nn in range(TN):
-                        if n0 + nn < K: out[img, pix, n0 + nn] = acc[mm, nn]
+    implicit_gemm(N * P * Q if rows_mode else P * Q, K, taps * ((C + 63) // 64), 1 if rows_mode else N, TM, TN,
+                  rows_mode, P * Q, load_a, load_b, out)
     return out.reshape(N, P, Q, K)
 
 rng = np.random.default_rng(1)  # small integers: every sum exact

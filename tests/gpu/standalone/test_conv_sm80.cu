@@ -297,14 +297,13 @@ int main(int argc, char** argv) {
   using S90c2 = kdl::Conv2dSm90Fprop<half, 128, 128, 4, kdl::Sm90Schedule::Cooperative, 0, 0, 0, 0, Epi, true, 2>;
   using S90pc2 = kdl::Conv2dSm90Fprop<half, 128, 128, 4, kdl::Sm90Schedule::Pingpong, 0, 0, 0, 0, Epi, true, 2>;
   using S90wc2 = kdl::Conv2dSm90Fprop<half, 64, 256, 4, kdl::Sm90Schedule::Pingpong, 3, 3, 1, 1, Epi, true, 2>;
-  for (const Case* set : {s90, s90c}) {
-    const int count = set == s90 ? int(sizeof(s90) / sizeof(s90[0])) : int(sizeof(s90c) / sizeof(s90c[0]));
-    for (int i = 0; i < count; ++i) {
-      fails += !run_case<ConvKind::Fprop, S90c2>(set[i], g, "sm90a fprop 128x128 cluster 2x1");
-      fails += !run_case<ConvKind::Fprop, S90pc2>(set[i], g, "sm90a fprop 128x128 pingpong cluster 2x1");
-      total += 2;
-    }
-  }
+  auto run_clusters = [&](const Case& c) {
+    fails += !run_case<ConvKind::Fprop, S90c2>(c, g, "sm90a fprop 128x128 cluster 2x1");
+    fails += !run_case<ConvKind::Fprop, S90pc2>(c, g, "sm90a fprop 128x128 pingpong cluster 2x1");
+    total += 2;
+  };
+  for (const Case& c : s90) run_clusters(c);
+  for (const Case& c : s90c) run_clusters(c);
   fails += !run_case<ConvKind::Fprop, S90wc2>(f90, g, "sm90a fprop fixed 3x3 s1 64x256 pingpong cluster 2x1");
   total += 1;
   // The sm90a wgrad (GemmSm90 + ConvWgradLoader: dY tiled, X im2col, both MN-major): the same shapes,
