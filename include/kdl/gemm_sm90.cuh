@@ -211,6 +211,12 @@ struct GemmSm90 {
   static_assert(!kGather || (kAKMajor && ClusterN == 1 && sizeof(ElementA) == 2),
                 "GemmSm90: a gathered A is a K-major 16-bit tile of one CTA (ClusterN == 1)");
   static constexpr int kProducerRegs = kGather ? 56 : 40;
+  // The TMA producer: lane 0 of the producer warpgroup's first kIssuers warps, taking turns by k-tile
+  // (each issues every kIssuers-th k-tile of the CTA's walk). A stage loader's one thread spent ~700
+  // cycles per k-tile on a conv's coordinates, waits and issue (ncu, docs/perf-notes.md v18), more than
+  // the wgmmas of a tile of at most 128 x 128 take (~512): the ring ran dry. Four issuers there; one
+  // for larger tiles and GemmSm90's own maps (a second one measured 0.3-2 % slower on those).
+  static constexpr int kIssuers = kLoadsStage && TileM <= 128 && TileN <= 128 ? 4 : 1;
   static constexpr int kConsumerRegs = kGather ? 224 : 232;
   static_assert((kProducerRegs + kConsumers * kConsumerRegs) * 128 <= 65536,
                 "GemmSm90: the setmaxnreg budgets exceed the SM's 64K registers");
@@ -450,10 +456,19 @@ struct GemmSm90 {
     Ring ring;
     typename sm90::GatherRows<kGather, AGather, TileM>::type rows;  // this thread's rows of the A tile (a thread gather)
     const int n_walk = walk_length(P, walker, walkers);
+    int turn = 0;  // a stage loader's issuers take turns: this one (thread / 32) fills every kIssuers-th k-tile
     for (int j = 0; j < n_walk; ++j) {
       const Unit w = unit_at(P, walker, walkers, j, rm, 0);
       if constexpr (kGather) rows.init(P.gather, w.batch, w.tm, thread);
       for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+        if constexpr (kIssuers > 1) {
+          const bool mine = turn == thread / 32;
+          turn = turn + 1 == kIssuers ? 0 : turn + 1;
+          if (!mine) {
+            ring.advance();
+            continue;
+          }
+        }
         sm90::mbarrier_wait(empty_bar(ring.stage), ring.phase ^ 1u);
         uint64_t* const full = full_bar(ring.stage);
         if constexpr (kLoadsStage) {
@@ -513,7 +528,7 @@ struct GemmSm90 {
       // ---- producer ----
       sm90::setmaxnreg_dec<kProducerRegs>();
       if constexpr (kProducerLoads) {
-        if (P.ktiles > 0 && (kGather || wg_thread == 0))
+        if (P.ktiles > 0 && (kGather || (wg_thread % 32 == 0 && wg_thread / 32 < kIssuers)))
           produce_gathered(P, walker, walkers, wg_thread, rm, stage_a, stage_b, full_bar, empty_bar);
       } else if (wg_thread == 0 && P.ktiles > 0) {
         sm90::tma_prefetch(&P.tmA);
@@ -566,6 +581,12 @@ struct GemmSm90 {
       // k-tiles in the ring; the turn barriers make the two mainloops alternate.
       constexpr int kTileStep = kPingpong ? 2 : 1;
       const int row_off = kPingpong ? 0 : consumer * kRowsPerConsumer;
+      // Stage s's descriptors (k-step 0): stage 0's plus s stages of bytes (OperandTile::desc_offset); only
+      // the low half changes (the start address), so the mainloop works on 32-bit values.
+      const uint32_t desc_a0 = uint32_t(TileA::desc(stage_a(0), row_off, 0).bits);
+      const uint32_t desc_b0 = uint32_t(TileB::desc(stage_b(0), 0, 0).bits);
+      auto desc_a = [&](int s) { return desc_a0 + uint32_t(s) * uint32_t(kStageBytes >> 4); };
+      auto desc_b = [&](int s) { return desc_b0 + uint32_t(s) * uint32_t(kStageBytes >> 4); };
       const int n_walk = walk_length(P, walker, walkers);
       auto unit_ktiles = [&](int j) {
         const Unit w = unit_at(P, walker, walkers, j, rm, rn);
@@ -594,10 +615,10 @@ struct GemmSm90 {
             sm90::mbarrier_wait(full_bar(s0), ring.phase);
             ring.advance();
             const int s1 = ring.stage;
-            issue_ktile(tmp, stage_a(s0), stage_b(s0), row_off, false);
+            issue_ktile(tmp, desc_a(s0), desc_b(s0), false);
             sm90::mbarrier_wait(full_bar(s1), ring.phase);
             ring.advance();
-            issue_ktile(tmp2, stage_a(s1), stage_b(s1), row_off, false);
+            issue_ktile(tmp2, desc_a(s1), desc_b(s1), false);
             // The pair's scales (block scaling), loaded while its wgmmas run. (Loading them one pair ahead
             // spilled 24-36 bytes on 128x128 cooperative and 64x128 pingpong.)
             float sa[kMmaM][2], sb = 1.f, sa2[kMmaM][2], sb2 = 1.f;
@@ -620,10 +641,10 @@ struct GemmSm90 {
           sm90::mbarrier_wait(full_bar(ring.stage), ring.phase);
           // A gathered A was written through the generic proxy (cp.async); wgmma reads through the async one.
           if constexpr (kGather) sm90::fence_proxy_async_shared();
-          const uint32_t a_tile = stage_a(ring.stage);
-          const uint32_t b_tile = stage_b(ring.stage);
+          const uint32_t a_tile = desc_a(ring.stage);
+          const uint32_t b_tile = desc_b(ring.stage);
           if constexpr (!kPromote) {
-            issue_ktile(acc, a_tile, b_tile, row_off, true);
+            issue_ktile(acc, a_tile, b_tile, true);
             // The previous k-tile's group has completed: its stage may be refilled.
             sm90::wgmma_wait_group<1>();
             if (prev_stage >= 0 && warp_leader) release(prev_stage);
@@ -634,7 +655,7 @@ struct GemmSm90 {
             // (Promotion every k-tile takes the pair loop above, but for an odd last k-tile.)
             const int kt_in_group = (kt - w.kt_begin) % kPromoteEvery;
             const bool promote_now = kt_in_group == kPromoteEvery - 1 || kt + 1 == w.kt_end;
-            issue_ktile(tmp, a_tile, b_tile, row_off, kt_in_group > 0);
+            issue_ktile(tmp, a_tile, b_tile, kt_in_group > 0);
             if (promote_now) {
               float sa[kMmaM][2], sb = 1.f;  // this thread's rows' A scales and the tile's B scale, k-block kt
               if constexpr (kBlockScaled) load_block_scales(P, w, kt, row_off + warp_in_wg * 16, sa, sb);
@@ -763,18 +784,23 @@ struct GemmSm90 {
   }
 
   // One k-tile of this consumer's rows into accumulator d (the f32 one, or a promotion temporary) as one
-  // committed wgmma group; accumulate = false starts d from zero at the k-tile's first k-step.
+  // committed wgmma group; accumulate = false starts d from zero at the k-tile's first k-step. a_tile /
+  // b_tile: the descriptors of the stage's A rows of this consumer and of its B tile at k-step 0; every
+  // other k-step's is a compile-time offset from them (OperandTile::desc_offset).
   template <class A>
   __device__ __forceinline__ static void issue_ktile(A (&d)[kMmaM][kAccRegs], uint32_t a_tile, uint32_t b_tile,
-                                                     int row_off, bool accumulate) {
+                                                     bool accumulate) {
+    constexpr uint64_t kHiA = TileA::desc(0, 0, 0).bits >> 32 << 32, kHiB = TileB::desc(0, 0, 0).bits >> 32 << 32;
 #pragma unroll
     for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(d[i]);
     sm90::wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < kKSteps; ++ks) {
-      const sm90::SmemDesc db = TileB::desc(b_tile, 0, ks);
+      const sm90::SmemDesc db{kHiB | (b_tile + uint32_t(TileB::desc_offset(0, ks)))};
 #pragma unroll
-      for (int i = 0; i < kMmaM; ++i) mma_kstep(d[i], TileA::desc(a_tile, row_off + i * 64, ks), db, accumulate || ks > 0);
+      for (int i = 0; i < kMmaM; ++i)
+        mma_kstep(d[i], sm90::SmemDesc{kHiA | (a_tile + uint32_t(TileA::desc_offset(i * 64, ks)))}, db,
+                  accumulate || ks > 0);
     }
     sm90::wgmma_commit_group();
 #pragma unroll

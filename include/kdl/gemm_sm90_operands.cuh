@@ -122,12 +122,28 @@ struct OperandTile {
 
   // The descriptor of k-step ks (32 bytes of K) of the 64 x (tile K) part of the tile that starts at
   // MN offset mn_off (a multiple of 64) -- A's rows of one m64 wgmma -- or of the whole tile (B, 0).
-  __device__ __forceinline__ static SmemDesc desc(uint32_t tile, int mn_off, int ks) {
+  __host__ __device__ static constexpr SmemDesc desc(uint32_t tile, int mn_off, int ks) {
     if constexpr (KMajor)
       return make_desc_kmajor_sw128<Element>(tile + uint32_t(mn_off * kSwizzleBytes), Rows, ks);
     else
       return make_desc_mnmajor_sw128<Element>(tile + uint32_t(mn_off / kBlockMN * kBlockBytes), TileK, ks);
   }
+  // desc(tile, mn_off, ks) is desc(tile, 0, 0) plus this constant: the start-address field (address / 16,
+  // bits 0-13) is linear in the address below 256 KB, which every shared-memory address is. So a k-tile's
+  // descriptors are one value per stage plus compile-time offsets (the consumer's mainloop adds immediates
+  // instead of rebuilding each descriptor from the address).
+  __host__ __device__ static constexpr uint64_t desc_offset(int mn_off, int ks) {
+    return (KMajor ? uint64_t(mn_off) * kSwizzleBytes + sw128_byte_offset(0, ks * kWgmmaKBytes, Rows)
+                   : uint64_t(mn_off / kBlockMN) * kBlockBytes + uint64_t(ks * kWgmmaK<Element>) * kSwizzleBytes) >> 4;
+  }
+  static constexpr bool desc_offsets_hold() {
+    for (uint32_t tile : {0u, 0x8000u, 0x36000u})  // stage bases (1024-byte aligned) up to the end of shared memory
+      for (int mn = 0; mn < Rows; mn += 64)
+        for (int ks = 0; ks * kWgmmaKBytes < kSwizzleBytes; ++ks)
+          if (desc(tile, mn, ks).bits != desc(tile, 0, 0).bits + desc_offset(mn, ks)) return false;
+    return true;
+  }
+  static_assert(desc_offsets_hold(), "OperandTile: a descriptor is not its tile's plus a constant offset");
 
  private:
   __device__ __forceinline__ static void issue(uint32_t dst, const CUtensorMap* map, uint64_t* full, int c0, int c1,
