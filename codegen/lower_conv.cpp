@@ -160,7 +160,8 @@ bool lowerConvOperands(Lowering& l) {
     m.iteratorA = "X by TMA in im2col mode: one load per k-tile of TileM consecutive output pixels at the tap's "
                   "offset, 64 channels each (the tensor map's bounding box is the padding, its traversal strides the "
                   "conv's), zero-filled outside X, into the 128-byte-swizzled K-major stage";
-    m.iteratorB = "W by TMA: one k x (r*s*c) column-major matrix (taps packed), the same tile for every image";
+    m.iteratorB = "W by TMA as {c, r*s, k}: per k-tile one box of 64 channels x 1 tap x TileN filters at the k-tile's "
+                  "(channel block, tap), zero-filled past c; the same tile for every image, W's taps may be padded";
   } else if (wgmma && s.op.value == Op::Conv2dDgrad) {
     m.gemm = "per image (batch = image): M = h*w, N = c, K = r*s x k (k rounded up to 64)";
     m.why = "unit-stride dgrad is an fprop over dY with W's taps flipped and its k and c swapped; batched over images "

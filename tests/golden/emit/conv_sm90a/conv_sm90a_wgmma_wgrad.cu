@@ -49,7 +49,7 @@ struct Epilogue {
 };
 
 // mma: wgmma.mma_async.m64n128k16 (bf16 x bf16 from shared memory)
-// schedule: cooperative (kdl::Sm90Schedule::Cooperative): 1 producer warpgroup (TMA: dY tiled, X in im2col mode, setmaxnreg 40) + 2 consumer warpgroups (wgmma, setmaxnreg 232), 384 threads; 64 rows of the tile per consumer
+// schedule: cooperative (kdl::Sm90Schedule::Cooperative): 1 producer warpgroup (TMA: dY tiled, X in im2col mode, issued by 4 warps taking turns by k-tile, setmaxnreg 40) + 2 consumer warpgroups (wgmma, setmaxnreg 232), 384 threads; 64 rows of the tile per consumer
 // cluster: (1, 1, 1)
 // stages: 6
 // The kernel for kdl::ConvHost: its template instance and its arguments in C ABI order.
