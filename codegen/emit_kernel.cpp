@@ -251,6 +251,9 @@ void kernelStruct(CodeWriter& w, const KernelPlan& p, const std::string& epilogu
   w.line("using Epilogue = {}::Epilogue;", epilogueNs);
   w.raw("using Params = Epilogue::Params;");
   w.line("using {} = {};", p.conv() ? "Conv" : "Gemm", gemmInstance(p));
+  if (p.path == KernelPath::ConvSm90)  // what `kdlc list --plan` says of the producer, held to the template
+    w.line("static_assert(Conv::Gemm::kIssuers == {}, \"kdlc's plan: {} producer warp{} issue{} the TMA loads\");",
+           p.tmaIssuers, p.tmaIssuers, p.tmaIssuers == 1 ? "" : "s", p.tmaIssuers == 1 ? "s" : "");
   w.line("static constexpr const char* kName = \"{}\";", p.name);
   w.line("static constexpr const char* kOp = \"{}\";", opWord(p.spec.op.value));
   w.line("static constexpr ::kdl::KernelTarget kTarget = {{\"{}\", {}, {}}};", p.archName, p.minComputeCapability,

@@ -175,6 +175,7 @@ bool lowerSm90Tiling(Lowering& l) {
   p.warpTileN = p.tileN;
   // GemmSm90::kIssuers: a conv's stage loader issues from four producer warps in turn for tiles up to 128 x 128.
   const bool fourIssuers = p.path == KernelPath::ConvSm90 && p.tileM <= 128 && p.tileN <= 128;
+  p.tmaIssuers = fourIssuers ? 4 : 1;  // the emitted kernel static_asserts that the template agrees
   l.decide("schedule",
            fmt::format("{} (kdl::Sm90Schedule::{}): 1 producer warpgroup ({}{}, setmaxnreg {}) + {} consumer warpgroups "
                        "(wgmma, setmaxnreg {}), {} threads; {} rows of the tile per consumer",

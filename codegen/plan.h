@@ -124,6 +124,7 @@ struct KernelPlan {
   // The sm90a path only (kdl::GemmSm90's parameters beyond the tile and the stages).
   Schedule schedule = Schedule::Multistage;  // Cooperative | Pingpong
   int consumerWarpgroups = 2;             // per CTA (the producer warpgroup comes on top)
+  int tmaIssuers = 1;                     // sm90a: producer warps issuing the TMA loads (GemmSm90::kIssuers)
   int clusterM = 1, clusterN = 1;
   int promoteEvery = 0;                   // fp8: 0 = fast accumulation, N = promote every N k-tiles
   bool blockScaling = false;              // kdl::sm90::BlockScaling<blockMA, blockNB, blockK>

@@ -58,6 +58,7 @@ struct Kernel {
   using Epilogue = ::kdl_kernels::conv_sm90a_wgmma_pingpong::detail::Epilogue;
   using Params = Epilogue::Params;
   using Conv = ::kdl::Conv2dSm90Fprop<::half, 64, 256, 4, ::kdl::Sm90Schedule::Pingpong, 0, 0, 0, 0, Epilogue>;
+  static_assert(Conv::Gemm::kIssuers == 1, "kdlc's plan: 1 producer warp issues the TMA loads");
   static constexpr const char* kName = "conv_sm90a_wgmma_pingpong";
   static constexpr const char* kOp = "conv2d_fprop";
   static constexpr ::kdl::KernelTarget kTarget = {"sm90a", 90, true};

@@ -58,6 +58,7 @@ struct Kernel {
   using Epilogue = ::kdl_kernels::conv_sm90a_wgmma_wgrad::detail::Epilogue;
   using Params = Epilogue::Params;
   using Conv = ::kdl::Conv2dSm90Wgrad<::__nv_bfloat16, 128, 128, 6, ::kdl::Sm90Schedule::Cooperative, 0, 0, 0, 0, Epilogue>;
+  static_assert(Conv::Gemm::kIssuers == 4, "kdlc's plan: 4 producer warps issue the TMA loads");
   static constexpr const char* kName = "conv_sm90a_wgmma_wgrad";
   static constexpr const char* kOp = "conv2d_wgrad";
   static constexpr ::kdl::KernelTarget kTarget = {"sm90a", 90, true};
