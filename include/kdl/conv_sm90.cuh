@@ -5,7 +5,8 @@
 // K = (tap r, s; 64 channels), so the epilogue sees the same coordinates as the sm80 path's
 // (kdl/conv_problem.h: batch = image, m = pixel of the image, n = k) and GemmSm90's epilogue (TMA store of
 // Y, [col] = [channel] broadcasts, the residual as C) serves unchanged.
-//   * By default (sm90::ConvFpropLoader), one thread loads a stage with two TMAs: A (X) in im2col mode --
+//   * By default (sm90::ConvFpropLoader), a stage comes by two TMAs from one producer thread (four by turns
+//     for tiles up to 128 x 128: GemmSm90::kIssuers): A (X) in im2col mode --
 //     the tensor map describes X as {c, w, h, n} with the padding as its bounding box's corners and the
 //     conv's strides as traversal strides; a load takes the tile's first output pixel and the tap's offset
 //     (r * dil_h, s * dil_w) and walks TileM output pixels (along W, then H, then the next image), 64

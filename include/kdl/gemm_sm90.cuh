@@ -14,7 +14,8 @@
 //
 // The algorithm:
 //   * 3 warpgroups, 384 threads. Warpgroup 0 is the producer: it gives registers away
-//     (setmaxnreg.dec 40) and one thread issues, per k-tile, the TMA loads of the A tile
+//     (setmaxnreg.dec 40) and one thread (a stage loader's small tiles: four, by turns, kIssuers)
+//     issues, per k-tile, the TMA loads of the A tile
 //     (TileM x TileK) and the B tile (TileN x TileK; TileK x element = 128 bytes; one box, or
 //     one per 64 columns of an MN-major tile) into a ring of
 //     `Stages` stages written with the 128-byte swizzle, announcing the bytes on the stage's full
@@ -139,7 +140,7 @@ struct BlockScaling {
 // stage's full barrier when their copies land (cp.async.mbarrier.arrive.noinc); B still comes by TMA,
 // one tile shared by every batch (the gather's batch is the implicit GEMM's, e.g. the image).
 // The gather also says where k-tile kt lies along B's K (`b_k(params, kt)`): it may walk K in its own order.
-// An AGather with kLoadsStage loads both tiles of a stage itself, by TMA from the producer's one thread
+// An AGather with kLoadsStage loads both tiles of a stage itself, by TMA from the producer's issuing threads
 // (`load_stage<TileA, TileB>(params, stage_a, stage_b, full, batch, m0, n0, kt, slice_b, mask_b)`: the A tile
 // at rows m0, the B tile at columns n0, k-tile kt, in TileA's and TileB's layouts; with ClusterM > 1 only
 // B's slice `slice_b` (of TileB's ClusterM), multicast to the CTAs of `mask_b`, and m0 may lie past the
@@ -200,7 +201,7 @@ struct GemmSm90 {
   using BlockScalingT = BlockScaling;
   static constexpr int kThreads = 128 * (1 + kConsumers);
   // A gathered by the producer warpgroup (AGather): its 128 threads compute addresses, so they keep more
-  // registers than the TMA producer's single thread.
+  // registers than the TMA producer's issuing threads.
   static constexpr bool kGather = AGather::kEnabled;
   static constexpr bool kLoadsStage = AGather::kLoadsStage;  // A and B by the AGather's TMA loads
   // A stage loader loads this CTA's A tile and its slice of the B tile (multicast to the CTAs of its cluster
@@ -440,7 +441,7 @@ struct GemmSm90 {
   // The producer warpgroup when A is gathered: every thread walks the CTA's units; per k-tile it waits
   // for the stage to be free, thread 0 loads B by TMA (shared by every batch: batch coordinate 0), and
   // every thread gathers its rows of A and arrives on the full barrier when its copies have landed.
-  // Or the whole stage by the AGather's loads (kLoadsStage): thread 0 only.
+  // Or the whole stage by the AGather's loads (kLoadsStage): lane 0 of the first kIssuers warps, by turns.
   template <class StageA, class StageB, class FullBar, class EmptyBar>
   // rm: this CTA's row in its cluster column (ClusterN == 1 here); its slice of B goes to the whole column.
   __device__ __forceinline__ static void produce_gathered(const KernelParams& P, int walker, int walkers, int thread,

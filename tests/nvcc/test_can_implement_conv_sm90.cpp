@@ -20,35 +20,36 @@ using namespace kdl_check;
 
 constexpr size_t kMiB = 1 << 20;
 
-// A valid fprop: Y 2 x 16 x 16 x 64 from X 2 x 16 x 16 x 96 (c need not be a multiple of 64) through 3 x 3
-// filters, padding 1, stride 1.
-kdl_kernels::conv90_args_fprop::Arguments valid_fprop() {
-  kdl_kernels::conv90_args_fprop::Arguments a;
-  a.n = 2, a.h = 16, a.w = 16, a.c = 96, a.k = 64, a.r = 3, a.s = 3;
+// The valid problems below: images 2 x 16 x 16 x c, 64 filters of 3 x 3, padding 1, stride 1.
+template <class Arguments>
+Arguments conv_3x3(int c) {
+  Arguments a;
+  a.n = 2, a.h = 16, a.w = 16, a.c = c, a.k = 64, a.r = 3, a.s = 3;
   a.pad_h = a.pad_w = 1;
+  return a;
+}
+
+// A valid fprop: Y 2 x 16 x 16 x 64 from X 2 x 16 x 16 x 96 (c need not be a multiple of 64).
+kdl_kernels::conv90_args_fprop::Arguments valid_fprop() {
+  auto a = conv_3x3<kdl_kernels::conv90_args_fprop::Arguments>(96);
   a.X = at<const __nv_bfloat16>(0);
   a.W = at<const __nv_bfloat16>(1 * kMiB);
   a.Y = at<__nv_bfloat16>(64 * kMiB);
   return a;
 }
 
-// A valid dgrad: dX 2 x 16 x 16 x 96 (c need not be a multiple of 64 here) from dY 2 x 16 x 16 x 64 through
-// 3 x 3 filters, padding 1, stride 1.
+// A valid dgrad: dX 2 x 16 x 16 x 96 (c need not be a multiple of 64 here) from dY 2 x 16 x 16 x 64.
 kdl_kernels::conv90_args_dgrad::Arguments valid_dgrad() {
-  kdl_kernels::conv90_args_dgrad::Arguments a;
-  a.n = 2, a.h = 16, a.w = 16, a.c = 96, a.k = 64, a.r = 3, a.s = 3;
-  a.pad_h = a.pad_w = 1;
+  auto a = conv_3x3<kdl_kernels::conv90_args_dgrad::Arguments>(96);
   a.Y = at<const __nv_bfloat16>(0);
   a.W = at<const __nv_bfloat16>(1 * kMiB);
   a.X = at<__nv_bfloat16>(64 * kMiB);
   return a;
 }
 
-// A valid wgrad: dW 64 x 3 x 3 x 128 from dY 2 x 16 x 16 x 64 and X 2 x 16 x 16 x 128, padding 1, stride 1.
+// A valid wgrad: dW 64 x 3 x 3 x 128 from dY 2 x 16 x 16 x 64 and X 2 x 16 x 16 x 128.
 kdl_kernels::conv90_args_wgrad::Arguments valid_wgrad() {
-  kdl_kernels::conv90_args_wgrad::Arguments a;
-  a.n = 2, a.h = 16, a.w = 16, a.c = 128, a.k = 64, a.r = 3, a.s = 3;
-  a.pad_h = a.pad_w = 1;
+  auto a = conv_3x3<kdl_kernels::conv90_args_wgrad::Arguments>(128);
   a.Y = at<const __nv_bfloat16>(0);
   a.X = at<const __nv_bfloat16>(1 * kMiB);
   a.W = at<float>(2 * kMiB);

@@ -169,18 +169,27 @@ def fprop_model(X, Wt, ph, pw, sh, sw, dh, dw, TM, TN, rows_mode):
 
 rng = np.random.default_rng(1)  # small integers: every sum exact
 bad = 0
+
+
+def check(kind, case, ref, model, tiles):
+    """The model against the reference for both image modes and every tile; returns the failures."""
+    fails = 0
+    for rows in (True, False):
+        for TM, TN in tiles:
+            got = model(TM, TN, rows)
+            if not np.array_equal(got, ref):
+                fails += 1
+                print(f"{kind} FAIL", case, rows, TM, TN, np.abs(got - ref).max())
+    return fails
+
+
 fcases = [(3, 9, 11, 24, 40, 3, 3, 1, 1, 1, 1, 1, 1), (2, 15, 13, 72, 72, 3, 3, 2, 2, 2, 2, 2, 2),
           (1, 17, 19, 8, 136, 5, 5, 2, 2, 2, 2, 1, 1), (2, 7, 7, 136, 64, 1, 1, 0, 0, 1, 1, 1, 1),
           (2, 10, 9, 40, 48, 3, 3, 0, 1, 2, 1, 1, 2), (1, 20, 30, 64, 48, 5, 3, 2, 0, 3, 1, 1, 3)]
 for (n, h, w, c, k, r, s, ph, pw, sh, sw, dh, dw) in fcases:
     X = rng.integers(-3, 4, (n, h, w, c)).astype(float); Wt = rng.integers(-3, 4, (k, r, s, c)).astype(float)
-    ref = fprop_ref(X, Wt, ph, pw, sh, sw, dh, dw)
-    for rows in (True, False):
-        for TM, TN in ((128, 128), (128, 256)):
-            got = fprop_model(X, Wt, ph, pw, sh, sw, dh, dw, TM, TN, rows)
-            ok = np.array_equal(got, ref)
-            bad += not ok
-            if not ok: print("FPROP FAIL", (n, h, w, c, k, r, s, ph, pw, sh, sw, dh, dw), rows, TM, TN, np.abs(got - ref).max())
+    bad += check("FPROP", (n, h, w, c, k, r, s, ph, pw, sh, sw, dh, dw), fprop_ref(X, Wt, ph, pw, sh, sw, dh, dw),
+                 lambda TM, TN, rows: fprop_model(X, Wt, ph, pw, sh, sw, dh, dw, TM, TN, rows), ((128, 128), (128, 256)))
 wcases = [(2, 9, 11, 64, 40, 3, 3, 1, 1, 1, 1, 1, 1), (2, 15, 13, 128, 72, 3, 3, 2, 2, 2, 2, 2, 2),
           (1, 17, 19, 64, 136, 5, 5, 2, 2, 2, 2, 1, 1), (2, 14, 14, 64, 24, 7, 7, 3, 3, 2, 2, 1, 1),
           (3, 7, 7, 64, 64, 1, 1, 0, 0, 1, 1, 1, 1), (2, 10, 9, 64, 48, 3, 3, 0, 1, 2, 1, 1, 2),
@@ -188,13 +197,9 @@ wcases = [(2, 9, 11, 64, 40, 3, 3, 1, 1, 1, 1, 1, 1), (2, 15, 13, 128, 72, 3, 3,
 for (n, h, w, c, k, r, s, ph, pw, sh, sw, dh, dw) in wcases:
     p, q = conv_dims(n, h, w, c, k, r, s, ph, pw, sh, sw, dh, dw)
     X = rng.integers(-3, 4, (n, h, w, c)).astype(float); dY = rng.integers(-3, 4, (n, p, q, k)).astype(float)
-    ref = wgrad_ref(X, dY, r, s, ph, pw, sh, sw, dh, dw)
-    for rows in (True, False):
-        for TM, TN in ((128, 128), (64, 128), (128, 256)):
-            got = wgrad_model(X, dY, r, s, ph, pw, sh, sw, dh, dw, TM, TN, rows)
-            ok = np.array_equal(got, ref)
-            bad += not ok
-            if not ok: print("WGRAD FAIL", (n, h, w, c, k, r, s, ph, pw, sh, sw, dh, dw), rows, TM, TN, np.abs(got - ref).max())
+    bad += check("WGRAD", (n, h, w, c, k, r, s, ph, pw, sh, sw, dh, dw), wgrad_ref(X, dY, r, s, ph, pw, sh, sw, dh, dw),
+                 lambda TM, TN, rows: wgrad_model(X, dY, r, s, ph, pw, sh, sw, dh, dw, TM, TN, rows),
+                 ((128, 128), (64, 128), (128, 256)))
 
 dcases = [(3, 9, 11, 64, 40, 3, 3, 1, 1, 1, 1), (2, 15, 13, 72, 128, 3, 3, 2, 2, 2, 2), (1, 17, 19, 24, 136, 5, 5, 2, 2, 1, 1),
           (2, 14, 14, 64, 24, 7, 7, 3, 3, 1, 1), (2, 7, 7, 192, 64, 1, 1, 0, 0, 1, 1), (2, 10, 9, 40, 48, 3, 3, 0, 1, 1, 2),
@@ -202,12 +207,7 @@ dcases = [(3, 9, 11, 64, 40, 3, 3, 1, 1, 1, 1), (2, 15, 13, 72, 128, 3, 3, 2, 2,
 for (n, h, w, c, k, r, s, ph, pw, dh, dw) in dcases:
     p, q = conv_dims(n, h, w, c, k, r, s, ph, pw, 1, 1, dh, dw)
     dY = rng.integers(-3, 4, (n, p, q, k)).astype(float); Wt = rng.integers(-3, 4, (k, r, s, c)).astype(float)
-    ref = dgrad_ref(dY, Wt, h, w, ph, pw, dh, dw)
-    for rows in (True, False):
-        for TM, TN in ((128, 128), (128, 256)):
-            got = dgrad_model(dY, Wt, h, w, ph, pw, dh, dw, TM, TN, rows)
-            ok = np.array_equal(got, ref)
-            bad += not ok
-            if not ok: print("DGRAD FAIL", (n, h, w, c, k, r, s, ph, pw, dh, dw), rows, TM, TN, np.abs(got - ref).max())
+    bad += check("DGRAD", (n, h, w, c, k, r, s, ph, pw, dh, dw), dgrad_ref(dY, Wt, h, w, ph, pw, dh, dw),
+                 lambda TM, TN, rows: dgrad_model(dY, Wt, h, w, ph, pw, dh, dw, TM, TN, rows), ((128, 128), (128, 256)))
 print(f"{bad} failed")
 sys.exit(1 if bad else 0)
