@@ -560,9 +560,14 @@ struct GemmSm90 {
     } else {
       // ---- consumers ----
       sm90::setmaxnreg_inc<kConsumerRegs>();
-      const int consumer = warpgroup - 1;
+      // Warp-uniform by construction, but ptxas cannot prove threadIdx.x / 128 (or / 32) uniform, and values
+      // computed from it (a consumer's rows, its ring position) go to vector registers; broadcast from lane 0,
+      // they are uniform, and the mainloop's descriptor and stage arithmetic runs in uniform registers instead
+      // of being copied there (R2UR) before every wgmma (docs/perf-notes.md v19: 78 -> 46 instructions per
+      // k-tile of a pingpong 128x128 consumer, 55 -> 40 of a cooperative 128x256 one).
+      const int consumer = __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0) - 1;
       const bool warp_leader = (wg_thread % 32) == 0;
-      const int warp_in_wg = wg_thread / 32;
+      const int warp_in_wg = __shfl_sync(0xffffffffu, wg_thread / 32, 0);  // uniform (see consumer)
       Acc acc[kMmaM][kAccRegs];
       float tmp[kPromote ? kMmaM : 1][kPromote ? kAccRegs : 1];  // fp8 promotion's wgmma accumulator
       float tmp2[kPairPromote ? kMmaM : 1][kPairPromote ? kAccRegs : 1];  // kPairPromote: the second k-tile's
