@@ -22,7 +22,10 @@ if ! compgen -G "$SHARED/spec/examples/*.kdl" >/dev/null; then  # never test les
 fi
 
 echo "== building kdlc, kdl_gpu_test, kdl_bench in $BUILD_DIR"
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKDL_GPU_TESTS=ON >/dev/null
+if ! cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKDL_GPU_TESTS=ON >/dev/null; then
+  echo "prepare: configuring the build failed (above); on a fresh machine, scripts/setup.sh installs what it needs" >&2
+  exit 1
+fi
 cmake --build "$BUILD_DIR" -j"$JOBS" --target kdlc kdl_gpu_test kdl_bench
 "$BUILD_DIR/tests-gpu/kdl_gpu_test" --self-test
 
