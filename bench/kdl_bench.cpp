@@ -250,6 +250,13 @@ struct Summary {
   std::string bestAgainst;   // the anchor of the best kernel (a promoted fp8 kernel: no fast accumulation)
 };
 
+// An anchor's figure timed alone before the kernels (0: not run, or not available).
+double anchorAlone(const Summary& su, const std::string& name) {
+  for (const Anchor& a : su.anchors)
+    if (a.name == name) return a.tflops;
+  return 0;
+}
+
 struct Bench {
   const KernelSpec* spec;
   KernelEntry e;
@@ -546,9 +553,7 @@ int main(int argc, char** argv) {
           // kernels) was measured against a clock dip or a stall of the anchor, not against the anchor: it stays in
           // the CSV with a note, and is not named the best of its shape (one such pair set once read 351 against
           // cuBLASLt's 685 TFLOP/s and made a 0.66x kernel "1.26x").
-          double alone = 0;
-          for (const Anchor& a : su.anchors)
-            if (a.name == against) alone = a.tflops;
+          const double alone = anchorAlone(su, against);
           const bool anchorOk = !(row.anchorTflops > 0 && alone > 0 && std::fabs(row.anchorTflops / alone - 1.0) > kAnchorDrift);
           if (!anchorOk) {
             char buf[160];
@@ -633,9 +638,7 @@ int main(int argc, char** argv) {
       for (const Summary& s : summary)
         if (shapeName(s.shape) == r.shape && modeName(s.mode) == r.mode) su = &s;
       double anchorT = r.anchorTflops;  // paired with this row's kernel; an anchor's own row: its figure alone
-      if (su && anchorT == 0)
-        for (const Anchor& a : su->anchors)
-          if (a.name == (su->bestAgainst.empty() ? su->ratioAgainst : su->bestAgainst)) anchorT = a.tflops;
+      if (su && anchorT == 0) anchorT = anchorAlone(*su, su->bestAgainst.empty() ? su->ratioAgainst : su->bestAgainst);
       std::string note = r.note, pub = su ? publishedText(su->mode, su->shape) : "-";
       std::replace(note.begin(), note.end(), ',', ';');
       std::replace(pub.begin(), pub.end(), ',', ';');

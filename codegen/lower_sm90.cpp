@@ -174,8 +174,8 @@ bool lowerSm90Tiling(Lowering& l) {
   p.warpTileM = rowsPerConsumer(p) / 4;
   p.warpTileN = p.tileN;
   // GemmSm90::kIssuers: a conv's stage loader issues from four producer warps in turn for tiles up to 128 x 128.
-  const bool fourIssuers = p.path == KernelPath::ConvSm90 && p.tileM <= 128 && p.tileN <= 128;
-  p.tmaIssuers = fourIssuers ? 4 : 1;  // the emitted kernel static_asserts that the template agrees
+  p.tmaIssuers = p.path == KernelPath::ConvSm90 && p.tileM <= 128 && p.tileN <= 128 ? 4 : 1;  // the emitted kernel
+                                                                                              // static_asserts this
   l.decide("schedule",
            fmt::format("{} (kdl::Sm90Schedule::{}): 1 producer warpgroup ({}{}, setmaxnreg {}) + {} consumer warpgroups "
                        "(wgmma, setmaxnreg {}), {} threads; {} rows of the tile per consumer",
@@ -184,12 +184,13 @@ bool lowerSm90Tiling(Lowering& l) {
                        : s.op.value == Op::Conv2dDgrad ? "TMA: dY in im2col mode, W tiled"
                        : s.op.value == Op::Conv2dWgrad ? "TMA: dY tiled, X in im2col mode"
                                                        : "TMA: X in im2col mode, W tiled",
-                       fourIssuers ? ", issued by 4 warps taking turns by k-tile" : "", kProducerRegisters,
+                       p.tmaIssuers > 1 ? fmt::format(", issued by {} warps taking turns by k-tile", p.tmaIssuers) : "",
+                       kProducerRegisters,
                        p.consumerWarpgroups, kConsumerRegisters, p.threads, rowsPerConsumer(p)),
-           scheduleWhy(s, p) + (fourIssuers ? "; a tile of at most 128 x 128 computes a k-tile in about the time one "
-                                              "thread takes to work out and issue its loads, so four producer warps "
-                                              "share them (docs/perf-notes.md v18)"
-                                            : ""));
+           scheduleWhy(s, p) + (p.tmaIssuers > 1 ? "; a tile of at most 128 x 128 computes a k-tile in about the time "
+                                                   "one thread takes to work out and issue its loads, so four producer "
+                                                   "warps share them (docs/perf-notes.md v18)"
+                                                 : ""));
   l.decide("smem A",
            p.path == KernelPath::ConvSm90 && s.op.value != Op::Conv2dWgrad
                ? fmt::format("{} rows ({} pixels) x 128 B (64 channels, K-contiguous), one TMA im2col load with the "

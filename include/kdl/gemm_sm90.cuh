@@ -565,7 +565,7 @@ struct GemmSm90 {
       // they are uniform, and the mainloop's descriptor and stage arithmetic runs in uniform registers instead
       // of being copied there (R2UR) before every wgmma (docs/perf-notes.md v19: 78 -> 46 instructions per
       // k-tile of a pingpong 128x128 consumer, 55 -> 40 of a cooperative 128x256 one).
-      const int consumer = __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0) - 1;
+      const int consumer = __shfl_sync(0xffffffffu, warpgroup, 0) - 1;
       const bool warp_leader = (wg_thread % 32) == 0;
       const int warp_in_wg = __shfl_sync(0xffffffffu, wg_thread / 32, 0);  // uniform (see consumer)
       Acc acc[kMmaM][kAccRegs];
