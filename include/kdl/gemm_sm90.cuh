@@ -388,10 +388,16 @@ struct GemmSm90 {
   // Stream-K tail (sk_groups > 0): the full waves of tile groups are walked whole (walker v takes groups
   // v, v + walkers, ... < dp_groups); the k-tiles of the remaining sk_groups groups, laid end to end
   // (group after group, K inside), are cut into `walkers` equal ranges, and walker v takes range
-  // walkers - 1 - v, one unit per tile it touches. A tile's slices are numbered from its last range
-  // (slice 0, that walker's first unit, run at once) to its first (the last slice, the end of an
-  // earlier walker's walk, which adds the others' partial sums and runs the epilogue): a slice waits
-  // only on the first units of lower walkers, which never wait themselves.
+  // walkers - 1 - v, one unit per tile it touches, its last tile first. A range (shorter than K) holds
+  // the end of one tile and the start of the next; walking the start of the next one first (from k = 0),
+  // then the end of the earlier one, keeps every walker within K - length k-tiles of the same k at any
+  // time: the tail reads A and B panels in step, as the full waves do (walking the earlier tile first
+  // spread the walkers over all of K, and the tail's panels fell out of L2: 10-15 % slower where the
+  // last wave was nearly full, docs/perf-notes.md v20). A tile's slices are numbered from its first
+  // range (slice 0: the start of the tile, a walker's first unit, run at once) to its last (the end of
+  // the tile, a walker's second unit, which adds the others' partial sums and runs the epilogue); a
+  // middle slice is a walker's only unit. So a slice waits only on first or only units, and those wait
+  // only on first units, which never wait.
   __device__ __forceinline__ static int64_t sk_iters(const KernelParams& P) { return (int64_t)P.sk_groups * P.ktiles; }
   __device__ __forceinline__ static int64_t sk_begin(const KernelParams& P, int range, int walkers) {
     return sk_iters(P) * range / walkers;
@@ -426,12 +432,12 @@ struct GemmSm90 {
     }
     const int range = walkers - 1 - v;
     const int64_t lo = sk_begin(P, range, walkers), hi = sk_begin(P, range + 1, walkers);
-    const int t = int(lo / P.ktiles) + (j - dp);  // the tail tile
+    const int t = int((hi - 1) / P.ktiles) - (j - dp);  // the tail tile: the range's last one first
     const int64_t t0 = (int64_t)t * P.ktiles, t1 = t0 + P.ktiles;
     w.kt_begin = int((lo > t0 ? lo : t0) - t0);
     w.kt_end = int((hi < t1 ? hi : t1) - t0);
     const int first = sk_range_of(P, t0, walkers), last = sk_range_of(P, t1 - 1, walkers);
-    w.slice = last - range;
+    w.slice = range - first;
     w.slices = last - first + 1;
     place_group(P, P.dp_groups + t, rm, rn, w);
     w.slot = t * kClusterSize + rm + rn * ClusterM;
@@ -1138,8 +1144,10 @@ struct GemmSm90 {
   // cluster per kClusterSize SMs) in whole waves, the last, partial wave's k-tiles are spread over all
   // walkers instead (see unit_at): the last wave then takes about (its groups / walkers) of a tile's
   // time instead of a whole one (128 x 256 tiles at 8192^3 on 132 SMs: 15.5 waves run in ~15.5 tile
-  // times instead of 16). It costs a fixed ~10-20 us (the semaphores' memset before the launch, a
-  // partial-sum store and load on the tail's critical path: measured, docs/perf-notes.md v9), so it is
+  // times instead of 16). It has a fixed cost (the semaphores' memset before the launch, a partial-sum
+  // store and load on the tail's critical path; forced on at 4096^3 and 8192x1024x8192, whose last
+  // waves are 0.88 and 0.94 full, it still lost 3-5 % with the tail walked in step through K:
+  // docs/perf-notes.md v9, v20), so it is
   // used only where the last wave is at most 2/3 full (it then saves at least a third of a tile's
   // time), and at least a quarter full (else a tile is cut into more than ~4 slices added one after
   // the other), with at least one full wave, K of at least 8 k-tiles, and a workspace given to run().
