@@ -1188,6 +1188,14 @@ std::vector<Case> casesFor(const KernelUnderTest& k, bool quick, bool tiny) {
   }
   // Large: cuBLASLt gives the accumulator.
   cs.push_back(Case{2048, 2048, roundUp(1024, al)});
+  // An sm90a GEMM's stream-K tail (GemmSm90::stream_k_groups): 18 x 11 tiles of the kernel's own size, odd
+  // edges, are one and a half waves on a 132-SM H100 (half a wave of clusters for 2x1 and 1x2 ones), so
+  // the last wave's k-tiles are spread over every CTA and added through the (poisoned) workspace.
+  if (k.spec->arch.value == Arch::SM90a) {
+    Case c{(int64_t)k.spec->tile.value[0] * 18 - 5, (int64_t)k.spec->tile.value[1] * 11 - 3, roundUp(1024, al)};
+    c.note = "stream-K tail on 132 SMs";
+    cs.push_back(c);
+  }
   if (!quick) {
     Case c{1000, 1000 + 24, roundUp(512, al), 2};
     c.padLd = true;
