@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing KDL needs, from Debian's packages, and a Python virtual environment
 # .venv/ at the repository root with pytest, numpy and torch from PyPI (the kdl package's tests and the
-# PyTorch extension checks; KDL_SETUP_NO_TORCH=1 leaves torch out: it is ~5 GB with its CUDA libraries).
+# PyTorch extension checks; KDL_SETUP_NO_TORCH=1 leaves torch out: it is ~5 GB with its CUDA libraries),
+# and NVIDIA's nvdisasm wheel (6 MB: the sm90a SASS check).
 # Safe to run again: it installs only what is missing. Needs root (or sudo) for apt-get.
 set -euo pipefail
 SUDO=""
@@ -39,4 +40,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   "$venv/bin/python" -m pip install -q --disable-pip-version-check "${missing[@]}"
 else
   echo "setup: .venv has ${want[*]}"
+fi
+# nvdisasm (the CUDA toolkit here ships none), for the test that reads the sm90a k-loop's SASS.
+if ! compgen -G "$venv/lib/python3*/site-packages/nvidia/cu*/bin/nvdisasm" >/dev/null; then
+  echo "setup: installing nvidia-cuda-nvdisasm into .venv (PyPI)"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "nvidia-cuda-nvdisasm>=13,<14"
 fi
