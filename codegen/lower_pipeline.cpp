@@ -106,14 +106,16 @@ bool lowerConvPipeline(Lowering& l) {
   return true;
 }
 
-void planSplitK(Lowering& l, const char* serialWhy) {
+void planSplitK(Lowering& l, const char* serialWhy, const char* noneNote) {
   const KernelSpec& s = l.spec;
   KernelPlan& p = l.plan;
   p.serialSplitK = s.splitK.value == SplitKMode::Serial;
   p.maxSplitK = p.serialSplitK ? std::max(1, s.splitKSlices.value) : 1;
+  std::string noneWhy = originWord(s.splitK.origin);
+  if (noneNote) noneWhy += std::string("; ") + noneNote;
   l.decide("split_k",
            p.serialSplitK ? fmt::format("serial, 1..{} slices at run time (Arguments::split_k, default 1)", p.maxSplitK) : "none",
-           p.serialSplitK ? serialWhy : originWord(s.splitK.origin));
+           p.serialSplitK ? serialWhy : noneWhy);
 }
 
 }  // namespace kdl::codegen

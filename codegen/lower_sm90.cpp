@@ -267,7 +267,11 @@ bool lowerSm90Pipeline(Lowering& l) {
   planSplitK(l,
              "each slice of a tile's K accumulates an f32 partial tile in the workspace, in order (per-tile "
              "semaphores, deterministic); the last runs the epilogue. For few output tiles (small M or N), where the "
-             "persistent grid would leave SMs idle");
+             "persistent grid would leave SMs idle",
+             p.conv() ? nullptr
+                      : "given a workspace (workspace_size is not 0 for such a problem), run() spreads the k-tiles of "
+                        "a last wave of tiles 1/4 to 2/3 full over every SM instead (stream-K tail, K of at least 8 "
+                        "k-tiles; the partial sums added in a fixed order)");
 
   // fp8: the accumulator's precision, from `promotion = fast | N` and the operands' `scale (BM, BK)`.
   // (The sm90a table refuses either while the template lacks it: codegen/support_sm90.cpp.)

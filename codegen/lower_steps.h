@@ -39,7 +39,8 @@ bool lowerTiling(Lowering& l);
 bool lowerPipeline(Lowering& l);
 // codegen/lower_pipeline.cpp: serial split-K (plan.serialSplitK, plan.maxSplitK) and its decision, for
 // every path; `serialWhy` is how the path's slices meet.
-void planSplitK(Lowering& l, const char* serialWhy);
+// noneNote: appended to the reason when the kernel splits nothing at compile time (what run() may still do).
+void planSplitK(Lowering& l, const char* serialWhy, const char* noneNote = nullptr);
 // codegen/lower_arguments.cpp: the epilogue and the kernel's arguments in C ABI order, with the
 // C++ names they declare.
 bool lowerArguments(Lowering& l);
