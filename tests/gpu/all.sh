@@ -8,7 +8,7 @@
 #   $OUT/build-kernels.log, gpu_tests.log, torch_tests.log, conv_tests.log, sanitizer.log, bench.{log,md,csv,png},
 #   conv_bench.{log,md,csv,json}
 # Env: KDL_SUITE_ARGS (extra kdl_gpu_test arguments, e.g. --quick), KDL_SUITE_JOBS (parallel suite
-# processes, default 6: 151 s (190 s with the stream-K tail cases) on the H100 machine's 16 cores, where 3 ran past the step's budget after the
+# processes, default 6: 190 s on the H100 machine's 16 cores, where 3 ran past the step's budget after the
 # kernel build), KDL_CONV_ARGS (extra test_conv_cudnn.py arguments, e.g. --quick), KDL_SANITIZER_SET
 # (default sm90a,conv), KDL_BENCH_SPECS (bench spec filter, default all),
 # KDL_SKIP=suite,torch,conv,sanitizer,convbench,bench (steps to leave out).

@@ -30,8 +30,13 @@ SKIP = 77
 INSTR = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s*(.*?)\s*;")
 
 
-def find_tool(name, env, extra=()):
-    for c in (os.environ.get(env), shutil.which(name), "/usr/local/cuda/bin/" + name, *extra):
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compile_emitted import find_nvcc  # noqa: E402
+
+
+def find_nvdisasm(venv):
+    wheel = sorted(glob.glob(os.path.join(venv, "lib", "python3*", "site-packages", "nvidia", "cu*", "bin", "nvdisasm"))) if venv else []
+    for c in (os.environ.get("KDL_NVDISASM"), shutil.which("nvdisasm"), "/usr/local/cuda/bin/nvdisasm", *wheel):
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
             return c
     return None
@@ -80,11 +85,10 @@ def main():
     ap.add_argument("-j", type=int, default=2)
     ap.add_argument("--known-r2ur", nargs="*", default=[])
     a = ap.parse_args()
-    nvcc = find_tool("nvcc", "KDL_NVCC")
-    wheel = sorted(glob.glob(os.path.join(a.venv, "lib", "python3*", "site-packages", "nvidia", "cu*", "bin", "nvdisasm"))) if a.venv else []
-    nvdisasm = find_tool("nvdisasm", "KDL_NVDISASM", wheel)
+    nvcc = find_nvcc()
+    nvdisasm = find_nvdisasm(a.venv)
     if not nvcc:
-        print("SKIP: no nvcc (set KDL_NVCC or put it on PATH)")
+        print("SKIP: no nvcc (set KDL_NVCC or CUDACXX, or put it on PATH)")
         return SKIP
     if not nvdisasm:
         print("SKIP: no nvdisasm (scripts/setup.sh installs the nvidia-cuda-nvdisasm wheel into .venv)")

@@ -83,11 +83,8 @@ if(Python3_FOUND)
                    --spec ${CMAKE_CURRENT_LIST_DIR}/sm90a_epilogue_registers.kdl)
   set_tests_properties("codegen: sm90a epilogue vector width keeps heavy epilogues from spilling (nvcc sm_90a, ptxas gate)"
                        PROPERTIES LABELS "nvcc" TIMEOUT 600 SKIP_RETURN_CODE 77)
-endif()
-
-# The sm90a consumers' k-loop in uniform registers (no R2UR before every wgmma): the SASS of emitted
-# kernels, read with nvdisasm (the nvidia-cuda-nvdisasm wheel scripts/setup.sh puts in .venv; SKIP without it).
-if(Python3_FOUND)
+  # The sm90a consumers' k-loop in uniform registers (no R2UR before every wgmma): the SASS of emitted
+  # kernels, read with nvdisasm (the nvidia-cuda-nvdisasm wheel scripts/setup.sh puts in .venv; SKIP without it).
   add_test(NAME "codegen: sm90a k-loops keep descriptors in uniform registers (nvcc sm_90a, nvdisasm)"
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/kloop_uniform.py
                    --kdlc $<TARGET_FILE:kdlc> --include ${PROJECT_SOURCE_DIR}/include -j 2
