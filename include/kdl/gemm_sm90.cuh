@@ -70,7 +70,10 @@
 //     broadcasts, stores extra outputs and accumulates amax itself), converts D to its type into
 //     boxes of 64 rows x 128 bytes in its own part of the epilogue buffer (128-byte swizzle), and
 //     one thread stores the boxes with TMA (clipped at M and N) without waiting for them: the stores
-//     run under the next tile's mainloop, and a buffer is only rewritten once TMA has read it.
+//     run under the next tile's mainloop, and a buffer is only rewritten once TMA has read it. A
+//     cooperative tile without clusters writes its second pass into the stage of its last k-tile,
+//     held from the producer until that pass's stores have read it (kHoldStage), so its second pass
+//     need not wait for the first pass's store.
 //     run() takes this path when TMA can describe D (16-byte aligned, ld and batch stride
 //     multiples of 16 bytes) and N x sizeof(D) is a multiple of 16 bytes (the TMA store clips at N in
 //     16-byte granules); otherwise, and for functors with apply<V> only, the staged path:
@@ -300,6 +303,14 @@ struct GemmSm90 {
   static constexpr bool kEpiWhole = kTmaStoreD && HasEpilogueWhole<Epilogue, 2>::value;
 #endif
   static constexpr int kEpiBarrier = kTurnBarrier + 4;  // named barriers 5, 6: consumer 0's, 1's epilogue buffer
+  // The cooperative TMA-store epilogue writes its second pass (of two) into the stage its tile's last k-tile was
+  // read from, which the consumers hold back from the producer until the stores have read it (released after
+  // the next unit's first k-tile is issued), instead of waiting for the first pass's store to read the buffer
+  // (docs/perf-notes.md v21: +1 % at 4096^3, +0.8-1.4 % on the conv). Needs a stage that holds both consumers'
+  // passes and a second stage for the next unit's first k-tile; clusters (remote releases) keep the plain wait.
+  static constexpr bool kHoldStage = !kPingpong && Stages >= 2 && kClusterSize == 1 && !kPromote && kTmaStoreD &&
+                                     kBoxesPerBlock / kChunkBoxes == 2 && kMmaM == 1 &&
+                                     kConsumers * kChunkBoxes * kBoxBytes <= kStageBytes;
   static constexpr int kMinSmemBytes = kSmemBytes;  // kdl::GemmHost's device check (no smaller fallback)
   static_assert(kSmemBytes <= 232448,
                 "GemmSm90: Stages x (TileM + TileN) x 128 B + the epilogue buffer exceeds the 227 KB of shared memory");
@@ -605,6 +616,21 @@ struct GemmSm90 {
         return w.kt_end - w.kt_begin;
       };
       if (kPingpong && consumer == 1 && n_walk > 0) ring.advance(unit_ktiles(0));
+      // kHoldStage: the stage the last epilogue's second pass went to, not yet released. Thread 0 of each
+      // consumer issued that pass's stores; once they have read it, it arrives for its warpgroup's four warps.
+      int held = -1;
+      auto release_held = [&]() {
+        if constexpr (kHoldStage) {
+          if (held >= 0) {
+            if (wg_thread == 0) {
+              sm90::tma_store_wait_read<0>();
+#pragma unroll
+              for (int r = 0; r < 4; ++r) sm90::mbarrier_arrive(empty_bar(held));
+            }
+            held = -1;
+          }
+        }
+      };
       for (int j = kPingpong ? consumer : 0; j < n_walk; j += kTileStep) {  // j: the unit's index in this CTA's walk
         const Unit w = unit_at(P, walker, walkers, j, rm, rn);
         if (kPingpong && j > 0) sm90::named_barrier_sync(kTurnBarrier + consumer, 256);  // the other's mainloop is issued
@@ -661,6 +687,7 @@ struct GemmSm90 {
             sm90::wgmma_wait_group<1>();
             if (prev_stage >= 0 && warp_leader) release(prev_stage);
             prev_stage = ring.stage;
+            if constexpr (kHoldStage) release_held();  // the held stage, under this k-tile's wgmmas
           } else {
             // fp8 promotion: the group's first k-step starts tmp from zero; at the group's last k-tile
             // (or the unit's) wait for the wgmmas and add tmp (times the k-block's scales) into acc.
@@ -691,7 +718,9 @@ struct GemmSm90 {
         sm90::wgmma_wait_group<0>();
 #pragma unroll
         for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(acc[i]);
-        if (prev_stage >= 0 && warp_leader) release(prev_stage);
+        if constexpr (kHoldStage) release_held();  // a unit without k-tiles
+        const bool hold = kHoldStage && prev_stage >= 0 && w.slices == 1 && P.store_d;
+        if (prev_stage >= 0 && warp_leader && !hold) release(prev_stage);
         if (kPingpong && j + 1 < n_walk) ring.advance(unit_ktiles(j + 1));  // the other's unit
 
         // ---- serial split-K / stream-K tail: add the earlier slices' partial sums; all but the last slice store and stop ----
@@ -706,14 +735,24 @@ struct GemmSm90 {
         epilogue_prepare(epilogue, P.ep, state);  // the functor's device scalars, once per tile (not live in the mainloop)
         if constexpr (kTmaStoreD) {
           if (P.store_d) {
+            uint8_t* pass2 = nullptr;
+            if constexpr (kHoldStage) {
+              if (hold) {
+                pass2 = kdl_sm90_smem + (stage_a(prev_stage) - raw) + consumer * kChunkBoxes * kBoxBytes;
+                held = prev_stage;
+              }
+            }
             store_tile_tma(P, epilogue, state, acc, epi_smem + consumer * kEpiWgBytes, consumer, wg_thread, w.batch,
-                           w.tm * TileM + row_off, w.tn * TileN);
+                           w.tm * TileM + row_off, w.tn * TileN, pass2);
             continue;
           }
         }
+        if constexpr (kHoldStage)
+          if (hold && warp_leader) release(prev_stage);  // (not reached: hold implies the TMA store)
         store_tile_epilogue(P, epilogue, state, acc, epi_smem, consumer, warp_in_wg, w.batch,
                             w.tm * TileM + row_off + warp_in_wg * 16, w.tn * TileN);
       }
+      if constexpr (kHoldStage) release_held();
       // The last TMA stores have read their boxes and written D before the block's shared memory goes.
       if constexpr (kTmaStoreD)
         if (wg_thread == 0) sm90::tma_store_wait<0>();
@@ -915,7 +954,7 @@ struct GemmSm90 {
   __device__ __forceinline__ static void store_tile_tma(const KernelParams& P, Epilogue& epilogue,
                                                         typename Epilogue::State& state, const Acc (&acc)[kMmaM][kAccRegs],
                                                         uint8_t* buf, int consumer, int wg_thread, int batch, int row0,
-                                                        int col0) {
+                                                        int col0, uint8_t* pass2 = nullptr) {
     const int bar = kEpiBarrier + consumer;
     // Interior chunks of a tile whose epilogue tensors all take pair accesses (the functor's
     // whole<2>, once per tile) run without any per-pair check (EpilogueCoordWhole).
@@ -929,21 +968,22 @@ struct GemmSm90 {
       for (int ch = 0; ch < kBoxesPerBlock / kChunkBoxes; ++ch) {
         const int chunk_col = col0 + ch * kChunkBoxes * kBoxCols;
         if (chunk_col >= P.n) continue;  // warpgroup-uniform
-        if (wg_thread == 0) sm90::tma_store_wait_read<0>();  // the previous pass's boxes have been read
+        uint8_t* const pbuf = pass2 != nullptr && ch == 1 ? pass2 : buf;
+        if (pbuf == buf && wg_thread == 0) sm90::tma_store_wait_read<0>();  // the previous pass's boxes have been read
         sm90::named_barrier_sync(bar, 128);
         // Interior chunks (all of it inside M and N, the common case) skip the per-pair range checks,
         // and with whole<2> also the functor's null and alignment checks.
         if (block_row + 64 <= P.m && chunk_col + kChunkBoxes * kBoxCols <= P.n && (!kEpiWhole || whole))
-          write_chunk<kEpiWhole ? kChunkWhole : kChunkInterior>(P, epilogue, state, acc[i], buf, ch, wg_thread, batch,
+          write_chunk<kEpiWhole ? kChunkWhole : kChunkInterior>(P, epilogue, state, acc[i], pbuf, ch, wg_thread, batch,
                                                                  block_row, chunk_col);
         else
-          write_chunk<kChunkChecked>(P, epilogue, state, acc[i], buf, ch, wg_thread, batch, block_row, chunk_col);
+          write_chunk<kChunkChecked>(P, epilogue, state, acc[i], pbuf, ch, wg_thread, batch, block_row, chunk_col);
         sm90::fence_proxy_async_shared();  // the writes are visible to the TMA (async proxy)
         sm90::named_barrier_sync(bar, 128);
         if (wg_thread == 0) {
 #pragma unroll
           for (int bx = 0; bx < kChunkBoxes; ++bx)
-            if (chunk_col + bx * kBoxCols < P.n) sm90::tma_store_3d(&P.tmD, buf + bx * kBoxBytes, chunk_col + bx * kBoxCols, block_row, batch);
+            if (chunk_col + bx * kBoxCols < P.n) sm90::tma_store_3d(&P.tmD, pbuf + bx * kBoxBytes, chunk_col + bx * kBoxCols, block_row, batch);
           sm90::tma_store_commit();
         }
       }
