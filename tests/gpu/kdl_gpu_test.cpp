@@ -536,6 +536,10 @@ CompareResult compareTensor(const std::string& what, const Buffer& out, const st
   const double maxRef = std::max(maxR, floorMax);
   const double rel = normR > 0 ? std::sqrt(sumD) / normR : std::sqrt(sumD);
   const double maxRel = maxRef > 0 ? maxD / maxRef : maxD;
+  // rel is the root mean square of the elements' errors, and every element may err up to maxRel: over
+  // many elements the mean falls to tol.rel, over a handful it need not (one element: rel == maxRel).
+  // An fp8 1 x 1 output failed at rel 2.4e-3 (tol.rel 2e-3) with max 2.4e-3 (tol.maxRel 4e-3).
+  const double relTol = std::max(tol.rel, tol.maxRel / std::sqrt((double)std::max<int64_t>(1, batch * M * N)));
   char buf[256];
   std::snprintf(buf, sizeof buf, "%s rel=%.2e max=%.2e", what.c_str(), rel, maxRel);
   r.text = buf;
@@ -551,8 +555,8 @@ CompareResult compareTensor(const std::string& what, const Buffer& out, const st
       r.text += buf;
       r.ok = false;
     }
-  } else if (!(rel <= tol.rel) || !(maxRel <= tol.maxRel)) {
-    std::snprintf(buf, sizeof buf, " (tolerance rel %.1e, max %.1e)", tol.rel, tol.maxRel);
+  } else if (!(rel <= relTol) || !(maxRel <= tol.maxRel)) {
+    std::snprintf(buf, sizeof buf, " (tolerance rel %.1e, max %.1e)", relTol, tol.maxRel);
     r.text += buf;
     r.ok = false;
   }
