@@ -719,6 +719,7 @@ struct GemmSm90 {
 #pragma unroll
         for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(acc[i]);
         if constexpr (kHoldStage) release_held();  // a unit without k-tiles
+        // (kHoldStage implies kTmaStoreD: a held stage always goes to store_tile_tma below.)
         const bool hold = kHoldStage && prev_stage >= 0 && w.slices == 1 && P.store_d;
         if (prev_stage >= 0 && warp_leader && !hold) release(prev_stage);
         if (kPingpong && j + 1 < n_walk) ring.advance(unit_ktiles(j + 1));  // the other's unit
@@ -747,8 +748,6 @@ struct GemmSm90 {
             continue;
           }
         }
-        if constexpr (kHoldStage)
-          if (hold && warp_leader) release(prev_stage);  // (not reached: hold implies the TMA store)
         store_tile_epilogue(P, epilogue, state, acc, epi_smem, consumer, warp_in_wg, w.batch,
                             w.tm * TileM + row_off + warp_in_wg * 16, w.tn * TileN);
       }
