@@ -67,6 +67,7 @@ struct ConvFpropGather : ConvFpropKOrder {
   static constexpr bool kEnabled = true;
   static constexpr bool kLoadsStage = false;
   static constexpr int kMaxClusterM = 1;
+  static constexpr int kMaxClusterN = 1;
   struct Params : ConvFpropShape {
     const char* x;                     // X
     int64_t ld_bytes, image_bytes;     // pixel stride, image stride
@@ -200,6 +201,22 @@ __device__ __forceinline__ void tma_load_im2col(uint32_t dst, const CUtensorMap*
 #endif
 }
 
+// The same load delivered to the same offset (and completing on the same barrier offset) in every CTA of the
+// cluster whose bit is set in `cta_mask` (sm_90a).
+__device__ __forceinline__ void tma_load_im2col_multicast(uint32_t dst, const CUtensorMap* map, uint64_t* full, int c0,
+                                                          int w0, int h0, int image, int off_w, int off_h,
+                                                          uint16_t cta_mask) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes.multicast::cluster [%0], "
+      "[%1, {%2, %3, %4, %5}], [%6], {%7, %8}, %9;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(w0), "r"(h0), "r"(image),
+      "r"(static_cast<uint32_t>(__cvta_generic_to_shared(full))), "h"(uint16_t(off_w)), "h"(uint16_t(off_h)),
+      "h"(cta_mask)
+      : "memory");
+#endif
+}
+
 // GemmSm90's stage loader (kLoadsStage) for conv fprop: the implicit GEMM M = output pixels, N = k, K = (tap,
 // 64-channel block) walked tap fastest (ConvFpropKOrder), ceil(c / 64) blocks per tap.
 //   * A (X, K-major): one TMA in im2col mode per k-tile: TileM consecutive output pixels (the tensor map walks
@@ -212,9 +229,10 @@ struct ConvFpropLoader : ConvFpropKOrder {
   static constexpr bool kEnabled = false;
   static constexpr bool kLoadsStage = true;
   static constexpr int kMaxClusterM = 2;  // W's tile shared by 2 CTAs (adjacent pixel tiles): each loads half
+  static constexpr int kMaxClusterN = 2;  // X's tile shared by 2 CTAs (adjacent filter tiles): each loads half
   struct Params : ConvFpropShape {
-    CUtensorMap tmX;  // X as {c, w, h, n}: corners -pad .. pad - (dil * (filter - 1)), traversal strides
-    CUtensorMap tmW;  // W as {c, r*s, k}, box 64 x 1 x TileN
+    CUtensorMap tmX;  // X as {c, w, h, n}: corners -pad .. pad - (dil * (filter - 1)), traversal strides; TileM / ClusterN pixels
+    CUtensorMap tmW;  // W as {c, r*s, k}, box 64 x 1 x TileN / ClusterM
     int images_as_rows;  // 1: the GEMM runs the images as one (M = n*p*q, batch 1), tiles cross images
     int rows;            // the GEMM's M: n*p*q (images_as_rows) or p*q
     ::kdl::detail::FastDiv div_pq;  // p * q
@@ -223,25 +241,50 @@ struct ConvFpropLoader : ConvFpropKOrder {
     tma_prefetch(&g.tmX);
     tma_prefetch(&g.tmW);
   }
+  struct Load {
+    int c0, w0, h0, image, off_w, off_h;  // X's im2col load
+    int tap, n;                           // W's
+    uint32_t dst_a, dst_b;                // this CTA's slices' offsets in the stage's tiles
+  };
   template <class TileA, class TileB>
-  __device__ __forceinline__ static void load_stage(const Params& g, uint32_t stage_a, uint32_t stage_b, uint64_t* full,
-                                                    int batch, int m0, int n0, int kt, int slice_b, uint16_t mask_b) {
+  __device__ __forceinline__ static Load prepare(const Params& g, int batch, int m0, int n0, int kt, int slice_b,
+                                                 int slice_a) {
     static_assert(TileA::kMajor == Major::K && TileB::kMajor == Major::K && TileA::kBlocks == 1 && TileB::kBlocks == 1,
                   "ConvFpropLoader: K-major A and B tiles of 64-channel k-tiles");
-    if (m0 >= g.rows) m0 = 0;  // a cluster's tile past the last pixel: any in-range pixels (never stored)
-    int cb, tap, r, s, p0, q0, image = batch, pixel = m0;
-    tile_of(g, kt, cb, tap, r, s);
-    if (g.images_as_rows) g.div_pq.divmod(m0, image, pixel);  // the image the tile starts in
-    g.div_q.divmod(pixel, p0, q0);  // the tile's first output pixel (the load walks on into the next image)
-    tma_load_im2col(stage_a, &g.tmX, full, cb * 64, q0 * g.stride_w - g.pad_w, p0 * g.stride_h - g.pad_h, image,
-                    s * g.dil_w, r * g.dil_h);
-    // W: this CTA's slice of the tile's filters (tmW's box: TileB::kSliceRows of them), to every CTA sharing it.
-    const uint32_t dst_b = stage_b + uint32_t(slice_b * TileB::kSliceRows * 128);
-    const int n_b = n0 + slice_b * TileB::kSliceRows;
-    if constexpr (TileB::kSlices == 1)
-      tma_load_3d(__cvta_shared_to_generic(dst_b), &g.tmW, full, cb * 64, tap, n_b);
+    // X: this CTA's slice of the tile's pixels (tmX's box: TileA::kSliceRows of them). A slice that starts
+    // past the last pixel (a cluster's tile past the end, or the second half of the last tile) loads any
+    // in-range pixels instead, never stored: TMA refuses an im2col walk that starts outside X.
+    m0 += slice_a * TileA::kSliceRows;
+    if (m0 >= g.rows) m0 = 0;
+    Load l;
+    int cb, r, s, p0, q0, pixel = m0;
+    l.image = batch;
+    tile_of(g, kt, cb, l.tap, r, s);
+    if (g.images_as_rows) g.div_pq.divmod(m0, l.image, pixel);  // the slice's first pixel's image
+    g.div_q.divmod(pixel, p0, q0);  // its first output pixel (the load walks on into the next image)
+    l.c0 = cb * 64;
+    l.w0 = q0 * g.stride_w - g.pad_w;
+    l.h0 = p0 * g.stride_h - g.pad_h;
+    l.off_w = s * g.dil_w;
+    l.off_h = r * g.dil_h;
+    // W: this CTA's slice of the tile's filters (tmW's box: TileB::kSliceRows of them).
+    l.n = n0 + slice_b * TileB::kSliceRows;
+    l.dst_a = uint32_t(slice_a * TileA::kSliceRows * 128);
+    l.dst_b = uint32_t(slice_b * TileB::kSliceRows * 128);
+    return l;
+  }
+  // Each slice goes to every CTA sharing it (mask_a: the cluster row, mask_b: the column).
+  template <class TileA, class TileB>
+  __device__ __forceinline__ static void issue(const Params& g, const Load& l, uint32_t stage_a, uint32_t stage_b,
+                                               uint64_t* full, uint16_t mask_b, uint16_t mask_a) {
+    if constexpr (TileA::kSlices == 1)
+      tma_load_im2col(stage_a + l.dst_a, &g.tmX, full, l.c0, l.w0, l.h0, l.image, l.off_w, l.off_h);
     else
-      tma_load_3d_multicast(__cvta_shared_to_generic(dst_b), &g.tmW, full, cb * 64, tap, n_b, mask_b);
+      tma_load_im2col_multicast(stage_a + l.dst_a, &g.tmX, full, l.c0, l.w0, l.h0, l.image, l.off_w, l.off_h, mask_a);
+    if constexpr (TileB::kSlices == 1)
+      tma_load_3d(__cvta_shared_to_generic(stage_b + l.dst_b), &g.tmW, full, l.c0, l.tap, l.n);
+    else
+      tma_load_3d_multicast(__cvta_shared_to_generic(stage_b + l.dst_b), &g.tmW, full, l.c0, l.tap, l.n, mask_b);
   }
 };
 
@@ -257,6 +300,7 @@ struct ConvDgradLoader {
   static constexpr bool kEnabled = false;
   static constexpr bool kLoadsStage = true;
   static constexpr int kMaxClusterM = 1;
+  static constexpr int kMaxClusterN = 1;
   struct Params {
     CUtensorMap tmY;     // dY in im2col mode, TileM pixels x 64 channels per load
     CUtensorMap tmW;     // W: {c, r*s, k}, box 64 x 1 x 64
@@ -269,23 +313,39 @@ struct ConvDgradLoader {
     tma_prefetch(&g.tmY);
     tma_prefetch(&g.tmW);
   }
+  struct Load {
+    int c0, x0, y0, image, off_w, off_h;  // dY's im2col load
+    int w_tap, n0;                        // W's
+  };
   template <class TileA, class TileB>
-  __device__ __forceinline__ static void load_stage(const Params& g, uint32_t stage_a, uint32_t stage_b, uint64_t* full,
-                                                    int batch, int m0, int n0, int kt, int, uint16_t) {
+  __device__ __forceinline__ static Load prepare(const Params& g, int batch, int m0, int n0, int kt, int, int) {
     static_assert(TileA::kMajor == Major::K && TileB::kMajor == Major::MN && TileB::kBlockMN == 64 &&
                       TileB::kBlockBytes == 64 * 128,
                   "ConvDgradLoader: a 16-bit K-major A and an MN-major B of 64-channel k-tiles");
-    int cb, tap, r, s, image = batch, pixel = m0, y0, x0;
+    Load l;
+    int cb, tap, r, s, pixel = m0;
+    l.image = batch;
     g.div_taps.divmod(kt, cb, tap);
     g.div_s.divmod(tap, r, s);
-    if (g.images_as_rows) g.div_hw.divmod(m0, image, pixel);  // the image the tile starts in
-    g.div_w.divmod(pixel, y0, x0);
-    tma_load_im2col(stage_a, &g.tmY, full, cb * 64, x0 + g.lower_w, y0 + g.lower_h, image, s * g.dil_w, r * g.dil_h);
-    const int w_tap = g.div_taps.d - 1 - tap;  // the flipped tap of W (div_taps.d = r * s)
+    if (g.images_as_rows) g.div_hw.divmod(m0, l.image, pixel);  // the image the tile starts in
+    g.div_w.divmod(pixel, l.y0, l.x0);
+    l.c0 = cb * 64;
+    l.x0 += g.lower_w;
+    l.y0 += g.lower_h;
+    l.off_w = s * g.dil_w;
+    l.off_h = r * g.dil_h;
+    l.w_tap = g.div_taps.d - 1 - tap;  // the flipped tap of W (div_taps.d = r * s)
+    l.n0 = n0;
+    return l;
+  }
+  template <class TileA, class TileB>
+  __device__ __forceinline__ static void issue(const Params& g, const Load& l, uint32_t stage_a, uint32_t stage_b,
+                                               uint64_t* full, uint16_t, uint16_t) {
+    tma_load_im2col(stage_a, &g.tmY, full, l.c0, l.x0, l.y0, l.image, l.off_w, l.off_h);
 #pragma unroll
     for (int b = 0; b < TileB::kBlocks; ++b)
-      tma_load_3d(__cvta_shared_to_generic(stage_b + uint32_t(b * TileB::kBlockBytes)), &g.tmW, full, n0 + b * 64, w_tap,
-                  cb * 64);
+      tma_load_3d(__cvta_shared_to_generic(stage_b + uint32_t(b * TileB::kBlockBytes)), &g.tmW, full, l.n0 + b * 64,
+                  l.w_tap, l.c0);
   }
 };
 
@@ -303,6 +363,7 @@ struct ConvWgradLoader {
   static constexpr bool kEnabled = false;
   static constexpr bool kLoadsStage = true;
   static constexpr int kMaxClusterM = 1;
+  static constexpr int kMaxClusterN = 1;
   struct Params : ConvFpropShape {  // X as fprop reads it: pads, strides, dilations, div_q, div_taps, div_s
     CUtensorMap tmY;     // dY: {k, p*q, n} (images_as_rows: {k, n*p*q, 1}), box 64 x 64
     CUtensorMap tmX;     // X in im2col mode, 64 pixels x 64 channels per load (encode_im2col_x)
@@ -314,48 +375,71 @@ struct ConvWgradLoader {
     tma_prefetch(&g.tmX);
   }
   template <class TileA, class TileB>
-  __device__ __forceinline__ static void load_stage(const Params& g, uint32_t stage_a, uint32_t stage_b, uint64_t* full,
-                                                    int /*batch*/, int m0, int n0, int kt, int, uint16_t) {
+  struct LoadOf {
+    int a_k, a_mn, a_batch;               // dY's tiled load
+    int w0, h0, image;                    // X's im2col loads, one per 64-column block of B
+    int c0[TileB::kBlocks], off_w[TileB::kBlocks], off_h[TileB::kBlocks];
+  };
+  template <class TileA, class TileB>
+  __device__ __forceinline__ static LoadOf<TileA, TileB> prepare(const Params& g, int /*batch*/, int m0, int n0, int kt,
+                                                                 int, int) {
     static_assert(TileA::kBlockMN == 64 && TileB::kBlockMN == 64 && TileA::kBlockBytes == 64 * 128 &&
                       TileB::kBlockBytes == 64 * 128 && TileA::kMajor == Major::MN && TileB::kMajor == Major::MN,
                   "ConvWgradLoader: 16-bit MN-major tiles of 64-pixel k-tiles");
-    int image, pixel;  // the k-tile's first output pixel
+    LoadOf<TileA, TileB> l;
+    int pixel;  // the k-tile's first output pixel
     if (g.images_as_rows) {
-      g.div_pq.divmod(kt * 64, image, pixel);
-      TileA::load(stage_a, &g.tmY, full, kt * 64, m0, 0, 0, 0);
+      g.div_pq.divmod(kt * 64, l.image, pixel);
+      l.a_k = kt * 64;
+      l.a_batch = 0;
     } else {
       int t;
-      g.div_ktiles_per_image.divmod(kt, image, t);
+      g.div_ktiles_per_image.divmod(kt, l.image, t);
       pixel = t * 64;
-      TileA::load(stage_a, &g.tmY, full, pixel, m0, image, 0, 0);
+      l.a_k = pixel;
+      l.a_batch = l.image;
     }
+    l.a_mn = m0;
     int p0, q0;
     g.div_q.divmod(pixel, p0, q0);
-    const int w0 = q0 * g.stride_w - g.pad_w, h0 = p0 * g.stride_h - g.pad_h;
+    l.w0 = q0 * g.stride_w - g.pad_w;
+    l.h0 = p0 * g.stride_h - g.pad_h;
 #pragma unroll
     for (int b = 0; b < TileB::kBlocks; ++b) {
-      int tap, c0, r, s;
-      g.div_c.divmod(n0 + b * 64, tap, c0);
+      int tap, r, s;
+      g.div_c.divmod(n0 + b * 64, tap, l.c0[b]);
       if (tap >= g.div_taps.d) tap = g.div_taps.d - 1;
       g.div_s.divmod(tap, r, s);
-      tma_load_im2col(stage_b + uint32_t(b * TileB::kBlockBytes), &g.tmX, full, c0, w0, h0, image, s * g.dil_w, r * g.dil_h);
+      l.off_w[b] = s * g.dil_w;
+      l.off_h[b] = r * g.dil_h;
     }
+    return l;
+  }
+  template <class TileA, class TileB>
+  __device__ __forceinline__ static void issue(const Params& g, const LoadOf<TileA, TileB>& l, uint32_t stage_a,
+                                               uint32_t stage_b, uint64_t* full, uint16_t, uint16_t) {
+    TileA::load(stage_a, &g.tmY, full, l.a_k, l.a_mn, l.a_batch, 0, 0);
+#pragma unroll
+    for (int b = 0; b < TileB::kBlocks; ++b)
+      tma_load_im2col(stage_b + uint32_t(b * TileB::kBlockBytes), &g.tmX, full, l.c0[b], l.w0, l.h0, l.image, l.off_w[b],
+                      l.off_h[b]);
   }
 };
 
 }  // namespace sm90
 
 template <class Element, int TileM, int TileN, int Stages, Sm90Schedule Schedule, int FilterR, int FilterS, int StrideH,
-          int StrideW, class Epilogue, bool Im2col = true, int ClusterM = 1>
+          int StrideW, class Epilogue, bool Im2col = true, int ClusterM = 1, int ClusterN = 1>
 struct Conv2dSm90Fprop {
   static constexpr ConvKind kKind = ConvKind::Fprop;
   // ClusterM = 2: clusters of 2 CTAs on adjacent pixel tiles share W's tile (each loads half, multicast).
-  static_assert(ClusterM == 1 || (ClusterM == 2 && Im2col), "Conv2dSm90Fprop: clusters (2, 1) need the TMA loader");
+  // ClusterN = 2: clusters of 2 CTAs on adjacent filter tiles share X's tile (each loads half the pixels).
+  static_assert((ClusterM == 1 && ClusterN == 1) || Im2col, "Conv2dSm90Fprop: clusters need the TMA loader");
   static constexpr bool kPackedFilterTaps = !Im2col;  // the thread gather reads W as one k x (r*s*c) matrix
   // Im2col: the stage loader (X by im2col TMA, W by tiled TMA); else the producer threads gather X.
   using Loader = typename std::conditional<Im2col, sm90::ConvFpropLoader, sm90::ConvFpropGather>::type;
-  using Gemm = GemmSm90<Element, RowMajor, Element, ColMajor, float, TileM, TileN, 64, Stages, Schedule, ClusterM, 1, false,
-                        0, sm90::NoBlockScaling, Epilogue, Loader>;
+  using Gemm = GemmSm90<Element, RowMajor, Element, ColMajor, float, TileM, TileN, 64, Stages, Schedule, ClusterM, ClusterN,
+                        false, 0, sm90::NoBlockScaling, Epilogue, Loader>;
   // The convolution's own argument checks (sizes, padding, strides, alignment of 8 elements: also what TMA
   // needs of every pointer and stride), shared with the sm80 path (only its host-side can_implement is
   // instantiated).
@@ -424,7 +508,8 @@ struct Conv2dSm90Fprop {
       g.div_pq = detail::FastDiv::make(p.p * p.q);
       if (gp.m > 0 && gp.n > 0 && gp.k > 0) {
         constexpr CUtensorMapDataType dtype = detail::Sm90TmaDtype<Element>::value;
-        if (!sm90::encode_im2col_x(&g.tmX, p, p.A, p.lda, p.batch_stride_a, TileM, int(sizeof(Element)), dtype))
+        if (!sm90::encode_im2col_x(&g.tmX, p, p.A, p.lda, p.batch_stride_a, TileM / ClusterN, int(sizeof(Element)),
+                                     dtype))
           return cudaErrorInvalidValue;
         if (cudaError_t e = sm90::encode_filter_taps(&g.tmW, p, TileN / ClusterM, int(sizeof(Element)), dtype);
             e != cudaSuccess)

@@ -144,10 +144,13 @@ struct BlockScaling {
 // one tile shared by every batch (the gather's batch is the implicit GEMM's, e.g. the image).
 // The gather also says where k-tile kt lies along B's K (`b_k(params, kt)`): it may walk K in its own order.
 // An AGather with kLoadsStage loads both tiles of a stage itself, by TMA from the producer's issuing threads
-// (`load_stage<TileA, TileB>(params, stage_a, stage_b, full, batch, m0, n0, kt, slice_b, mask_b)`: the A tile
-// at rows m0, the B tile at columns n0, k-tile kt, in TileA's and TileB's layouts; with ClusterM > 1 only
-// B's slice `slice_b` (of TileB's ClusterM), multicast to the CTAs of `mask_b`, and m0 may lie past the
-// last row (the cluster's last tile; the loader still completes the stage); e.g. conv fprop's X in im2col
+// in two steps: `Load prepare<TileA, TileB>(params, batch, m0, n0, kt, slice_b, slice_a)` finds the
+// coordinates of the A tile at rows m0 and the B tile at columns n0, k-tile kt (before the stage is free),
+// `issue<TileA, TileB>(params, load, stage_a, stage_b, full, mask_b, mask_a)` loads them in TileA's and
+// TileB's layouts; with ClusterM > 1 only B's slice `slice_b` (of TileB's ClusterM), multicast to the CTAs
+// of `mask_b`, with ClusterN > 1 only A's slice `slice_a` to those of `mask_a` (AGather::kMaxClusterM,
+// kMaxClusterN say what the loader can); m0 or n0 may lie past the last row or column (the cluster's last
+// tile; the loader still completes the stage); e.g. conv fprop's X in im2col
 // mode and W as a 3-D tensor, kdl/conv_sm90.cuh); GemmSm90 then encodes no tensor map of A or B.
 // A thread gather's per-thread rows (AGather::Rows<TileM>); nothing for the TMA loaders, which need none.
 template <bool Gathers, class AGather, int TileM>
@@ -162,6 +165,7 @@ struct NoGather {
   static constexpr bool kEnabled = false;
   static constexpr bool kLoadsStage = false;
   static constexpr int kMaxClusterM = 1;  // unused (GemmSm90 loads by its own tensor maps)
+  static constexpr int kMaxClusterN = 1;
   struct Params {};
 };
 }  // namespace sm90
@@ -207,10 +211,11 @@ struct GemmSm90 {
   // registers than the TMA producer's issuing threads.
   static constexpr bool kGather = AGather::kEnabled;
   static constexpr bool kLoadsStage = AGather::kLoadsStage;  // A and B by the AGather's TMA loads
-  // A stage loader loads this CTA's A tile and its slice of the B tile (multicast to the CTAs of its cluster
-  // column, ClusterM of them, where the loader can: AGather::kMaxClusterM).
-  static_assert(!kLoadsStage || (!kGather && ClusterN == 1 && ClusterM <= AGather::kMaxClusterM),
-                "GemmSm90: a stage loader shares B across at most its kMaxClusterM CTAs (ClusterN == 1)");
+  // A stage loader loads this CTA's slice of the A tile (multicast to the CTAs of its cluster row, ClusterN of
+  // them) and of the B tile (to its cluster column, ClusterM of them), where the loader can:
+  // AGather::kMaxClusterN, kMaxClusterM.
+  static_assert(!kLoadsStage || (!kGather && ClusterM <= AGather::kMaxClusterM && ClusterN <= AGather::kMaxClusterN),
+                "GemmSm90: a stage loader shares A across at most its kMaxClusterN CTAs, B across its kMaxClusterM");
   static constexpr bool kProducerLoads = kGather || kLoadsStage;  // produce_gathered runs the producer
   static_assert(!kGather || (kAKMajor && ClusterN == 1 && sizeof(ElementA) == 2),
                 "GemmSm90: a gathered A is a K-major 16-bit tile of one CTA (ClusterN == 1)");
@@ -460,9 +465,10 @@ struct GemmSm90 {
   // every thread gathers its rows of A and arrives on the full barrier when its copies have landed.
   // Or the whole stage by the AGather's loads (kLoadsStage): lane 0 of the first kIssuers warps, by turns.
   template <class StageA, class StageB, class FullBar, class EmptyBar>
-  // rm: this CTA's row in its cluster column (ClusterN == 1 here); its slice of B goes to the whole column.
+  // (rm, rn): this CTA's place in its cluster (a gathered A: (rm, 0)); its slice of B goes to its cluster
+  // column, its slice of A to its cluster row.
   __device__ __forceinline__ static void produce_gathered(const KernelParams& P, int walker, int walkers, int thread,
-                                                          int rm, const StageA& stage_a, const StageB& stage_b,
+                                                          int rm, int rn, const StageA& stage_a, const StageB& stage_b,
                                                           const FullBar& full_bar, const EmptyBar& empty_bar) {
     if constexpr (kLoadsStage) {
       AGather::prefetch(P.gather);
@@ -470,13 +476,17 @@ struct GemmSm90 {
       sm90::tma_prefetch(&P.tmB);
     }
     static_assert(!kGather || ClusterM == 1, "GemmSm90: a gathered A runs without clusters");
-    const uint16_t mask_b = uint16_t((1u << ClusterM) - 1u);
+    uint16_t mask_a = 0, mask_b = 0;  // the CTAs that receive this CTA's slice of A / of B
+#pragma unroll
+    for (int r = 0; r < ClusterN; ++r) mask_a |= uint16_t(1u << (rm + r * ClusterM));
+#pragma unroll
+    for (int r = 0; r < ClusterM; ++r) mask_b |= uint16_t(1u << (r + rn * ClusterM));
     Ring ring;
     typename sm90::GatherRows<kGather, AGather, TileM>::type rows;  // this thread's rows of the A tile (a thread gather)
     const int n_walk = walk_length(P, walker, walkers);
     int turn = 0;  // a stage loader's issuers take turns: this one (thread / 32) fills every kIssuers-th k-tile
     for (int j = 0; j < n_walk; ++j) {
-      const Unit w = unit_at(P, walker, walkers, j, rm, 0);
+      const Unit w = unit_at(P, walker, walkers, j, rm, rn);
       if constexpr (kGather) rows.init(P.gather, w.batch, w.tm, thread);
       for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
         if constexpr (kIssuers > 1) {
@@ -487,15 +497,22 @@ struct GemmSm90 {
             continue;
           }
         }
-        sm90::mbarrier_wait(empty_bar(ring.stage), ring.phase ^ 1u);
         uint64_t* const full = full_bar(ring.stage);
         if constexpr (kLoadsStage) {
+          // The k-tile's coordinates, found while the stage may still be in use: after the wait only the TMA
+          // issue remains (the divisions and parameter loads, ~90 dependent instructions in the fprop loader,
+          // docs/perf-notes.md v18, otherwise lay between a stage's release and its refill).
+          const auto load = AGather::template prepare<TileA, TileB>(P.gather, w.batch, w.tm * TileM, w.tn * TileN, kt, rm, rn);
+          sm90::mbarrier_wait(empty_bar(ring.stage), ring.phase ^ 1u);
           sm90::mbarrier_arrive_expect_tx(full, (uint32_t)kStageBytes);
-          AGather::template load_stage<TileA, TileB>(P.gather, stage_a(ring.stage), stage_b(ring.stage), full, w.batch,
-                                                     w.tm * TileM, w.tn * TileN, kt, rm, mask_b);
-        } else if (thread == 0) {
-          sm90::mbarrier_arrive_expect_tx(full, (uint32_t)kTileBytesB);
-          TileB::load(stage_b(ring.stage), &P.tmB, full, AGather::b_k(P.gather, kt), w.tn * TileN, 0, 0, mask_b);
+          AGather::template issue<TileA, TileB>(P.gather, load, stage_a(ring.stage), stage_b(ring.stage), full, mask_b,
+                                                mask_a);
+        } else {
+          sm90::mbarrier_wait(empty_bar(ring.stage), ring.phase ^ 1u);
+          if (thread == 0) {
+            sm90::mbarrier_arrive_expect_tx(full, (uint32_t)kTileBytesB);
+            TileB::load(stage_b(ring.stage), &P.tmB, full, AGather::b_k(P.gather, kt), w.tn * TileN, 0, 0, mask_b);
+          }
         }
         if constexpr (kGather) {
           rows.load(P.gather, stage_a(ring.stage), kt);
@@ -547,7 +564,7 @@ struct GemmSm90 {
       sm90::setmaxnreg_dec<kProducerRegs>();
       if constexpr (kProducerLoads) {
         if (P.ktiles > 0 && (kGather || (wg_thread % 32 == 0 && wg_thread / 32 < kIssuers)))
-          produce_gathered(P, walker, walkers, wg_thread, rm, stage_a, stage_b, full_bar, empty_bar);
+          produce_gathered(P, walker, walkers, wg_thread, rm, rn, stage_a, stage_b, full_bar, empty_bar);
       } else if (wg_thread == 0 && P.ktiles > 0) {
         sm90::tma_prefetch(&P.tmA);
         sm90::tma_prefetch(&P.tmB);

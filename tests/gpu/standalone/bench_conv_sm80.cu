@@ -147,6 +147,23 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
+  if (argc > 1 && argv[1][0] == 'n') {  // the sm90a fprop: clusters (1, 2) sharing X (cuDNN's pingpong 128x128), 2 rounds
+    constexpr auto Co = kdl::Sm90Schedule::Cooperative, Pp = kdl::Sm90Schedule::Pingpong;
+    using E = StoreEpilogue<__nv_bfloat16>;
+    for (int round = 0; round < 2; ++round) {
+      for (int i : {0, 2}) {
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 4, Co, 3, 3, 1, 1, E, true, 1, 1>>("coop 128x256 s4 c1x1", ConvKind::Fprop, shapes[i]);
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 6, Pp, 3, 3, 1, 1, E, true, 1, 1>>("ping 128x128 s6 c1x1", ConvKind::Fprop, shapes[i]);
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 6, Pp, 3, 3, 1, 1, E, true, 1, 2>>("ping 128x128 s6 c1x2", ConvKind::Fprop, shapes[i]);
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 4, Co, 3, 3, 1, 1, E, true, 1, 2>>("coop 256x128 s4 c1x2", ConvKind::Fprop, shapes[i]);
+      }
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 64, 5, Co, 3, 3, 1, 1, E, true, 1, 1>>("coop 256x64 s5 c1x1", ConvKind::Fprop, shapes[1]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 64, 8, Pp, 3, 3, 1, 1, E, true, 1, 1>>("ping 128x64 s8 c1x1", ConvKind::Fprop, shapes[1]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 4, Co, 1, 1, 1, 1, E, true, 1, 1>>("coop 256x128 s4 c1x1", ConvKind::Fprop, shapes[3]);
+      bench<kdl::Conv2dSm90Dgrad<__nv_bfloat16, 128, 256, 4, Co, 3, 3, 1, 1, E>>("dgrad coop 128x256 s4", ConvKind::Dgrad, shapes[0]);
+    }
+    return 0;
+  }
   if (argc > 1 && argv[1][0] == '9') {  // the sm90a fprop
     using Sch = kdl::Sm90Schedule;
     for (int i = 0; i < 4; ++i) {

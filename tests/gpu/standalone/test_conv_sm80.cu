@@ -306,6 +306,22 @@ int main(int argc, char** argv) {
   for (const Case& c : s90c) run_clusters(c);
   fails += !run_case<ConvKind::Fprop, S90wc2>(f90, g, "sm90a fprop fixed 3x3 s1 64x256 pingpong cluster 2x1");
   total += 1;
+  // Clusters (1, 2): two CTAs on adjacent filter tiles, each loading half of X's pixels and multicasting them
+  // (k not a multiple of two tiles leaves the second CTA of the last cluster past k: it still loads its half).
+  using S90c12 = kdl::Conv2dSm90Fprop<half, 128, 128, 4, kdl::Sm90Schedule::Cooperative, 0, 0, 0, 0, Epi, true, 1, 2>;
+  using S90pc12 = kdl::Conv2dSm90Fprop<half, 128, 128, 4, kdl::Sm90Schedule::Pingpong, 0, 0, 0, 0, Epi, true, 1, 2>;
+  using S90pc22 = kdl::Conv2dSm90Fprop<half, 128, 64, 4, kdl::Sm90Schedule::Pingpong, 0, 0, 0, 0, Epi, true, 2, 2>;
+  using S90wc12 = kdl::Conv2dSm90Fprop<half, 128, 128, 6, kdl::Sm90Schedule::Pingpong, 3, 3, 1, 1, Epi, true, 1, 2>;
+  auto run_clusters_n = [&](const Case& c) {
+    fails += !run_case<ConvKind::Fprop, S90c12>(c, g, "sm90a fprop 128x128 cluster 1x2");
+    fails += !run_case<ConvKind::Fprop, S90pc12>(c, g, "sm90a fprop 128x128 pingpong cluster 1x2");
+    fails += !run_case<ConvKind::Fprop, S90pc22>(c, g, "sm90a fprop 128x64 pingpong cluster 2x2");
+    total += 3;
+  };
+  for (const Case& c : s90) run_clusters_n(c);
+  for (const Case& c : s90c) run_clusters_n(c);
+  fails += !run_case<ConvKind::Fprop, S90wc12>(f90, g, "sm90a fprop fixed 3x3 s1 128x128 pingpong cluster 1x2");
+  total += 1;
   // The sm90a wgrad (GemmSm90 + ConvWgradLoader: dY tiled, X im2col, both MN-major): the same shapes,
   // unpacked images (padded: per-image k-tiles) and packed ones (k-tiles across images), with split-K.
   using W90 = kdl::Conv2dSm90Wgrad<half, 128, 128, 4, kdl::Sm90Schedule::Cooperative, 0, 0, 0, 0, Epi>;
