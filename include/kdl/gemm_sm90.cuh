@@ -308,6 +308,7 @@ struct GemmSm90 {
   static constexpr bool kEpiWhole = kTmaStoreD && HasEpilogueWhole<Epilogue, 2>::value;
 #endif
   static constexpr int kEpiBarrier = kTurnBarrier + 4;  // named barriers 5, 6: consumer 0's, 1's epilogue buffer
+  static constexpr int kHoldBarrier = kTurnBarrier + 6;  // named barrier 7: both consumers, before a held stage's pass
   // The cooperative TMA-store epilogue writes its second pass (of two) into the stage its tile's last k-tile was
   // read from, which the consumers hold back from the producer until the stores have read it (released after
   // the next unit's first k-tile is issued), instead of waiting for the first pass's store to read the buffer
@@ -979,14 +980,24 @@ struct GemmSm90 {
 #pragma unroll
     for (int i = 0; i < kMmaM; ++i) {
       const int block_row = row0 + i * 64;
-      if (block_row >= P.m) continue;  // warpgroup-uniform
+      const bool rows_in = block_row < P.m;  // warpgroup-uniform
+      if (!rows_in && pass2 == nullptr) continue;
 #pragma unroll
       for (int ch = 0; ch < kBoxesPerBlock / kChunkBoxes; ++ch) {
         const int chunk_col = col0 + ch * kChunkBoxes * kBoxCols;
-        if (chunk_col >= P.n) continue;  // warpgroup-uniform
+        if (chunk_col >= P.n) continue;  // uniform across the tile
         uint8_t* const pbuf = pass2 != nullptr && ch == 1 ? pass2 : buf;
-        if (pbuf == buf && wg_thread == 0) sm90::tma_store_wait_read<0>();  // the previous pass's boxes have been read
-        sm90::named_barrier_sync(bar, 128);
+        if (pbuf == buf) {
+          if (!rows_in) continue;
+          if (wg_thread == 0) sm90::tma_store_wait_read<0>();  // the previous pass's boxes have been read
+          sm90::named_barrier_sync(bar, 128);
+        } else {
+          // The held stage (kHoldStage: one m64 block, both consumers here once, rows in or not): the other
+          // consumer may still be reading it with its last wgmmas (the two drift apart by up to the ring),
+          // and this pass overwrites its A rows or B.
+          sm90::named_barrier_sync(kHoldBarrier, 256);
+          if (!rows_in) continue;
+        }
         // Interior chunks (all of it inside M and N, the common case) skip the per-pair range checks,
         // and with whole<2> also the functor's null and alignment checks.
         if (block_row + 64 <= P.m && chunk_col + kChunkBoxes * kBoxCols <= P.n && (!kEpiWhole || whole))

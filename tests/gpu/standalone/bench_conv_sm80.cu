@@ -4,7 +4,8 @@
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -I include tests/gpu/standalone/bench_conv_sm80.cu
 // With -DKDL_TEST_SM90 (and -gencode=arch=compute_90a,code=sm_90a) the first argument picks the sm90a sets:
 //   s: cooperative candidates per shape; g: the dgrad and wgrad; 9: every sm90a fprop tile; p: pingpong tiles
-//   without and with clusters (2, 1) beside the cooperative 128x256 (docs/perf-notes.md v17).
+//   without and with clusters (2, 1) beside the cooperative 128x256 (docs/perf-notes.md v17); n: clusters (1, 2)
+//   (X shared by two filter tiles) and the stage loader's two steps (v22).
 #include <cuda_bf16.h>
 
 #include <algorithm>
