@@ -83,6 +83,12 @@ if(Python3_FOUND)
                    --spec ${CMAKE_CURRENT_LIST_DIR}/sm90a_epilogue_registers.kdl)
   set_tests_properties("codegen: sm90a epilogue vector width keeps heavy epilogues from spilling (nvcc sm_90a, ptxas gate)"
                        PROPERTIES LABELS "nvcc" TIMEOUT 600 SKIP_RETURN_CODE 77)
+  # Which configurations take GemmSm90's held-stage epilogue, four TMA issuers, sliced tiles (static_asserts).
+  add_test(NAME "codegen: sm90a template paths by configuration (nvcc sm_90a, static_asserts)"
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/compile_cu.py --include ${PROJECT_SOURCE_DIR}/include
+                   ${CMAKE_CURRENT_LIST_DIR}/sm90_config_properties.cu -gencode=arch=compute_90a,code=sm_90a)
+  set_tests_properties("codegen: sm90a template paths by configuration (nvcc sm_90a, static_asserts)" PROPERTIES
+                       LABELS "nvcc" TIMEOUT 300 SKIP_REGULAR_EXPRESSION "^SKIP:")
   # The sm90a consumers' k-loop in uniform registers (no R2UR before every wgmma): the SASS of emitted
   # kernels, read with nvdisasm (the nvidia-cuda-nvdisasm wheel scripts/setup.sh puts in .venv; SKIP without it).
   add_test(NAME "codegen: sm90a k-loops keep descriptors in uniform registers (nvcc sm_90a, nvdisasm)"

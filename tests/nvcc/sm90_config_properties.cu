@@ -1,0 +1,54 @@
+// Which configurations take GemmSm90's special paths, held by static_asserts (nvcc compiles this file for
+// sm_90a in CI; nothing runs, no kernel is instantiated): the held-stage epilogue (docs/perf-notes.md v21),
+// the stage loader's issuers and clusters (v18, v22), the named barriers' ids. A change to a condition that
+// silently moves a kernel off its fast path (or onto a path it cannot take) fails here by name.
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+
+#include "kdl/conv_sm90.cuh"
+
+namespace {
+// D = alpha * acc, handed to GemmSm90's TMA store (ElementD), as the emitted functors do.
+template <class TOut>
+struct Epi {
+  using ElementD = TOut;
+  struct Params { TOut* D; int64_t ldd, batch_stride_D; float alpha; };
+  struct State {};
+  template <int V>
+  __device__ void compute(const Params& p, State&, const kdl::EpilogueCoord&, const float (&acc)[V], float (&d)[V]) const {
+    for (int i = 0; i < V; ++i) d[i] = p.alpha * acc[i];
+  }
+  template <int V>
+  __device__ void apply(const Params&, State&, const kdl::EpilogueCoord&, const float (&)[V]) const {}
+  __device__ void finish(const Params&, State&) const {}
+};
+using bf16 = __nv_bfloat16;
+using e4m3 = __nv_fp8_e4m3;
+constexpr auto Co = kdl::Sm90Schedule::Cooperative, Pp = kdl::Sm90Schedule::Pingpong;
+template <class T, int TM, int TN, int TK, int S, kdl::Sm90Schedule Sch, int CM = 1, int CN = 1, int Promote = 0>
+using G = kdl::GemmSm90<T, kdl::RowMajor, T, kdl::ColMajor, float, TM, TN, TK, S, Sch, CM, CN, false, Promote,
+                        kdl::sm90::NoBlockScaling, Epi<bf16>>;
+template <int TM, int TN, int S, kdl::Sm90Schedule Sch, int CM = 1, int CN = 1>
+using Fprop = typename kdl::Conv2dSm90Fprop<bf16, TM, TN, S, Sch, 3, 3, 1, 1, Epi<bf16>, true, CM, CN>::Gemm;
+}  // namespace
+
+// The held stage: cooperative, one m64 block per consumer, two passes, no cluster, no promotion.
+static_assert(G<bf16, 128, 256, 64, 4, Co>::kHoldStage, "cooperative 128x256 bf16 holds its last stage");
+static_assert(G<e4m3, 128, 256, 128, 4, Co>::kHoldStage, "cooperative 128x256 e4m3 (fast accumulation) holds");
+static_assert(Fprop<128, 256, 4, Co>::kHoldStage, "the conv fprop's cooperative 128x256 holds");
+static_assert(!G<bf16, 128, 256, 64, 4, Co, 2, 1>::kHoldStage, "clusters keep the plain wait (remote releases)");
+static_assert(!G<bf16, 256, 128, 64, 4, Co>::kHoldStage, "two m64 blocks per consumer keep the plain wait");
+static_assert(!G<bf16, 128, 128, 64, 6, Pp>::kHoldStage, "pingpong keeps the plain wait");
+static_assert(!G<e4m3, 128, 128, 128, 5, Co, 1, 1, 1>::kHoldStage, "fp8 promotion keeps the plain wait");
+// The stage loader: four TMA issuers for tiles up to 128 x 128, one above; clusters along M and N share W and X.
+static_assert(Fprop<128, 128, 6, Pp>::kIssuers == 4 && Fprop<128, 256, 4, Co>::kIssuers == 1, "stage loader issuers");
+static_assert(G<bf16, 128, 128, 64, 6, Pp>::kIssuers == 1, "GemmSm90's own maps keep one issuer");
+static_assert(Fprop<128, 128, 6, Pp, 1, 2>::TileA::kSlices == 2 && Fprop<128, 128, 6, Pp, 1, 2>::TileB::kSlices == 1,
+              "clusters (1, 2): X's tile in two slices, W's whole");
+static_assert(Fprop<128, 64, 4, Pp, 2, 2>::TileA::kSlices == 2 && Fprop<128, 64, 4, Pp, 2, 2>::TileB::kSlices == 2,
+              "clusters (2, 2): both tiles in two slices");
+// Named barriers: 0 is __syncthreads; pingpong's turns 1, 2; split-K 3 (4); the epilogue buffers 5, 6; the
+// held stage 7; all below the 16 the hardware has.
+using C = G<bf16, 128, 256, 64, 4, Co>;
+static_assert(C::kTurnBarrier == 1 && C::kEpiBarrier == 5 && C::kHoldBarrier == 7 && C::kHoldBarrier < 16,
+              "GemmSm90's named barrier ids");
