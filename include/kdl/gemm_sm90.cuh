@@ -461,6 +461,19 @@ struct GemmSm90 {
     return w;
   }
 
+  // The multicast masks of a cluster (rank = rm + rn * ClusterM): the CTAs of cluster row rm (they share an
+  // A tile) and of cluster column rn (a B tile).
+  __host__ __device__ static constexpr uint16_t row_mask(int rm) {
+    uint16_t m = 0;
+    for (int r = 0; r < ClusterN; ++r) m |= uint16_t(1u << (rm + r * ClusterM));
+    return m;
+  }
+  __host__ __device__ static constexpr uint16_t column_mask(int rn) {
+    uint16_t m = 0;
+    for (int r = 0; r < ClusterM; ++r) m |= uint16_t(1u << (r + rn * ClusterM));
+    return m;
+  }
+
   // The producer warpgroup when A is gathered: every thread walks the CTA's units; per k-tile it waits
   // for the stage to be free, thread 0 loads B by TMA (shared by every batch: batch coordinate 0), and
   // every thread gathers its rows of A and arrives on the full barrier when its copies have landed.
@@ -477,11 +490,7 @@ struct GemmSm90 {
       sm90::tma_prefetch(&P.tmB);
     }
     static_assert(!kGather || ClusterM == 1, "GemmSm90: a gathered A runs without clusters");
-    uint16_t mask_a = 0, mask_b = 0;  // the CTAs that receive this CTA's slice of A / of B
-#pragma unroll
-    for (int r = 0; r < ClusterN; ++r) mask_a |= uint16_t(1u << (rm + r * ClusterM));
-#pragma unroll
-    for (int r = 0; r < ClusterM; ++r) mask_b |= uint16_t(1u << (r + rn * ClusterM));
+    const uint16_t mask_a = row_mask(rm), mask_b = column_mask(rn);  // who receives this CTA's slices of A / B
     Ring ring;
     typename sm90::GatherRows<kGather, AGather, TileM>::type rows;  // this thread's rows of the A tile (a thread gather)
     const int n_walk = walk_length(P, walker, walkers);
@@ -569,11 +578,7 @@ struct GemmSm90 {
       } else if (wg_thread == 0 && P.ktiles > 0) {
         sm90::tma_prefetch(&P.tmA);
         sm90::tma_prefetch(&P.tmB);
-        uint16_t mask_a = 0, mask_b = 0;  // the CTAs that receive this CTA's slice of A / of B
-#pragma unroll
-        for (int r = 0; r < ClusterN; ++r) mask_a |= uint16_t(1u << (rm + r * ClusterM));
-#pragma unroll
-        for (int r = 0; r < ClusterM; ++r) mask_b |= uint16_t(1u << (r + rn * ClusterM));
+        const uint16_t mask_a = row_mask(rm), mask_b = column_mask(rn);  // who receives this CTA's slices of A / B
         Ring ring;
         const int n_walk = walk_length(P, walker, walkers);
         for (int j = 0; j < n_walk; ++j) {

@@ -3,14 +3,10 @@
 templates' compile-time choices (tests/nvcc/sm90_config_properties.cu) fails the test by its message.
 Usage: compile_cu.py --include INCLUDE_DIR FILE.cu [nvcc flags...]
 Exit 1 when nvcc fails; prints SKIP and exits 0 only when nvcc is absent."""
-import argparse, os, shutil, subprocess, sys, tempfile
+import argparse, os, subprocess, sys, tempfile
 
-
-def find_nvcc():
-    for c in [os.environ.get("KDL_NVCC"), os.environ.get("CUDACXX"), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"]:
-        if c and os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    return None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compile_emitted import find_nvcc  # noqa: E402
 
 
 def main():
