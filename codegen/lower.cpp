@@ -103,9 +103,12 @@ std::string KernelPlan::templateInstance(std::string (*spell)(const std::string&
     }
     if (path == KernelPath::ConvSm90) {
       // Conv2dSm90{Fprop,Dgrad,Wgrad}<Element, TileM, TileN, Stages, Schedule, FilterR, FilterS, StrideH, StrideW, Epilogue>
-      return fmt::format("{}<{}, {}, {}, {}, {}::{}, {}, {}, {}, {}, Epilogue>", s(deviceTemplate()), s(a.cppType), tileM,
+      // (Conv2dSm90Fprop in a cluster: ..., Epilogue, Im2col = true, ClusterM, ClusterN>)
+      const std::string cluster =
+          clusterM * clusterN > 1 ? fmt::format(", true, {}, {}", clusterM, clusterN) : std::string();
+      return fmt::format("{}<{}, {}, {}, {}, {}::{}, {}, {}, {}, {}, Epilogue{}>", s(deviceTemplate()), s(a.cppType), tileM,
                          tileN, stages, s("kdl::Sm90Schedule"), schedule == Schedule::Pingpong ? "Pingpong" : "Cooperative",
-                         filterR, filterS, strideH, strideW);
+                         filterR, filterS, strideH, strideW, cluster);
     }
     if (path == KernelPath::GemmSm90) {
       // GemmSm90<ElementA, LayoutA, ElementB, LayoutB, ElementAccum, TileM, TileN, TileK, Stages, Schedule,

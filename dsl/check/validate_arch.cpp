@@ -208,10 +208,13 @@ void checkCluster(KernelCheck& c) {
     c.noteArch(d);
     return;
   }
-  if (isConv(c)) {
+  // Of the convolutions, the sm90a fprop shares tiles in clusters (its loader multicasts X's pixels along N and
+  // W's filters along M); the dgrad and wgrad loaders load alone.
+  if (isConv(c) && c.op->value != Op::Conv2dFprop) {
     c.diags.error(DiagKind::Cluster, c.cluster->loc,
-                  "convolutions run without thread block clusters (on the wgmma conv path, 2 CTAs sharing W's tile "
-                  "ran 1-11 % slower on the H100: docs/perf-notes.md v17); use (1, 1, 1)");
+                  std::string(c.op->value == Op::Conv2dDgrad ? "conv2d_dgrad" : "conv2d_wgrad") +
+                      " runs without thread block clusters (only the sm90a conv2d_fprop shares its X and W tiles in "
+                      "clusters); use (1, 1, 1)");
     return;
   }
   if (onMultistagePath(c)) {

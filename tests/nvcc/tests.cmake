@@ -23,7 +23,7 @@ if(Python3_FOUND)
   # launch's shared memory is the manifest's (lowering's, from kdl/gemm_sm80_smem.h).
   add_test(NAME "codegen: conv kernels compile (nvcc, their own targets)"
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/compile_emitted.py
-                   --kdlc $<TARGET_FILE:kdlc> --include ${PROJECT_SOURCE_DIR}/include -j 2 --require-all --expect 14
+                   --kdlc $<TARGET_FILE:kdlc> --include ${PROJECT_SOURCE_DIR}/include -j 2 --require-all --expect 15
                    --assert-smem
                    --specs ${PROJECT_SOURCE_DIR}/tests/golden/conv/fprop.kdl ${PROJECT_SOURCE_DIR}/tests/golden/conv/dgrad.kdl
                            ${PROJECT_SOURCE_DIR}/tests/golden/conv/wgrad.kdl ${PROJECT_SOURCE_DIR}/tests/golden/conv/sm90a.kdl

@@ -5,7 +5,7 @@
 // With -DKDL_TEST_SM90 (and -gencode=arch=compute_90a,code=sm_90a) the first argument picks the sm90a sets:
 //   s: cooperative candidates per shape; g: the dgrad and wgrad; 9: every sm90a fprop tile; p: pingpong tiles
 //   without and with clusters (2, 1) beside the cooperative 128x256 (docs/perf-notes.md v17); n: clusters (1, 2)
-//   (X shared by two filter tiles) and the stage loader's two steps (v22).
+//   (X shared by two filter tiles) and the stage loader's two steps (v22); x: the 1x1 in clusters along N (v23).
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -162,6 +162,20 @@ int main(int argc, char** argv) {
       bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 64, 8, Pp, 3, 3, 1, 1, E, true, 1, 1>>("ping 128x64 s8 c1x1", ConvKind::Fprop, shapes[1]);
       bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 4, Co, 1, 1, 1, 1, E, true, 1, 1>>("coop 256x128 s4 c1x1", ConvKind::Fprop, shapes[3]);
       bench<kdl::Conv2dSm90Dgrad<__nv_bfloat16, 128, 256, 4, Co, 3, 3, 1, 1, E>>("dgrad coop 128x256 s4", ConvKind::Dgrad, shapes[0]);
+    }
+    return 0;
+  }
+  if (argc > 1 && argv[1][0] == 'x') {  // the 1x1: clusters along N, 2 rounds (v23)
+    constexpr auto Co = kdl::Sm90Schedule::Cooperative;
+    using E = StoreEpilogue<__nv_bfloat16>;
+    for (int round = 0; round < 2; ++round) {
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 4, Co, 1, 1, 0, 0, E>>("coop 256x128 s4", ConvKind::Fprop, shapes[3]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 4, Co, 1, 1, 0, 0, E, true, 1, 2>>("coop 256x128 s4 c1x2", ConvKind::Fprop, shapes[3]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 3, Co, 1, 1, 0, 0, E, true, 1, 2>>("coop 256x128 s3 c1x2", ConvKind::Fprop, shapes[3]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 64, 4, Co, 1, 1, 0, 0, E>>("coop 256x64 s4", ConvKind::Fprop, shapes[3]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 64, 4, Co, 1, 1, 0, 0, E, true, 1, 2>>("coop 256x64 s4 c1x2", ConvKind::Fprop, shapes[3]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 64, 4, Co, 1, 1, 0, 0, E, true, 2, 2>>("coop 256x64 s4 c2x2", ConvKind::Fprop, shapes[3]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 4, Co, 3, 3, 1, 1, E>>("coop 128x256 s4 (3x3)", ConvKind::Fprop, shapes[0]);
     }
     return 0;
   }

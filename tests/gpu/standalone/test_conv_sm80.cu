@@ -26,6 +26,7 @@ struct Case {
   int n, h, w, c, k, r, s, ph, pw, sh, sw, dh, dw;
   bool padded;  // padded pixel / tap / image strides
   int split;
+  bool channels_padded = false;  // padded pixel strides only (images back to back)
 };
 
 struct Tensors {
@@ -128,7 +129,7 @@ static bool run_case(const Case& cs, std::mt19937& g, const char* label) {
   t.n = cs.n; t.h = cs.h; t.w = cs.w; t.c = cs.c; t.k = cs.k; t.r = cs.r; t.s = cs.s;
   t.p = (cs.h + 2 * cs.ph - cs.dh * (cs.r - 1) - 1) / cs.sh + 1;
   t.q = (cs.w + 2 * cs.pw - cs.dw * (cs.s - 1) - 1) / cs.sw + 1;
-  const int pad = cs.padded ? 8 : 0;
+  const int pad = cs.padded || cs.channels_padded ? 8 : 0;
   t.ldx = t.c + pad; t.bsx = (int64_t)t.h * t.w * t.ldx + (cs.padded ? 64 : 0);
   t.ldy = t.k + pad; t.bsy = (int64_t)t.p * t.q * t.ldy + (cs.padded ? 64 : 0);
   t.ldw = t.c + (K == ConvKind::Wgrad || C::kPackedFilterTaps ? 0 : pad); t.bsw = (int64_t)t.r * t.s * t.ldw + (cs.padded ? 16 : 0);
@@ -349,6 +350,26 @@ int main(int argc, char** argv) {
     fails += !run_case<ConvKind::Dgrad, D90>(c, g, "sm90a dgrad 128x128");
     fails += !run_case<ConvKind::Dgrad, D90p>(c, g, "sm90a dgrad 128x128 pingpong");
     total += 2;
+  }
+  // 1x1 filters, the memory-bound case where clusters along N pay even past k (docs/perf-notes.md v23): rows not a
+  // multiple of the tile, a partial last channel block, padded pixel strides with packed images, strides above 1,
+  // a fixed 1x1 filter; clusters (1, 2) (the second CTA past k for k <= TileN) and (2, 1).
+  using P90 = kdl::Conv2dSm90Fprop<half, 256, 128, 4, kdl::Sm90Schedule::Cooperative, 1, 1, 0, 0, Epi>;
+  using P90c12 = kdl::Conv2dSm90Fprop<half, 256, 128, 4, kdl::Sm90Schedule::Cooperative, 1, 1, 0, 0, Epi, true, 1, 2>;
+  using P90n12 = kdl::Conv2dSm90Fprop<half, 256, 64, 4, kdl::Sm90Schedule::Cooperative, 1, 1, 0, 0, Epi, true, 1, 2>;
+  using P90c21 = kdl::Conv2dSm90Fprop<half, 128, 128, 4, kdl::Sm90Schedule::Pingpong, 1, 1, 0, 0, Epi, true, 2, 1>;
+  const Case pw[] = {
+      {3, 13, 11, 72, 40, 1, 1, 0, 0, 1, 1, 1, 1, false, 1},  {1, 31, 33, 200, 264, 1, 1, 0, 0, 1, 1, 1, 1, false, 1},
+      {5, 9, 7, 64, 136, 1, 1, 0, 0, 1, 1, 2, 2, false, 1},   {2, 17, 15, 136, 72, 1, 1, 0, 0, 1, 1, 1, 1, false, 1, true},
+      {1, 1, 1, 8, 8, 1, 1, 0, 0, 1, 1, 1, 1, false, 1},      {2, 9, 9, 32, 40, 1, 1, 0, 0, 2, 2, 1, 1, false, 1},
+      {3, 7, 9, 64, 40, 1, 1, 0, 0, 1, 2, 1, 1, false, 1},    {4, 7, 7, 136, 64, 1, 1, 0, 0, 1, 1, 1, 1, true, 1},
+  };
+  for (const Case& c : pw) {
+    fails += !run_case<ConvKind::Fprop, P90>(c, g, "sm90a fprop 1x1 256x128");
+    fails += !run_case<ConvKind::Fprop, P90c12>(c, g, "sm90a fprop 1x1 256x128 cluster 1x2");
+    fails += !run_case<ConvKind::Fprop, P90n12>(c, g, "sm90a fprop 1x1 256x64 cluster 1x2");
+    fails += !run_case<ConvKind::Fprop, P90c21>(c, g, "sm90a fprop 1x1 128x128 pingpong cluster 2x1");
+    total += 4;
   }
   // dY's channels (k) must be a multiple of 8 here (TMA strides): f90's k = 300 becomes 296.
   Case fw = f90;
