@@ -312,11 +312,15 @@ struct GemmSm90 {
   // The cooperative TMA-store epilogue writes its second pass (of two) into the stage its tile's last k-tile was
   // read from, which the consumers hold back from the producer until the stores have read it (released after
   // the next unit's first k-tile is issued), instead of waiting for the first pass's store to read the buffer
-  // (docs/perf-notes.md v21: +1 % at 4096^3, +0.8-1.4 % on the conv). Needs a stage that holds both consumers'
-  // passes and a second stage for the next unit's first k-tile; clusters (remote releases) keep the plain wait.
+  // (docs/perf-notes.md v21: +1 % at 4096^3, +0.8-1.4 % on the conv; v23, the 256 x 128 tile: +0.2-1.3 % on the
+  // GEMMs and the 3x3 conv, -1.5-2 % on the memory-bound 1x1, where the producer misses the held stage). Needs a
+  // stage that holds both consumers' passes and a second stage for the next unit's first k-tile; clusters (remote
+  // releases) keep the plain wait.
+  // The passes: kBoxesPerBlock / kChunkBoxes per m64 block, kMmaM blocks (two: 128 x 256's one block in two
+  // chunks, or 256 x 128's two blocks of one chunk each).
+  static constexpr int kEpiPasses = kMmaM * (kBoxesPerBlock / kChunkBoxes);
   static constexpr bool kHoldStage = !kPingpong && Stages >= 2 && kClusterSize == 1 && !kPromote && kTmaStoreD &&
-                                     kBoxesPerBlock / kChunkBoxes == 2 && kMmaM == 1 &&
-                                     kConsumers * kChunkBoxes * kBoxBytes <= kStageBytes;
+                                     kEpiPasses == 2 && kConsumers * kChunkBoxes * kBoxBytes <= kStageBytes;
   static constexpr int kMinSmemBytes = kSmemBytes;  // kdl::GemmHost's device check (no smaller fallback)
   static_assert(kSmemBytes <= 232448,
                 "GemmSm90: Stages x (TileM + TileN) x 128 B + the epilogue buffer exceeds the 227 KB of shared memory");
@@ -990,18 +994,19 @@ struct GemmSm90 {
 #pragma unroll
       for (int ch = 0; ch < kBoxesPerBlock / kChunkBoxes; ++ch) {
         const int chunk_col = col0 + ch * kChunkBoxes * kBoxCols;
-        if (chunk_col >= P.n) continue;  // uniform across the tile
-        uint8_t* const pbuf = pass2 != nullptr && ch == 1 ? pass2 : buf;
+        const int pass = i * (kBoxesPerBlock / kChunkBoxes) + ch;  // the second of two (kHoldStage) may go to pass2
+        if (chunk_col >= P.n && (pass2 == nullptr || pass != 1)) continue;  // uniform across the tile
+        uint8_t* const pbuf = pass2 != nullptr && pass == 1 ? pass2 : buf;
         if (pbuf == buf) {
           if (!rows_in) continue;
           if (wg_thread == 0) sm90::tma_store_wait_read<0>();  // the previous pass's boxes have been read
           sm90::named_barrier_sync(bar, 128);
         } else {
-          // The held stage (kHoldStage: one m64 block, both consumers here once, rows in or not): the other
+          // The held stage (kHoldStage: both consumers here once, rows or columns in or not): the other
           // consumer may still be reading it with its last wgmmas (the two drift apart by up to the ring),
           // and this pass overwrites its A rows or B.
           sm90::named_barrier_sync(kHoldBarrier, 256);
-          if (!rows_in) continue;
+          if (!rows_in || chunk_col >= P.n) continue;
         }
         // Interior chunks (all of it inside M and N, the common case) skip the per-pair range checks,
         // and with whole<2> also the functor's null and alignment checks.

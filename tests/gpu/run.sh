@@ -68,12 +68,14 @@ fi
 # sm80 set (--quick sizes): odd M/N, split-K, amax, every epilogue kind once, a TMA-fed kernel, a
 # column-major D with a row-major C (transposed, strided reads).
 # sm90a set (--tiny sizes: 127x269, 1x7, a padded batch, split-K): clusters, pingpong, extra outputs,
-# fp8 with scales, block scales, split-K, a column-major D with a row-major C. racecheck on sm90a kernels is run and its report kept in
+# fp8 with scales, block scales, split-K, a column-major D with a row-major C, the held-stage epilogue (cooperative
+# 128x256 and 256x128 without clusters). racecheck on sm90a kernels is run and its report kept in
 # the log, but not counted: it does not follow mbarrier/TMA ordering, which the sm90a mainloop rests on.
 SANITIZED=(mx_bf16_bias_relu mx_bf16_amax mx_bf16_splitk4 mx_s8_saturate mx_tf32_bias_gelu mx_f16_scalar_z_amax mx_f16_leaky_clamp
            mx_f16_nn_rowC_colD)
 SANITIZED_SM90=(h90_bf16_coop_128x256x64_c2x1 h90_f16_pp_64x256x64_c1x2 h90_bf16_aux_z_amax h90_e4m3_tensor_scales
-                h90_e4m3_block_128x128 h90_bf16_splitk4 h90_bf16_rowC_colD_bias)
+                h90_e4m3_block_128x128 h90_bf16_splitk4 h90_bf16_rowC_colD_bias
+                h90_bf16_coop_128x256x64 h90_bf16_coop_256x128x64)
 # conv set (--tiny sizes): an fprop with a [channel] bias, a fixed-stride (phased) dgrad, a serial split-K wgrad;
 # and the sm90a wgmma path's three (TMA im2col loaders): fprop, dgrad, split-K wgrad.
 SANITIZED_CONV=(cv_bf16_fprop_bias_relu cv_f16_dgrad_3x3_s2 cv_f16_wgrad_splitk8

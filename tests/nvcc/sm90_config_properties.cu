@@ -37,7 +37,8 @@ static_assert(G<bf16, 128, 256, 64, 4, Co>::kHoldStage, "cooperative 128x256 bf1
 static_assert(G<e4m3, 128, 256, 128, 4, Co>::kHoldStage, "cooperative 128x256 e4m3 (fast accumulation) holds");
 static_assert(Fprop<128, 256, 4, Co>::kHoldStage, "the conv fprop's cooperative 128x256 holds");
 static_assert(!G<bf16, 128, 256, 64, 4, Co, 2, 1>::kHoldStage, "clusters keep the plain wait (remote releases)");
-static_assert(!G<bf16, 256, 128, 64, 4, Co>::kHoldStage, "two m64 blocks per consumer keep the plain wait");
+static_assert(G<bf16, 256, 128, 64, 4, Co>::kHoldStage, "cooperative 256x128 (two m64 blocks of one pass each) holds");
+static_assert(!G<bf16, 128, 128, 64, 5, Co>::kHoldStage, "one pass per tile keeps the plain wait");
 static_assert(!G<bf16, 128, 128, 64, 6, Pp>::kHoldStage, "pingpong keeps the plain wait");
 static_assert(!G<e4m3, 128, 128, 128, 5, Co, 1, 1, 1>::kHoldStage, "fp8 promotion keeps the plain wait");
 // The stage loader: four TMA issuers for tiles up to 128 x 128, one above; clusters along M and N share W and X.

@@ -388,6 +388,9 @@ template <class LA, class LB, class T, int TileM, int TileN, int Stages, kdl::Sm
 using LConfig = Config<T, T, TileM, TileN, Stages, Schedule, ClusterM, ClusterN, false, SplitK, 0, kdl::sm90::NoBlockScaling,
                        LA, LB>;
 
+// --only TEXT: only the configurations whose name contains TEXT.
+static const char* g_only = nullptr;
+
 // full: every small M x N x K; else a subset. quick: the small cases only (compute-sanitizer).
 template <class TA, class TB, class C>
 static void run_config_t(bool full, bool quick) {
@@ -397,6 +400,7 @@ static void run_config_t(bool full, bool quick) {
   using LB = typename C::LayoutB;
   char cfg[96];
   C::name(cfg, sizeof cfg);
+  if (g_only && !strstr(cfg, g_only)) return;
   const int small_mn[] = {1, 127, 1000};
   // K rounded up to 16 bytes (TMA's stride rule): 200 -> 208 and 264 -> 272 for fp8, still not multiples of TileK.
   constexpr int kAlign = 16 / sizeof(TA);
@@ -509,6 +513,7 @@ static void refusals_mn_major() {
 // --quick: the small cases only (for compute-sanitizer).
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+  if (argc > 2 && strcmp(argv[1], "--only") == 0) g_only = argv[2];
   int dev = 0, major = 0;
   CK(cudaGetDevice(&dev));
   CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
@@ -535,6 +540,8 @@ int main(int argc, char** argv) {
   run_config_t<bf16, bf16, Config<bf16, bf16, 128, 256, 4, Coop, 2, 1>>(true, quick);
   run_config_t<bf16, bf16, Config<bf16, bf16, 256, 128, 4, Coop, 2, 1>>(false, quick);
   run_config_t<half, half, Config<half, half, 128, 128, 5, Coop, 2, 1>>(false, quick);
+  run_config_t<bf16, bf16, Config<bf16, bf16, 256, 128, 4>>(true, quick);  // two m64 blocks, the held stage
+  run_config_t<__nv_fp8_e4m3, __nv_fp8_e4m3, Config<__nv_fp8_e4m3, __nv_fp8_e4m3, 256, 128, 4>>(false, quick);
   // pingpong
   run_config_t<bf16, bf16, Config<bf16, bf16, 128, 128, 5, Pp, 1, 1, false, true>>(true, quick);
   run_config_t<bf16, bf16, Config<bf16, bf16, 64, 256, 5, Pp>>(false, quick);
