@@ -5,8 +5,9 @@
 # instructions, shared-memory bank reads and writes. Builds prof_gemm_sm90 unless $KDL_PREBUILT holds it (build
 # here with KDL_BUILD_ONLY=1, run on the GPU machine). Usage: ncu_sm90.sh [modes (default "l c d g p q") [size
 # (default 4096)]]
-# KDL_PROF=conv: the conv fprop instead (prof_conv_sm90, modes c p n m; size = the shape, 0 or 2), mode u = cuDNN's
-# kernel through PyTorch (cudnn_fprop.py, the launch inside its NVTX range).
+# KDL_PROF=conv: the conv fprop instead (prof_conv_sm90, modes c p n m; size = the shape, 0 or 2; modes w x with
+# size 3, the 1x1), mode u = cuDNN's kernel through PyTorch (cudnn_fprop.py, the launch inside its NVTX range).
+# Besides the table's columns, the raw reports ($OUT/ncu_*.txt) hold DRAM writes and DRAM throughput.
 set -u -o pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../../.." && pwd)"
@@ -36,6 +37,7 @@ MET+=,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_ltcfabric.su
 MET+=,lts__lts2xbar_cycles_active.avg.pct_of_peak_sustained_elapsed
 MET+=,l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld_dest_multicast.sum,dram__bytes_read.sum,smsp__inst_executed.sum
 MET+=,l1tex__data_bank_reads.avg.pct_of_peak_sustained_elapsed,l1tex__data_bank_writes.avg.pct_of_peak_sustained_elapsed
+MET+=,dram__bytes_write.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed
 printf "%-5s %10s %10s %8s %12s %12s %9s %12s %10s %12s %7s %7s\n" mode time_us sm_cycles tensor% l2_sectors fabric_sect \
   l2_out% mcast_bytes dram_MB warp_instr smem_r% smem_w%
 rc=0
