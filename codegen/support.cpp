@@ -147,16 +147,14 @@ void checkConvSupported(const KernelSpec& s, const Unsupported& unsupported) {
     unsupported(in0.loc, fmt::format("{} inputs of a convolution are not generated yet; the conv template gathers f16 "
                                      "or bf16 tensors",
                                      dtypeWord(in0.dtype)));
-  // Clusters (the validator admits them for the sm90a fprop only: dsl/check/validate_arch.cpp): its stage loader
-  // multicasts X's pixels to 2 CTAs along N and W's filters to 2 along M (kdl::sm90::ConvFpropLoader's kMaxClusterN,
-  // kMaxClusterM).
+  // Clusters (the validator admits them for the sm90a fprop only, with cluster K = 1: dsl/check/validate_arch.cpp):
+  // its stage loader multicasts X's pixels to 2 CTAs along N and W's filters to 2 along M
+  // (kdl::sm90::ConvFpropLoader's kMaxClusterN, kMaxClusterM).
   const auto& cl = s.cluster.value;
-  if (cl != std::array<int, 3>{1, 1, 1}) {
-    if (cl[0] > 2 || cl[1] > 2 || cl[2] != 1)
-      unsupported(s.cluster.loc, fmt::format("cluster ({}, {}, {}): the sm90a fprop shares a tile between at most 2 CTAs "
-                                             "along M and 2 along N; use (1, 1, 1), (2, 1, 1), (1, 2, 1) or (2, 2, 1)",
-                                             cl[0], cl[1], cl[2]));
-  }
+  if (cl[0] > 2 || cl[1] > 2)
+    unsupported(s.cluster.loc, fmt::format("cluster ({}, {}, {}): the sm90a fprop shares a tile between at most 2 CTAs "
+                                           "along M and 2 along N; use (1, 1, 1), (2, 1, 1), (1, 2, 1) or (2, 2, 1)",
+                                           cl[0], cl[1], cl[2]));
   if (s.splitK.value == SplitKMode::Parallel || s.splitK.value == SplitKMode::StreamK)
     unsupported(s.splitK.loc, fmt::format("split_k = {} is not generated yet; serial(N) is",
                                           s.splitK.value == SplitKMode::Parallel ? "parallel(N)" : "stream_k"));

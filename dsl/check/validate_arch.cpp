@@ -212,8 +212,7 @@ void checkCluster(KernelCheck& c) {
   // W's filters along M); the dgrad and wgrad loaders load alone.
   if (isConv(c) && c.op->value != Op::Conv2dFprop) {
     c.diags.error(DiagKind::Cluster, c.cluster->loc,
-                  std::string(c.op->value == Op::Conv2dDgrad ? "conv2d_dgrad" : "conv2d_wgrad") +
-                      " runs without thread block clusters (only the sm90a conv2d_fprop shares its X and W tiles in "
+                  std::string(name(c.op->value)) + " runs without thread block clusters (only the sm90a conv2d_fprop shares its X and W tiles in "
                       "clusters); use (1, 1, 1)");
     return;
   }

@@ -316,9 +316,10 @@ struct GemmSm90 {
   // GEMMs and the 3x3 conv, -1.5-2 % on the memory-bound 1x1, where the producer misses the held stage). Needs a
   // stage that holds both consumers' passes and a second stage for the next unit's first k-tile; clusters (remote
   // releases) keep the plain wait.
-  // The passes: kBoxesPerBlock / kChunkBoxes per m64 block, kMmaM blocks (two: 128 x 256's one block in two
-  // chunks, or 256 x 128's two blocks of one chunk each).
-  static constexpr int kEpiPasses = kMmaM * (kBoxesPerBlock / kChunkBoxes);
+  // The passes: kChunksPerBlock per m64 block, kMmaM blocks (two: 128 x 256's one block in two chunks, or
+  // 256 x 128's two blocks of one chunk each).
+  static constexpr int kChunksPerBlock = kBoxesPerBlock / kChunkBoxes;
+  static constexpr int kEpiPasses = kMmaM * kChunksPerBlock;
   static constexpr bool kHoldStage = !kPingpong && Stages >= 2 && kClusterSize == 1 && !kPromote && kTmaStoreD &&
                                      kEpiPasses == 2 && kConsumers * kChunkBoxes * kBoxBytes <= kStageBytes;
   static constexpr int kMinSmemBytes = kSmemBytes;  // kdl::GemmHost's device check (no smaller fallback)
@@ -992,11 +993,11 @@ struct GemmSm90 {
       const bool rows_in = block_row < P.m;  // warpgroup-uniform
       if (!rows_in && pass2 == nullptr) continue;
 #pragma unroll
-      for (int ch = 0; ch < kBoxesPerBlock / kChunkBoxes; ++ch) {
+      for (int ch = 0; ch < kChunksPerBlock; ++ch) {
         const int chunk_col = col0 + ch * kChunkBoxes * kBoxCols;
-        const int pass = i * (kBoxesPerBlock / kChunkBoxes) + ch;  // the second of two (kHoldStage) may go to pass2
-        if (chunk_col >= P.n && (pass2 == nullptr || pass != 1)) continue;  // uniform across the tile
-        uint8_t* const pbuf = pass2 != nullptr && pass == 1 ? pass2 : buf;
+        const bool held_pass = pass2 != nullptr && i * kChunksPerBlock + ch == 1;  // the second of two (kHoldStage)
+        if (chunk_col >= P.n && !held_pass) continue;  // uniform across the tile
+        uint8_t* const pbuf = held_pass ? pass2 : buf;
         if (pbuf == buf) {
           if (!rows_in) continue;
           if (wg_thread == 0) sm90::tma_store_wait_read<0>();  // the previous pass's boxes have been read
