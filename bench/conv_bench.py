@@ -14,7 +14,11 @@ by a batch of cuDNN's on the same case: the card's clock drifts under its power 
 compared in the same minutes (medians of each; ratio = the median of the per-pair ratios cuDNN ms / kdl
 ms, >= 1: kdl as fast or faster). cuDNN runs on channels_last bf16 tensors with
 torch.backends.cudnn.benchmark = True (torch.nn.functional.conv2d, torch.nn.grad.conv2d_input /
-conv2d_weight), and is also timed alone first (its row in the csv). TFLOP/s count 2 * N*P*Q*K*R*S*C for
+conv2d_weight). Which cuDNN algorithm runs is chosen per case, and the faster choice is the anchor: the
+autotuner's (cudnn.benchmark = True with benchmark_limit = 0: every algorithm tried; with PyTorch's default
+limit of 10 its pick moved between processes, the first 3x3 fprop case timing 0.156 ms in one run and 0.174 ms
+in the next) or the heuristics' (benchmark = False); both are timed alone first (their rows in the csv, the
+chosen one marked). TFLOP/s count 2 * N*P*Q*K*R*S*C for
 all three ops. The table has the best kernel (highest ratio) per case and arch (sm80 path, sm90a: the
 same template compiled for sm_90a), with cuDNN's figure from that kernel's pairs.
 Writes DIR/conv_bench.md (the table, also printed), conv_bench.csv (every measurement) and
@@ -151,13 +155,22 @@ def bench_case(op, pr, kernels, cc, a, rows, table):
     out_dims = pr.tensor_dims(ca.OPERANDS[op][2])
     a0, a1 = (inputs[n].view.contiguous(memory_format=torch.channels_last) for n in in_names)
     cudnn = lambda: ca.conv_reference(op, a0, a1, pr)  # noqa: E731
-    cudnn_ms = time_launches(cudnn, a.warmup, a.runs, a.iters)
-    ref = ca.conv_reference(op, a0, a1, pr).float()
     flops = pr.flops()
     tf = lambda ms: flops / (ms * 1e-3) / 1e12  # noqa: E731
-    print(f"== {label}: cuDNN {cudnn_ms:.3f} ms ({tf(cudnn_ms):.1f} TFLOP/s)", flush=True)
-    rows.append({"case": label, "op": OP_WORD[op], "impl": "cuDNN", "kernel": "cudnn", "arch": "", "split": "",
-                 "ms": f"{cudnn_ms:.4f}", "tflops": f"{tf(cudnn_ms):.1f}", "cudnn_ms": "", "ratio": "", "status": "ok"})
+    # cuDNN's algorithm: the autotuner's pick or the heuristics', whichever runs faster (module docstring).
+    timed = []
+    for how, autotune in (("autotuned", True), ("heuristic", False)):
+        torch.backends.cudnn.benchmark = autotune
+        timed.append((time_launches(cudnn, a.warmup, a.runs, a.iters), how, autotune))
+    cudnn_ms, chosen, autotune = min(timed)
+    torch.backends.cudnn.benchmark = autotune
+    ref = ca.conv_reference(op, a0, a1, pr).float()
+    print(f"== {label}: cuDNN {cudnn_ms:.3f} ms ({tf(cudnn_ms):.1f} TFLOP/s, {chosen}; " +
+          ", ".join(f"{how} {ms:.3f} ms" for ms, how, _ in timed) + ")", flush=True)
+    for ms, how, _ in timed:
+        rows.append({"case": label, "op": OP_WORD[op], "impl": "cuDNN", "kernel": f"cudnn ({how})", "arch": "",
+                     "split": "", "ms": f"{ms:.4f}", "tflops": f"{tf(ms):.1f}", "cudnn_ms": "", "ratio": "",
+                     "status": "ok (the anchor)" if how == chosen else "ok"})
     best = {}
     for k in kernels:
         if not fits(k, op, pr, cc):
@@ -189,12 +202,12 @@ def bench_case(op, pr, kernels, cc, a, rows, table):
             del launch
     if not best:
         table.append({"case": label, "arch": "-", "kernel": "(no kdl kernel ran)", "kdl_ms": None, "kdl_tflops": None,
-                      "cudnn_ms": cudnn_ms, "cudnn_tflops": tf(cudnn_ms), "ratio": None})
+                      "cudnn_ms": cudnn_ms, "cudnn_tflops": tf(cudnn_ms), "ratio": None, "cudnn_algo": chosen})
     for arch in sorted(best):
         k, ms, split, pair_ms, ratio = best[arch]
         table.append({"case": label, "arch": arch, "kernel": k.name + (f" split {split}" if split > 1 else ""),
                       "kdl_ms": ms, "kdl_tflops": tf(ms), "cudnn_ms": pair_ms, "cudnn_tflops": tf(pair_ms),
-                      "ratio": ratio})
+                      "ratio": ratio, "cudnn_algo": chosen})
 
 
 def markdown(table, device):
@@ -205,6 +218,11 @@ def markdown(table, device):
     for r in table:
         lines.append(f"| {r['case']} | {r['arch']} | {r['kernel']} | {f(r['kdl_ms'], '.3f')} | {f(r['kdl_tflops'], '.1f')} | "
                      f"{f(r['cudnn_ms'], '.3f')} | {f(r['cudnn_tflops'], '.1f')} | {f(r['ratio'], '.2f')} |")
+    algos = {}
+    for r in table:
+        algos.setdefault(r["cudnn_algo"], []).append(r["case"])
+    lines += ["", "cuDNN's algorithm per case, the faster of the autotuner's (every algorithm tried) and the heuristics': " +
+              "; ".join(f"{how}: " + ", ".join(dict.fromkeys(cases)) for how, cases in sorted(algos.items())) + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -219,6 +237,8 @@ def main():
     ap.add_argument("--shrink", type=int, default=1, help="divide the cases' sizes (the CPU smoke test)")
     a = ap.parse_args()
     torch.backends.cudnn.benchmark = True
+    if hasattr(torch.backends.cudnn, "benchmark_limit"):
+        torch.backends.cudnn.benchmark_limit = 0  # the autotuner tries every algorithm (PyTorch's default: 10)
     torch.backends.cudnn.allow_tf32 = False
     cc = ca.device_capability()
     device = f"{ca.device_name()} (sm_{cc}), torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}"

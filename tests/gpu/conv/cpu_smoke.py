@@ -152,6 +152,8 @@ def main(argv):
         table = open(md).read() if os.path.exists(md) else ""
         check(rc == 0 and all(k in table for k in ("fkb_fprop3x3", "fkb_fprop1x1", "fkb_dgrad3x3", "fkb_wgrad3x3_sk4")),
               f"conv_bench.py times every fake bench kernel and writes its table: rc={rc}\n{table or out[-3000:]}")
+        check("cuDNN's algorithm per case" in table and ("autotuned" in table or "heuristic" in table),
+              f"conv_bench.py names cuDNN's algorithm choice (autotuned or heuristic) per case:\n{table[-1500:]}")
         check(os.path.exists(os.path.join(outdir, "conv_bench.csv")) and os.path.exists(os.path.join(outdir, "conv_bench.json")),
               "conv_bench.csv and conv_bench.json written")
     print(f"{len(failures)} failed")
