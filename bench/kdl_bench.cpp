@@ -116,6 +116,7 @@ struct Options {
   std::vector<Shape> shapes;  // overrides every mode's defaults
   std::vector<Mode> modes = {Mode::Bf16, Mode::E4m3, Mode::E4m3Block};
   int batches = 7;
+  int ltCandidates = 8;  // cuBLASLt's heuristic algorithms timed per anchor plan (the fastest is the anchor)
   std::vector<std::pair<std::string, std::string>> files;
 };
 
@@ -300,12 +301,15 @@ int main(int argc, char** argv) {
   bool modesGiven = false;
   const char* usage =
       "usage: kdl_bench [--csv FILE] [--markdown FILE] [--shape MxNxK]... [--mode bf16|e4m3|e4m3_block]...\n"
-      "                 [--batches N] SPEC.kdl LIB.so [SPEC.kdl LIB.so]...\n";
+      "                 [--batches N] [--lt-candidates N] SPEC.kdl LIB.so [SPEC.kdl LIB.so]...\n"
+      "  --lt-candidates N: time cuBLASLt's first N heuristic algorithms per shape and keep the fastest as the\n"
+      "                     anchor (default 8; 1: the heuristic's first, untimed)\n";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--csv" && i + 1 < argc) opt.csv = argv[++i];
     else if (a == "--markdown" && i + 1 < argc) opt.markdown = argv[++i];
     else if (a == "--batches" && i + 1 < argc) opt.batches = std::max(5, std::atoi(argv[++i]));
+    else if (a == "--lt-candidates" && i + 1 < argc) opt.ltCandidates = std::max(1, std::atoi(argv[++i]));
     else if (a == "--shape" && i + 1 < argc) {
       Shape s;
       if (!parseShape(argv[++i], s)) {
@@ -385,6 +389,7 @@ int main(int argc, char** argv) {
   }
 
   CublasLt lt;
+  lt.setCandidates(opt.ltCandidates);
   std::vector<Row> rows;
   std::vector<Summary> summary;
 

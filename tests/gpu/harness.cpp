@@ -187,6 +187,47 @@ void CublasLt::matmul(DType in, const void* A, Layout la, int64_t lda, int64_t s
   cublasLtMatmulDescDestroy(op);
 }
 
+bool CublasLt::choose(Plan* plan, const cublasLtMatmulHeuristicResult_t* heur, int found, const void* A, const void* B,
+                      void* D, cudaStream_t stream) {
+  if (found <= 0) return false;
+  if (found == 1) {
+    plan->algo = heur[0].algo;
+    plan->text = algoDescription(heur[0].algo);
+    return true;
+  }
+  const float alpha = 1.f, beta = 0.f;
+  cudaEvent_t e0, e1;
+  KDL_CUDA_CHECK(cudaEventCreate(&e0));
+  KDL_CUDA_CHECK(cudaEventCreate(&e1));
+  int best = -1;
+  float bestMs = 0.f;
+  for (int i = 0; i < found; ++i) {
+    auto run = [&] {
+      return cublasLtMatmul(handle_, plan->op, &alpha, B, plan->a, A, plan->b, &beta, D, plan->c, D, plan->c,
+                            &heur[i].algo, workspace_, workspaceBytes_, stream) == CUBLAS_STATUS_SUCCESS;
+    };
+    bool ok = true;
+    for (int w = 0; w < 3 && ok; ++w) ok = run();
+    KDL_CUDA_CHECK(cudaEventRecord(e0, stream));
+    for (int r = 0; r < 10 && ok; ++r) ok = run();
+    KDL_CUDA_CHECK(cudaEventRecord(e1, stream));
+    KDL_CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms = 0.f;
+    KDL_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    if (ok && (best < 0 || ms < bestMs)) {
+      best = i;
+      bestMs = ms;
+    }
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  if (best < 0) return false;
+  plan->algo = heur[best].algo;
+  plan->text = algoDescription(heur[best].algo) + " (heuristic #" + std::to_string(best + 1) + ", the fastest of " +
+               std::to_string(found) + " timed)";
+  return true;
+}
+
 bool CublasLt::matmulOut(DType in, DType out, const void* A, Layout la, int64_t lda, const void* B, Layout lb,
                          int64_t ldb, void* D, int64_t M, int64_t N, int64_t K, cudaStream_t stream,
                          std::string* algoText) {
@@ -207,16 +248,12 @@ bool CublasLt::matmulOut(DType in, DType out, const void* A, Layout la, int64_t 
     KDL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     KDL_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                           &workspaceBytes_, sizeof(workspaceBytes_)));
-    cublasLtMatmulHeuristicResult_t heur{};
+    std::vector<cublasLtMatmulHeuristicResult_t> heur(candidates_);
     int found = 0;
-    const cublasStatus_t s =
-        cublasLtMatmulAlgoGetHeuristic(handle_, plan->op, plan->a, plan->b, plan->c, plan->c, pref, 1, &heur, &found);
+    const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(handle_, plan->op, plan->a, plan->b, plan->c, plan->c, pref,
+                                                            candidates_, heur.data(), &found);
     cublasLtMatmulPreferenceDestroy(pref);
-    plan->ok = s == CUBLAS_STATUS_SUCCESS && found > 0;
-    if (plan->ok) {
-      plan->algo = heur.algo;
-      plan->text = algoDescription(heur.algo);
-    }
+    plan->ok = s == CUBLAS_STATUS_SUCCESS && choose(plan, heur.data(), found, A, B, D, stream);
   }
   if (algoText) *algoText = plan->text;
   if (!plan->ok) return false;
@@ -262,16 +299,15 @@ bool CublasLt::matmulFp8(DType inA, DType inB, const void* A, int64_t lda, const
       KDL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
       KDL_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                             &workspaceBytes_, sizeof(workspaceBytes_)));
-      cublasLtMatmulHeuristicResult_t heur{};
+      std::vector<cublasLtMatmulHeuristicResult_t> heur(candidates_);
       int found = 0;
       const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle_, plan->op, plan->a, plan->b, plan->c, plan->c,
-                                                               pref, 1, &heur, &found);
+                                                               pref, candidates_, heur.data(), &found);
       cublasLtMatmulPreferenceDestroy(pref);
-      plan->ok = st == CUBLAS_STATUS_SUCCESS && found > 0;
+      plan->ok = st == CUBLAS_STATUS_SUCCESS && choose(plan, heur.data(), found, A, B, D, stream);
       if (plan->ok) {
-        plan->algo = heur.algo;
-        plan->text = algoDescription(heur.algo) + (fastAccum ? " fast-accum" : " no-fast-accum") +
-                     (blockScales ? " VEC128(A)/BLK128x128(B)" : "");
+        plan->text += std::string(fastAccum ? " fast-accum" : " no-fast-accum") +
+                      (blockScales ? " VEC128(A)/BLK128x128(B)" : "");
       } else {
         plan->text = "no algorithm (status " + std::to_string((int)st) + ")";
       }

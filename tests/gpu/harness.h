@@ -95,12 +95,19 @@ class CublasLt {
   bool matmulFp8(DType inA, DType inB, const void* A, int64_t lda, const void* B, int64_t ldb, void* D, int64_t M,
                  int64_t N, int64_t K, const float* scaleA, const float* scaleB, bool fastAccum, bool blockScales,
                  cudaStream_t stream, std::string* algoText = nullptr);
+  // How many of cuBLASLt's heuristic algorithms a new matmulOut / matmulFp8 plan times (on the call's own
+  // buffers, 3 + 10 launches each) to keep the fastest; 1 (the default): the heuristic's first, untimed.
+  void setCandidates(int n) { candidates_ = n < 1 ? 1 : n; }
 
  private:
+  int candidates_ = 1;
+  struct Plan;
+  // Picks plan->algo among the `found` heuristic results (timed when there is more than one); false when none runs.
+  bool choose(Plan* plan, const cublasLtMatmulHeuristicResult_t* heur, int found, const void* A, const void* B, void* D,
+              cudaStream_t stream);
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspaceBytes_ = 64u << 20;
-  struct Plan;
   std::map<std::string, Plan*> plans_;
 };
 
