@@ -159,15 +159,15 @@ def bench_case(op, pr, kernels, cc, a, rows, table):
     tf = lambda ms: flops / (ms * 1e-3) / 1e12  # noqa: E731
     # cuDNN's algorithm: the autotuner's pick or the heuristics', whichever runs faster (module docstring).
     timed = []
-    for how, autotune in (("autotuned", True), ("heuristic", False)):
-        torch.backends.cudnn.benchmark = autotune
-        timed.append((time_launches(cudnn, a.warmup, a.runs, a.iters), how, autotune))
-    cudnn_ms, chosen, autotune = min(timed)
-    torch.backends.cudnn.benchmark = autotune
+    for how in ("autotuned", "heuristic"):
+        torch.backends.cudnn.benchmark = how == "autotuned"
+        timed.append((time_launches(cudnn, a.warmup, a.runs, a.iters), how))
+    cudnn_ms, chosen = min(timed)
+    torch.backends.cudnn.benchmark = chosen == "autotuned"
     ref = ca.conv_reference(op, a0, a1, pr).float()
     print(f"== {label}: cuDNN {cudnn_ms:.3f} ms ({tf(cudnn_ms):.1f} TFLOP/s, {chosen}; " +
-          ", ".join(f"{how} {ms:.3f} ms" for ms, how, _ in timed) + ")", flush=True)
-    for ms, how, _ in timed:
+          ", ".join(f"{how} {ms:.3f} ms" for ms, how in timed) + ")", flush=True)
+    for ms, how in timed:
         rows.append({"case": label, "op": OP_WORD[op], "impl": "cuDNN", "kernel": f"cudnn ({how})", "arch": "",
                      "split": "", "ms": f"{ms:.4f}", "tflops": f"{tf(ms):.1f}", "cudnn_ms": "", "ratio": "",
                      "status": "ok (the anchor)" if how == chosen else "ok"})
