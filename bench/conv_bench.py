@@ -176,6 +176,8 @@ def bench_case(op, pr, kernels, cc, a, rows, table):
         if not fits(k, op, pr, cc):
             continue
         splits = [s for s in sorted({1, 2, 4, 8, one_wave_split(k, pr, op)}) if s <= k.slices]
+        if k.slices > 1:
+            splits.append(0)  # split_k 0: the kernel's own choice (kdl/split_k.h), timed beside the fixed counts
         for split in splits:
             launch = KdlLaunch(k, pr, split, inputs, out_dims)
             why = launch.can_implement()
@@ -205,7 +207,8 @@ def bench_case(op, pr, kernels, cc, a, rows, table):
                       "cudnn_ms": cudnn_ms, "cudnn_tflops": tf(cudnn_ms), "ratio": None, "cudnn_algo": chosen})
     for arch in sorted(best):
         k, ms, split, pair_ms, ratio = best[arch]
-        table.append({"case": label, "arch": arch, "kernel": k.name + (f" split {split}" if split > 1 else ""),
+        table.append({"case": label, "arch": arch,
+                      "kernel": k.name + (f" split {split}" if split > 1 else " split 0 (chosen)" if split == 0 else ""),
                       "kdl_ms": ms, "kdl_tflops": tf(ms), "cudnn_ms": pair_ms, "cudnn_tflops": tf(pair_ms),
                       "ratio": ratio, "cudnn_algo": chosen})
 

@@ -159,7 +159,7 @@ void sizeMembers(CodeWriter& w, const KernelPlan& p) {
     w.raw("int dilation_h = 1, dilation_w = 1;");
     w.raw("int p = 0, q = 0;                // Y's spatial size: 0 = derived, else checked against the derived size");
   }
-  if (p.serialSplitK) w.raw("int split_k = 1;  // serial split-K slices, 1..kMaxSplitK (needs a workspace when > 1)");
+  if (p.serialSplitK) w.raw("int split_k = 0;  // serial split-K slices 1..kMaxSplitK, 0: chosen for the problem and device (workspace_size)");
 }
 
 }  // namespace

@@ -92,7 +92,7 @@ std::string schemaOf(const KernelPlan& p, const OpShape& s) {
   std::vector<std::string> in, out;
   for (const ArgPlan* a : s.tensors) in.push_back("Tensor " + a->name);
   for (const ArgPlan* a : s.params) in.push_back(fmt::format("float {}={}", a->name, schemaFloat(a->defaultValue)));
-  if (s.splitK) in.push_back("int split_k=1");
+  if (s.splitK) in.push_back("int split_k=0");
   for (const ArgPlan* a : s.outputs) out.push_back("Tensor " + a->name);
   const std::string ret = out.size() == 1 ? "Tensor" : fmt::format("({})", fmt::join(out, ", "));
   return fmt::format("{}({}) -> {}", p.name, fmt::join(in, ", "), ret);

@@ -114,7 +114,8 @@ void planSplitK(Lowering& l, const char* serialWhy, const char* noneNote) {
   std::string noneWhy = originWord(s.splitK.origin);
   if (noneNote) noneWhy += std::string("; ") + noneNote;
   l.decide("split_k",
-           p.serialSplitK ? fmt::format("serial, 1..{} slices at run time (Arguments::split_k, default 1)", p.maxSplitK) : "none",
+           p.serialSplitK ? fmt::format("serial, 1..{} slices at run time (Arguments::split_k; default 0: chosen per problem and device by the "
+                                   "wave count)", p.maxSplitK) : "none",
            p.serialSplitK ? serialWhy : noneWhy);
 }
 

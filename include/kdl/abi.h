@@ -71,7 +71,7 @@ typedef struct kdl_arg {
 typedef struct kdl_gemm_shape {
   int64_t m, n, k;
   int64_t batch;    /* >= 1 */
-  int32_t split_k;  /* serial split-K slices for kernels with split_k = serial(N): 1..N; else 1 */
+  int32_t split_k;  /* serial split-K slices for kernels with split_k = serial(N): 1..N, 0: chosen per problem and device; else 1 (or 0) */
 } kdl_gemm_shape;
 
 /* A 2-D convolution (groups = 1): X n x h x w x c (NHWC), W k x r x s x c (KRSC), Y n x p x q x k. */
@@ -79,7 +79,7 @@ typedef struct kdl_conv2d_shape {
   int64_t n, h, w, c, k, r, s;
   int64_t p, q;                 /* 0: derived */
   int32_t pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w;   /* stride/dilation 0 read as 1 */
-  int32_t split_k;              /* 1 unless the kernel has split_k = serial(N) */
+  int32_t split_k;              /* 1 (or 0) unless the kernel has split_k = serial(N): then 1..N, 0 chosen */
 } kdl_conv2d_shape;
 
 typedef struct kdl_kernel_info {

@@ -78,6 +78,10 @@ struct ConvHost {
     if constexpr (kHasSplitK) return a.split_k;
     else return 1;
   }
+  static constexpr int kMaxSplit = [] {
+    if constexpr (kHasSplitK) return K::kMaxSplitK;
+    else return 1;
+  }();
 
   // Y's spatial size for these sizes, or 0 where the padded input is smaller than the dilated filter
   // (Conv::can_implement says so) or a stride or dilation is not positive (checked first).
@@ -116,6 +120,15 @@ struct ConvHost {
                          a.*B.batch_stride, split_k_of(a)};
   }
 
+  // The problem as the kernel runs it (of resolved arguments): split_k 0 (the kernel chooses) resolved for
+  // the current device (kdl/split_k.h); run() and workspace_size() agree on it.
+  static Conv2dProblem problem_to_run(const Arguments& a) {
+    Conv2dProblem p = problem_of(a);
+    if constexpr (kHasSplitK)
+      if (p.split_k == 0) p.split_k = Conv::split_k_for(p, kMaxSplit);
+    return p;
+  }
+
   static Params params_of(const Arguments& a) {
     Params p{};
     std::apply([&](const auto&... e) { (to_params(e, a, p), ...); }, K::kArgs);
@@ -129,14 +142,16 @@ struct ConvHost {
     const Arguments a = resolved(given);
     if (const char* e = check_output_size(given, a)) return e;
     if constexpr (kHasSplitK) {
-      if (a.split_k < 1 || a.split_k > K::kMaxSplitK)
-        return error_message("%s: split_k (%d) must be in 1..%d (split_k = serial(%d) in the spec)", K::kName, a.split_k,
-                             K::kMaxSplitK, K::kMaxSplitK);
+      if (a.split_k < 0 || a.split_k > K::kMaxSplitK)
+        return error_message("%s: split_k (%d) must be in 0..%d (split_k = serial(%d) in the spec; 0: the kernel chooses)",
+                             K::kName, a.split_k, K::kMaxSplitK, K::kMaxSplitK);
     }
     const char* err = nullptr;
     std::apply([&](const auto&... e) { ((err = err ? err : arg::check_always(e, K::kName, a)), ...); }, K::kArgs);
     if (err) return err;
-    if (const char* e = Conv::can_implement(problem_of(a))) {
+    Conv2dProblem checked = problem_of(a);
+    if (checked.split_k == 0) checked.split_k = 1;  // what the kernel chooses is always runnable
+    if (const char* e = Conv::can_implement(checked)) {
       const char* prefix = "kdl conv: ";  // the template's; the kernel's name says it here
       return error_message("%s: %s", K::kName, std::strncmp(e, prefix, std::strlen(prefix)) ? e : e + std::strlen(prefix));
     }
@@ -155,14 +170,14 @@ struct ConvHost {
   // 0 for arguments whose output size cannot be derived (can_implement refuses them).
   static size_t workspace_size(const Arguments& given) {
     const Arguments a = resolved(given);
-    if (a.p < 1 || a.q < 1 || split_k_of(a) < 1) return 0;
-    return Conv::workspace_size(problem_of(a));
+    if (a.p < 1 || a.q < 1 || split_k_of(a) < 0) return 0;
+    return Conv::workspace_size(problem_to_run(a));
   }
 
   static cudaError_t run(const Arguments& given, void* workspace, cudaStream_t stream) {
     if (can_implement(given) != nullptr) return cudaErrorInvalidValue;
     const Arguments a = resolved(given);
-    Conv2dProblem problem = problem_of(a);
+    Conv2dProblem problem = problem_to_run(a);
     problem.images_packed = images_packed(a) ? 1 : 0;
     if (problem.split_k > 1 && workspace == nullptr) return cudaErrorInvalidValue;
     cudaError_t err = cudaSuccess;
@@ -183,8 +198,8 @@ struct ConvHost {
     a.stride_h = s->stride_h == 0 ? 1 : s->stride_h, a.stride_w = s->stride_w == 0 ? 1 : s->stride_w;
     a.dilation_h = s->dilation_h == 0 ? 1 : s->dilation_h, a.dilation_w = s->dilation_w == 0 ? 1 : s->dilation_w;
     if constexpr (kHasSplitK) a.split_k = s->split_k;
-    else if (s->split_k != 1)
-      return error_message("%s: split_k (%d) must be 1; the kernel has no split-K", K::kName, (int)s->split_k);
+    else if (s->split_k != 1 && s->split_k != 0)
+      return error_message("%s: split_k (%d) must be 1 (or 0); the kernel has no split-K", K::kName, (int)s->split_k);
     return nullptr;
   }
 

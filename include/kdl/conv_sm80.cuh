@@ -687,6 +687,13 @@ struct Conv2dSm80 {
     if (p.split_k <= 1) return 0;
     return sem_offset(p) + tiles_total(p) * sizeof(int);
   }
+  // The slices (1..max_split) to run p in on the current device (kdl/split_k.h): grid = tiles x phases x slices.
+  static int split_k_for(const Conv2dProblem& p, int max_split) {
+    if (tiles_total(p) == 0 || gemm_ktiles(p) <= 0) return 1;
+    if (prepare_device() != cudaSuccess) cudaGetLastError();
+    return choose_split_k((long long)tiles_total(p), gemm_ktiles(p), max_split,
+                          resident_ctas_on_device(conv2d_sm80_kernel<Conv2dSm80>, kThreads, kSmemBytes));
+  }
 
   static cudaError_t prepare_device() {
     static PerDeviceOnce smem_attribute;

@@ -680,6 +680,8 @@ struct Conv2dSm90Wgrad {
     return Gemm::can_implement(g);
   }
   static size_t workspace_size(const Conv2dProblem& p) { return Gemm::workspace_size(gemm_of(p)); }
+  // The slices (1..max_split) to run p in on the current device: the wgrad GEMM's (kdl/split_k.h).
+  static int split_k_for(const Conv2dProblem& p, int max_split) { return Gemm::split_k_for(gemm_of(p), max_split); }
 
   static cudaError_t run(const Conv2dProblem& p, const typename Epilogue::Params& ep, void* workspace, cudaStream_t stream) {
     if (can_implement(p) != nullptr) return cudaErrorInvalidValue;

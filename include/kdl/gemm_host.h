@@ -395,6 +395,10 @@ struct GemmHost {
     if constexpr (kHasSplitK) return a.split_k;
     else return 1;
   }
+  static constexpr int kMaxSplit = [] {
+    if constexpr (kHasSplitK) return K::kMaxSplitK;
+    else return 1;
+  }();
 
   static GemmProblem problem_of(const Arguments& a) {
     const auto& A = std::get<0>(K::kArgs);
@@ -402,6 +406,15 @@ struct GemmHost {
     GemmProblem p{a.m, a.n, a.k, a.batch, a.*A.data, a.*A.ld, a.*A.batch_stride,
                   a.*B.data, a.*B.ld, a.*B.batch_stride, split_k_of(a)};
     std::apply([&](const auto&... e) { (arg::to_problem(e, a, p), ...); }, K::kArgs);
+    return p;
+  }
+
+  // The problem as the kernel runs it: split_k 0 (the kernel chooses) resolved for the current device
+  // (kdl/split_k.h); run() and workspace_size() agree on it.
+  static GemmProblem problem_to_run(const Arguments& a) {
+    GemmProblem p = problem_of(a);
+    if constexpr (kHasSplitK)
+      if (p.split_k == 0) p.split_k = Gemm::split_k_for(p, kMaxSplit);
     return p;
   }
 
@@ -417,9 +430,9 @@ struct GemmHost {
       return error_message("%s: negative problem size (m=%d, n=%d, k=%d)", K::kName, a.m, a.n, a.k);
     if (a.batch < 1) return error_message("%s: batch (%d) must be at least 1", K::kName, a.batch);
     if constexpr (kHasSplitK) {
-      if (a.split_k < 1 || a.split_k > K::kMaxSplitK)
-        return error_message("%s: split_k (%d) must be in 1..%d (split_k = serial(%d) in the spec)", K::kName, a.split_k,
-                             K::kMaxSplitK, K::kMaxSplitK);
+      if (a.split_k < 0 || a.split_k > K::kMaxSplitK)
+        return error_message("%s: split_k (%d) must be in 0..%d (split_k = serial(%d) in the spec; 0: the kernel chooses)",
+                             K::kName, a.split_k, K::kMaxSplitK, K::kMaxSplitK);
     }
     const char* err = nullptr;
     std::apply([&](const auto&... e) { ((err = err ? err : arg::check_always(e, K::kName, a)), ...); }, K::kArgs);
@@ -428,7 +441,9 @@ struct GemmHost {
       std::apply([&](const auto&... e) { ((err = err ? err : arg::check(e, K::kName, a)), ...); }, K::kArgs);
       if (err) return err;
     }
-    if (const char* e = Gemm::can_implement(problem_of(a))) return error_message("%s: %s", K::kName, e);
+    GemmProblem checked = problem_of(a);
+    if (checked.split_k == 0) checked.split_k = 1;  // what the kernel chooses is always runnable
+    if (const char* e = Gemm::can_implement(checked)) return error_message("%s: %s", K::kName, e);
     return a.m > 0 && a.n > 0 ? check_outputs_disjoint(a) : nullptr;
   }
 
@@ -439,11 +454,11 @@ struct GemmHost {
     return check_device_smem(K::kName, Gemm::kMinSmemBytes);
   }
 
-  static size_t workspace_size(const Arguments& a) { return Gemm::workspace_size(problem_of(a)); }
+  static size_t workspace_size(const Arguments& a) { return Gemm::workspace_size(problem_to_run(a)); }
 
   static cudaError_t run(const Arguments& a, void* workspace, cudaStream_t stream) {
     if (can_implement(a) != nullptr) return cudaErrorInvalidValue;
-    const GemmProblem problem = problem_of(a);
+    const GemmProblem problem = problem_to_run(a);
     // Split-K needs its workspace; with split_k = 1 a workspace is optional (GemmSm90 uses one, when
     // given, for its stream-K tail; without one it runs the last wave whole).
     if (problem.split_k > 1 && Gemm::workspace_size(problem) > 0 && workspace == nullptr) return cudaErrorInvalidValue;
@@ -467,8 +482,8 @@ struct GemmHost {
     a.k = (int)s->k;
     a.batch = (int)s->batch;
     if constexpr (kHasSplitK) a.split_k = s->split_k;
-    else if (s->split_k != 1)
-      return error_message("%s: split_k (%d) must be 1; the kernel has no split-K", K::kName, (int)s->split_k);
+    else if (s->split_k != 1 && s->split_k != 0)
+      return error_message("%s: split_k (%d) must be 1 (or 0); the kernel has no split-K", K::kName, (int)s->split_k);
     detail::ArgTable<K>::unpack(args, a);
     return nullptr;
   }
@@ -493,7 +508,7 @@ struct GemmHost {
     Arguments a;
     if (unpack(shape, args, nargs, a) != nullptr || can_implement(a) != nullptr) return KDL_ERR_INVALID;
     if (workspace_bytes < workspace_size(a)) {
-      if (problem_of(a).split_k > 1) return KDL_ERR_INVALID;
+      if (problem_to_run(a).split_k > 1) return KDL_ERR_INVALID;
       workspace = nullptr;  // too small for the optional stream-K tail (split_k = 1): run without it
     }
     const cudaError_t e = run(a, workspace, static_cast<cudaStream_t>(stream));

@@ -42,6 +42,7 @@
 #include "kdl/smem_layout.cuh"
 #include "kdl/gemm_problem.h"
 #include "kdl/per_device.h"
+#include "kdl/split_k.h"
 
 namespace kdl {
 
@@ -624,6 +625,13 @@ struct GemmSm80 {
   static size_t workspace_size(const GemmProblem& p) {
     if (p.split_k <= 1) return 0;
     return sem_offset(p) + tiles_total(p) * sizeof(int);
+  }
+  // The slices (1..max_split) to run p in on the current device (kdl/split_k.h): grid = tiles x slices.
+  static int split_k_for(const GemmProblem& p, int max_split) {
+    if (p.m <= 0 || p.n <= 0 || p.k <= 0) return 1;
+    if (prepare_device() != cudaSuccess) cudaGetLastError();
+    return choose_split_k((long long)tiles_total(p), ktiles_of(p), max_split,
+                          resident_ctas_on_device(gemm_sm80_kernel<GemmSm80>, kThreads, kSmemBytes));
   }
 
   // Opts the kernel into kSmemBytes of dynamic shared memory on the current device (the attribute

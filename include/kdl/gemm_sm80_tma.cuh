@@ -221,6 +221,7 @@ struct GemmSm80Tma {
   static constexpr int kMinSmemBytes = Base::kMinSmemBytes;
   static const char* can_implement(const GemmProblem& p) { return Base::can_implement(p); }
   static size_t workspace_size(const GemmProblem& p) { return Base::workspace_size(p); }
+  static int split_k_for(const GemmProblem& p, int max_split) { return Base::split_k_for(p, max_split); }  // split runs Base
 
   // Whether TMA can describe an operand: a 16-byte aligned base, row and batch strides multiples of
   // 16 bytes and below 2^40 (cuTensorMapEncodeTiled's limits). Pure; `bstride` is in bytes.

@@ -1296,6 +1296,13 @@ struct GemmSm90 {
     return p.split_k > 1 ? (size_t)tiles_total(p) * (size_t)(p.split_k - 1) : sems_of(p, sms);
   }
   static size_t sem_offset(size_t slots) { return (slots * TileM * TileN * sizeof(float) + 255) / 256 * 256; }
+  // The slices (1..max_split) to run p in on the current device (kdl/split_k.h): the units (tiles x
+  // slices) are walked by the CTAs that run at once, so only splits that fit one wave.
+  static int split_k_for(const GemmProblem& p, int max_split) {
+    if (p.m <= 0 || p.n <= 0 || p.k <= 0) return 1;
+    const int ctas = device_sms();
+    return choose_split_k((long long)tiles_total(p), ktiles_of(p), max_split, ctas > 0 ? ctas : 1, /*one_wave=*/true);
+  }
   static size_t workspace_size(const GemmProblem& p) {
     const int sms = p.split_k > 1 ? 0 : device_sms();
     const size_t sems = sems_of(p, sms);

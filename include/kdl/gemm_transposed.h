@@ -78,6 +78,7 @@ struct TransposedGemm : Gemm {
     return msg;
   }
   static size_t workspace_size(const GemmProblem& p) { return Gemm::workspace_size(transposed_problem(p)); }
+  static int split_k_for(const GemmProblem& p, int max_split) { return Gemm::split_k_for(transposed_problem(p), max_split); }
   template <class Params, class Stream>
   static auto run(const GemmProblem& p, const Params& ep, void* workspace, Stream stream) {
     return Gemm::run(transposed_problem(p), ep, workspace, stream);

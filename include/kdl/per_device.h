@@ -23,6 +23,24 @@ inline int current_device() {
   return dev;
 }
 
+// How many CTAs of `kernel` (threads, dynamic shared memory) the current device holds at once, at least 1;
+// 1 when there is no device. (For kdl/split_k.h's wave count.)
+template <class Kernel>
+inline long long resident_ctas_on_device(Kernel kernel, int threads, size_t smem) {
+  const int dev = current_device();
+  int sms = 0, per_sm = 0;
+  if (dev < 0 || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+    cudaGetLastError();
+    return 1;
+  }
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem) != cudaSuccess) {
+    cudaGetLastError();
+    per_sm = 1;
+  }
+  const long long n = (long long)sms * (per_sm > 0 ? per_sm : 1);
+  return n > 0 ? n : 1;
+}
+
 // Runs a set-up step once per device until it succeeds: later calls for that device return
 // cudaSuccess without running it; a failure is returned and the next call tries again. Concurrent
 // first calls for one device run it once (the others wait). Devices beyond kMaxDevices (or -1) run

@@ -188,10 +188,10 @@ class Problem {
     check_int("batch", batch);
   }
 
-  // split_k of a `split_k = serial(max)` kernel.
+  // split_k of a `split_k = serial(max)` kernel (0: the kernel chooses, kdl/split_k.h).
   void split_k(int64_t slices, int max) const {
-    KDL_TORCH_CHECK(slices >= 1 && slices <= max, op_, ": split_k (", slices, ") must be in 1..", max,
-                      " (split_k = serial(", max, ") in the spec)");
+    KDL_TORCH_CHECK(slices >= 0 && slices <= max, op_, ": split_k (", slices, ") must be in 0..", max,
+                      " (split_k = serial(", max, ") in the spec; 0: the kernel chooses)");
   }
 
   int64_t m = 0, n = 0, k = 0, batch = 1;

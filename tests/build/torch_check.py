@@ -5,7 +5,7 @@ with a Python that has torch):
 loads the library and, for every op of manifest.json's "torch" object (or only --ops):
   - the op exists with the schema the contract gives (docs/torch.md), derived here from manifest.json's
     "arguments" and not from its "schema" string: the tensors in C ABI order, then the params with
-    their defaults, then `int split_k=1` for serial split-K; returns D, the extra and the amax outputs;
+    their defaults, then `int split_k=0` for serial split-K (0: the kernel chooses); returns D, the extra and the amax outputs;
   - calls on meta tensors (2-D, and batched: 3-D A beside a shared 2-D B, a (batch, len) vector) return
     outputs of the right shape, dtype and strides (row- and column-major outputs), amax 0-D f32;
   - the same under FakeTensorMode on "cuda" (what torch.compile traces with);
@@ -50,7 +50,7 @@ class Op:
         args = [("Tensor", a["name"], None) for a in self.inputs()]
         args += [("float", a["name"], float(a["default"])) for a in self.args if a["role"] == "param"]
         if self.split_k:
-            args.append(("int", "split_k", 1))
+            args.append(("int", "split_k", 0))
         return args, [a["name"] for a in self.outputs()]
 
     def tensor(self, arg, batched, device="meta", dtype=None):
@@ -167,11 +167,11 @@ def check_errors(op):
                      change={"C": lambda t: t[:2]})
     if op.split_k:
         try:
-            op.fn(*[op.tensor(x, False) for x in op.inputs()], split_k=0)
-            problem(f"{op.qualified}: split_k=0 accepted")
+            op.fn(*[op.tensor(x, False) for x in op.inputs()], split_k=-1)
+            problem(f"{op.qualified}: split_k=-1 accepted")
         except RuntimeError as e:
-            if "split_k (0) must be in 1.." not in str(e):
-                problem(f"{op.qualified}: split_k=0: {e}")
+            if "split_k (-1) must be in 0.." not in str(e):
+                problem(f"{op.qualified}: split_k=-1: {e}")
 
 
 def main():

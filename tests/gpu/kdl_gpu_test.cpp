@@ -1189,6 +1189,12 @@ std::vector<Case> casesFor(const KernelUnderTest& k, bool quick, bool tiny) {
     c.split = 2;
     c.note = "one K tile per slice";
     cs.push_back(c);
+    // split_k 0, the kernel's choice (kdl/split_k.h): a few tiles and 16-32 k-tiles (the K of the
+    // cases above), so more than one slice on any GPU; the workspace asked for with the same 0.
+    Case c0{127, 269, kk};
+    c0.split = 0;
+    c0.note = "split_k 0: the kernel chooses";
+    cs.push_back(c0);
   }
   // Large: cuBLASLt gives the accumulator.
   cs.push_back(Case{2048, 2048, roundUp(1024, al)});
@@ -1697,6 +1703,10 @@ std::vector<ConvCase> convCasesFor(const ConvUnderTest& k, bool quick, bool tiny
       c.note = "serial split-K, several tiles";
       if (c.split >= 2) cs.push_back(c);
     }
+    ConvCase c0 = base;
+    c0.split = 0;
+    c0.note = "serial split-K, split_k 0: the kernel chooses";
+    cs.push_back(c0);
   }
   return cs;
 }

@@ -2,7 +2,7 @@
 // before any device query, with a message that says what is wrong. Built and run by
 // tests/nvcc/run_can_implement.py against the kernel of tests/nvcc/arguments.kdl.
 //   item 12: overlapping batches of written tensors, negative batch strides, 32-bit overflow
-//   item 13: the default split_k, and the amax pointer checked when there is nothing to compute
+//   item 13: the default split_k (0: the kernel chooses) and its range, and the amax pointer checked when there is nothing to compute
 #include <cuda_runtime_api.h>
 
 #include <climits>
@@ -57,10 +57,17 @@ int main() {
   // item 13: default arguments need no workspace and run with a K of one or two tiles.
   {
     Arguments a = valid();
-    expect(a.split_k == 1, "default split_k is 1 (got " + std::to_string(a.split_k) + ")");
+    expect(a.split_k == 0, "default split_k is 0, the kernel's choice (got " + std::to_string(a.split_k) + ")");
+    // Two K tiles do not pay for partial sums: the kernel runs them whole (kdl/split_k.h).
     expect(kdl_kernels::args_all::workspace_size(a) == 0,
            "default arguments need no workspace (got " + std::to_string(kdl_kernels::args_all::workspace_size(a)) + ")");
     expect_arguments_ok("default split_k with k = 64 (2 K tiles)", a);
+    a.split_k = -1;
+    expect_rejected("split_k -1", a, "split_k (-1) must be in 0..4 (split_k = serial(4) in the spec; 0: the kernel chooses)");
+    a.split_k = 5;
+    expect_rejected("split_k above serial(4)", a, "split_k (5) must be in 0..4");
+    a.split_k = 4;
+    expect(kdl_kernels::args_all::workspace_size(a) > 0, "split_k 4 needs a workspace");
   }
   // item 13: with nothing to compute, run() still zeroes amax: its pointer is checked.
   {

@@ -162,9 +162,11 @@ int main() {
     expect_message("dW's filter stride < r*s*c", G::can_implement(a), "the filter stride of W (575) must be at least 576 (9 taps x 64): its filters would overwrite each other");
     a = valid_wgrad();
     a.split_k = 5;
-    expect_message("split_k above serial(4)", G::can_implement(a), "split_k (5) must be in 1..4");
+    expect_message("split_k above serial(4)", G::can_implement(a), "split_k (5) must be in 0..4");
+    a.split_k = -1;
+    expect_message("split_k -1", G::can_implement(a), "split_k (-1) must be in 0..4 (split_k = serial(4) in the spec; 0: the kernel chooses)");
     a.split_k = 0;
-    expect_message("split_k 0", G::can_implement(a), "split_k (0) must be in 1..4");
+    expect_ok("split_k 0 (the kernel chooses)", G::can_implement(a));
     a.split_k = 3;
     expect_ok("split_k 3", G::can_implement(a));
     expect(G::workspace_size(a) > 0, "split_k 3 needs a workspace (" + std::to_string(G::workspace_size(a)) + " bytes)");
@@ -193,7 +195,9 @@ int main() {
     s.h = 16;
     s.split_k = 2;
     expect_message("C ABI split_k without split-K", kdl_conv_args_fprop_can_implement(&s, args, 6),
-                   "split_k (2) must be 1; the kernel has no split-K");
+                   "split_k (2) must be 1 (or 0); the kernel has no split-K");
+    s.split_k = 0;
+    expect_ok("C ABI split_k 0 without split-K", kdl_conv_args_fprop_can_implement(&s, args, 6));
     s.split_k = 1;
     s.p = 15;
     expect_message("C ABI wrong p", kdl_conv_args_fprop_can_implement(&s, args, 6), "p (15) must be 16");

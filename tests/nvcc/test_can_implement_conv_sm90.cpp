@@ -100,7 +100,7 @@ int main() {
     expect_ok("sm90a wgrad split_k 3", G::can_implement(a));
     expect(G::workspace_size(a) > 0, "sm90a wgrad split_k 3 needs a workspace (" + std::to_string(G::workspace_size(a)) + " bytes)");
     a.split_k = 5;
-    expect_message("sm90a wgrad split_k above serial(4)", G::can_implement(a), "split_k (5) must be in 1..4");
+    expect_message("sm90a wgrad split_k above serial(4)", G::can_implement(a), "split_k (5) must be in 0..4");
     a = valid_wgrad();
     a.c = 96;
     expect_message("sm90a wgrad c = 96", G::can_implement(a), "c (96) must be a multiple of 64");

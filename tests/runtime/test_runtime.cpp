@@ -14,6 +14,7 @@
 #include "kdl/gemm_transposed.h"
 #include "kdl/per_device.h"
 #include "kdl/runtime.h"
+#include "kdl/split_k.h"
 
 namespace {
 struct FakeDriver {
@@ -30,6 +31,51 @@ void* fakeProvider(const char* symbol, unsigned int version, void* user) {
   return nullptr;
 }
 }  // namespace
+
+// kdl/split_k.h: the slices a serial(N) kernel runs for Arguments::split_k = 0.
+TEST_CASE("split_k 0 chooses the slices by the wave count") {
+  // The sm90a wgrad of the benchmark's first shape (256 x 2304 x 100352, 18 tiles of 256 x 128, 1568
+  // k-tiles) on 132 SMs: 7 slices are one wave, 8 would be two.
+  CHECK(kdl::choose_split_k(18, 1568, 8, 132) == 7);
+  CHECK(kdl::choose_split_k(18, 1568, 16, 132) == 7);  // 14 is two waves of half the K: slower than 7
+  CHECK(kdl::choose_split_k(18, 1568, 8, 144) == 8);   // a GPU with 144 SMs holds 8 in one wave
+  CHECK(kdl::choose_split_k(18, 1568, 4, 132) == 4);   // capped by serial(N)
+  // 36 tiles (128 x 128): 7 slices are two waves, which one-CTA-per-unit kernels (sm80) take and a
+  // persistent one (sm90a) does not: its 3 slices fit one wave (0.20 against 0.26 ms measured).
+  CHECK(kdl::choose_split_k(36, 1568, 8, 132) == 7);
+  CHECK(kdl::choose_split_k(36, 1568, 8, 132, /*one_wave=*/true) == 3);
+  CHECK(kdl::choose_split_k(18, 1568, 8, 132, true) == 7);
+  CHECK(kdl::choose_split_k(200, 1568, 8, 132, true) == 1);  // more tiles than CTAs: no split fits
+  // Problems that already fill the device do not split: 4096^3 in 128 x 256 tiles, 128 x 8192 x 8192
+  // in 128 x 64 tiles.
+  CHECK(kdl::choose_split_k(512, 64, 4, 132) == 1);
+  CHECK(kdl::choose_split_k(128, 128, 4, 132) == 1);
+  // Few tiles, long K: as many slices as allowed.
+  CHECK(kdl::choose_split_k(4, 1024, 16, 132) == 16);
+  // A short K pays for fewer partial sums: 40 k-tiles in 4 slices (10 + 3 x 2 partial adds), 2 or 3
+  // k-tiles not at all.
+  CHECK(kdl::choose_split_k(1, 40, 8, 132) == 4);
+  CHECK(kdl::choose_split_k(1, 3, 8, 132) == 1);
+  CHECK(kdl::choose_split_k(4, 2, 8, 132) == 1);
+  // Nothing to choose from (no device: one slot; empty problems; serial(1)).
+  CHECK(kdl::choose_split_k(18, 1568, 8, 1) == 1);
+  CHECK(kdl::choose_split_k(0, 1568, 8, 132) == 1);
+  CHECK(kdl::choose_split_k(18, 0, 8, 132) == 1);
+  CHECK(kdl::choose_split_k(18, 1568, 1, 132) == 1);
+  // Whatever the sizes, the choice is in range.
+  for (long long tiles : {1LL, 7LL, 66LL, 133LL, 1000LL})
+    for (long long kt : {1LL, 5LL, 64LL, 5000LL})
+      for (int mx : {1, 2, 8, 64}) {
+        const int s = kdl::choose_split_k(tiles, kt, mx, 132);
+        CHECK(s >= 1);
+        CHECK(s <= mx);
+        CHECK(s <= kt);
+        const int w = kdl::choose_split_k(tiles, kt, mx, 132, true);
+        CHECK(w >= 1);
+        CHECK(w <= mx);
+        CHECK((w == 1 || tiles * w <= 132));
+      }
+}
 
 TEST_CASE("the default provider is cudaGetDriverEntryPointByVersion") {
   // Without a GPU (or driver) the lookup fails cleanly with nullptr; with one it finds the symbol.

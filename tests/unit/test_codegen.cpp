@@ -1200,7 +1200,7 @@ TEST_CASE("conv: emitted files use kdl::ConvHost, conv_input entries and kdl_con
   CHECK(contains(h, "int stride_h = 2, stride_w = 2;"));
   CHECK(contains(h, "int p = 0, q = 0;"));
   CHECK(contains(h, "inline constexpr int kMaxSplitK = 4;"));
-  CHECK(contains(h, "int split_k = 1;"));
+  CHECK(contains(h, "int split_k = 0;"));
   CHECK(contains(h, "::half* W = nullptr; ::int64_t ldw = 0; ::int64_t batch_stride_W = 0;"));
   CHECK(!contains(h, "int m = 0"));
   CHECK(contains(cu, "#include <kdl/conv_host.h>"));

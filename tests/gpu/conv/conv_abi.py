@@ -121,7 +121,8 @@ class Problem:
 
     def shape(self, split=None):
         return ConvShape(self.n, self.h, self.w, self.c, self.k, self.r, self.s, 0, 0, self.pad[0], self.pad[1],
-                         self.stride[0], self.stride[1], self.dil[0], self.dil[1], split or self.split)
+                         self.stride[0], self.stride[1], self.dil[0], self.dil[1],
+                         self.split if split is None else split)  # split 0: the kernel chooses
 
     def with_fixed(self, filt, stride):
         """The problem under a kernel's fixed filter / stride (None: run-time), padding clamped below the

@@ -136,7 +136,8 @@ static const char* check(const Fake* f, const kdl_conv2d_shape* sh, const kdl_ar
   d->p = out_size(d->h, d->ph, d->dh, d->r, d->sh), d->q = out_size(d->w, d->pw, d->dw, d->s, d->sw);
   if (d->p < 1 || d->q < 1) return "fake: the filter does not fit";
   if ((sh->p && sh->p != d->p) || (sh->q && sh->q != d->q)) return "fake: p / q given and wrong";
-  if (d->split < 1 || d->split > f->slices) return "fake: split_k out of range";
+  if (d->split < 0 || d->split > f->slices) return "fake: split_k out of range";
+  if (d->split == 0) d->split = f->slices;  /* 0: the kernel chooses (a real one by the wave count) */
   if (d->c % 8 || d->k % 8) return "fake: channels must be multiples of 8";
   for (int i = 0; i < 3; ++i)
     if (!args[i].data) return "fake: a tensor is null";

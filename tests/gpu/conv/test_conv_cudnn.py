@@ -219,7 +219,7 @@ def test_kernel(kernel, quick, seed, cc, shrink=1):
         splits = [1]
         if kernel.slices > 1:
             s = min(kernel.slices, ca.ktiles(kernel, pr))
-            splits = [1, s] if i == 0 else [s if i % 2 == 0 else 1]
+            splits = [1, s, 0] if i == 0 else [s if i % 2 == 0 else 1]  # 0: the kernel's own choice
         for split in splits:
             run_case(kernel, pr, split, padded, seed + 1000 * i + split, default_params=(i == 0 and split == 1))
 

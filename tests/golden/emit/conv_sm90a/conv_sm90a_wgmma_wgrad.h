@@ -22,7 +22,7 @@ struct Arguments {
   int stride_h = 1, stride_w = 1;
   int dilation_h = 1, dilation_w = 1;
   int p = 0, q = 0;                // Y's spatial size: 0 = derived, else checked against the derived size
-  int split_k = 1;  // serial split-K slices, 1..kMaxSplitK (needs a workspace when > 1)
+  int split_k = 0;  // serial split-K slices 1..kMaxSplitK, 0: chosen for the problem and device (workspace_size)
   const ::__nv_bfloat16* Y = nullptr; ::int64_t ldy = 0; ::int64_t batch_stride_Y = 0;  // bf16 nhwc: n x p x q x k; ld = pixel stride (0: k), batch_stride = image stride (0: p * q * ld)
   const ::__nv_bfloat16* X = nullptr; ::int64_t ldx = 0; ::int64_t batch_stride_X = 0;  // bf16 nhwc: n x h x w x c; ld = pixel stride (0: c), batch_stride = image stride (0: h * w * ld)
   float* W = nullptr; ::int64_t ldw = 0; ::int64_t batch_stride_W = 0;  // f32 krsc: k x r x s x c; ld = tap stride (0: c), batch_stride = filter stride (0: r * s * ld); taps packed (ld 0 or c)

@@ -17,7 +17,7 @@ inline constexpr int kMaxSplitK = 4;
 struct Arguments {
   int m = 0, n = 0, k = 0;  // D is m x n; the reduction is over k
   int batch = 1;
-  int split_k = 1;  // serial split-K slices, 1..kMaxSplitK (needs a workspace when > 1)
+  int split_k = 0;  // serial split-K slices 1..kMaxSplitK, 0: chosen for the problem and device (workspace_size)
   const ::__nv_bfloat16* A = nullptr; ::int64_t lda = 0; ::int64_t batch_stride_A = 0;  // bf16 m x k, row-major
   const ::__nv_bfloat16* B = nullptr; ::int64_t ldb = 0; ::int64_t batch_stride_B = 0;  // bf16 k x n, column-major
   const ::__nv_bfloat16* C = nullptr; ::int64_t ldc = 0; ::int64_t batch_stride_C = 0;  // bf16 m x n; may be null (reads as 0)

@@ -13,7 +13,7 @@
 #include "gemm_f16_batched.h"
 
 // ---- torch.ops.kdl_shapes.gemm_bf16_splitk ----
-// gemm_bf16_splitk(Tensor A, Tensor B, Tensor C, float alpha=1.0, float beta=0.0, int split_k=1) -> Tensor
+// gemm_bf16_splitk(Tensor A, Tensor B, Tensor C, float alpha=1.0, float beta=0.0, int split_k=0) -> Tensor
 // gemm on sm80: A bf16 row, B bf16 col, C bf16 row, D bf16 row
 // Epilogue: D = alpha * acc + beta * C
 namespace kdl_torch_ops::gemm_bf16_splitk {
@@ -103,7 +103,7 @@ ops::Problem check(const ::at::Tensor& A, const ::at::Tensor& B) {
 
 // ---- registration ----
 TORCH_LIBRARY(kdl_shapes, m) {
-  m.def("gemm_bf16_splitk(Tensor A, Tensor B, Tensor C, float alpha=1.0, float beta=0.0, int split_k=1) -> Tensor");
+  m.def("gemm_bf16_splitk(Tensor A, Tensor B, Tensor C, float alpha=1.0, float beta=0.0, int split_k=0) -> Tensor");
   m.def("gemm_f16_batched(Tensor A, Tensor B, float scale=0.125) -> Tensor");
 }
 

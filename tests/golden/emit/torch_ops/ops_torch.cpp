@@ -62,7 +62,7 @@ ops::Problem check(const ::at::Tensor& A, const ::at::Tensor& B, const ::at::Ten
 }  // namespace kdl_torch_ops::t_bias_relu
 
 // ---- torch.ops.kdl_ops.t_source_aux ----
-// t_source_aux(Tensor A, Tensor B, Tensor C, Tensor rs, Tensor cs, Tensor s, float alpha=1.0, float beta=0.5, int split_k=1) -> (Tensor D, Tensor Z, Tensor amax_d)
+// t_source_aux(Tensor A, Tensor B, Tensor C, Tensor rs, Tensor cs, Tensor s, float alpha=1.0, float beta=0.5, int split_k=0) -> (Tensor D, Tensor Z, Tensor amax_d)
 // gemm on sm80: A bf16 col, B bf16 row, C bf16 row, D bf16 row, rs f32 [row], cs f32 [col], s f32 [], Z f32 col, amax_d amax
 // Epilogue: D = (alpha * acc + beta * C) * rs + cs * s; Z = acc; amax_d = max(abs(D))
 namespace kdl_torch_ops::t_source_aux {
@@ -344,7 +344,7 @@ ops::Problem check(const ::at::Tensor& A, const ::at::Tensor& B) {
 // ---- registration ----
 TORCH_LIBRARY(kdl_ops, m) {
   m.def("t_bias_relu(Tensor A, Tensor B, Tensor bias, float alpha=1.0) -> Tensor");
-  m.def("t_source_aux(Tensor A, Tensor B, Tensor C, Tensor rs, Tensor cs, Tensor s, float alpha=1.0, float beta=0.5, int split_k=1) -> (Tensor D, Tensor Z, Tensor amax_d)");
+  m.def("t_source_aux(Tensor A, Tensor B, Tensor C, Tensor rs, Tensor cs, Tensor s, float alpha=1.0, float beta=0.5, int split_k=0) -> (Tensor D, Tensor Z, Tensor amax_d)");
   m.def("t_col_d(Tensor A, Tensor B, float alpha=1.0) -> Tensor");
   m.def("t_s8(Tensor A, Tensor B, Tensor problem, float args=1.0, float ops=1.0) -> Tensor");
   m.def("t_fp8_tensor(Tensor A, Tensor B, Tensor scale_a, Tensor scale_b) -> Tensor");
