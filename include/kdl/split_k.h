@@ -15,7 +15,8 @@
 // unit (the sm90a wgrad in 128 x 128 tiles, 36 of them on 132 SMs: 3 slices 0.20 ms, 7 slices in two
 // waves 0.26 ms; the sm80 kernels, one CTA per unit, run 7 in 0.48 ms against 3 in 0.56).
 // Deterministic: the same problem on the same device always gets the same count (and so the same
-// summation order).
+// summation order). Not modelled: DRAM bandwidth. A shape bound by it can split where one slice is as
+// fast (128 x 8192 x 8192 on a 128 x 128 serial(4) sm90a kernel: 2 slices 0.058 ms, 1 slice 0.055).
 #pragma once
 
 namespace kdl {
