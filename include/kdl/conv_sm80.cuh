@@ -691,8 +691,9 @@ struct Conv2dSm80 {
   static int split_k_for(const Conv2dProblem& p, int max_split) {
     if (tiles_total(p) == 0 || gemm_ktiles(p) <= 0) return 1;
     if (prepare_device() != cudaSuccess) cudaGetLastError();
+    static PerDeviceCount resident;
     return choose_split_k((long long)tiles_total(p), gemm_ktiles(p), max_split,
-                          resident_ctas_on_device(conv2d_sm80_kernel<Conv2dSm80>, kThreads, kSmemBytes));
+                          resident_ctas_on_device(resident, conv2d_sm80_kernel<Conv2dSm80>, kThreads, kSmemBytes));
   }
 
   static cudaError_t prepare_device() {

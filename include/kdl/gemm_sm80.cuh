@@ -630,8 +630,9 @@ struct GemmSm80 {
   static int split_k_for(const GemmProblem& p, int max_split) {
     if (p.m <= 0 || p.n <= 0 || p.k <= 0) return 1;
     if (prepare_device() != cudaSuccess) cudaGetLastError();
+    static PerDeviceCount resident;
     return choose_split_k((long long)tiles_total(p), ktiles_of(p), max_split,
-                          resident_ctas_on_device(gemm_sm80_kernel<GemmSm80>, kThreads, kSmemBytes));
+                          resident_ctas_on_device(resident, gemm_sm80_kernel<GemmSm80>, kThreads, kSmemBytes));
   }
 
   // Opts the kernel into kSmemBytes of dynamic shared memory on the current device (the attribute

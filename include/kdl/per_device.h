@@ -23,24 +23,6 @@ inline int current_device() {
   return dev;
 }
 
-// How many CTAs of `kernel` (threads, dynamic shared memory) the current device holds at once, at least 1;
-// 1 when there is no device. (For kdl/split_k.h's wave count.)
-template <class Kernel>
-inline long long resident_ctas_on_device(Kernel kernel, int threads, size_t smem) {
-  const int dev = current_device();
-  int sms = 0, per_sm = 0;
-  if (dev < 0 || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-    cudaGetLastError();
-    return 1;
-  }
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem) != cudaSuccess) {
-    cudaGetLastError();
-    per_sm = 1;
-  }
-  const long long n = (long long)sms * (per_sm > 0 ? per_sm : 1);
-  return n > 0 ? n : 1;
-}
-
 // Runs a set-up step once per device until it succeeds: later calls for that device return
 // cudaSuccess without running it; a failure is returned and the next call tries again. Concurrent
 // first calls for one device run it once (the others wait). Devices beyond kMaxDevices (or -1) run
@@ -90,5 +72,45 @@ class PerDeviceAnswer {
   std::mutex mu_;
   std::atomic<int> state_[kMaxDevices] = {};
 };
+
+// A positive count about a device, computed by the first caller for that device that gets one and
+// kept (0, a failure, is asked again next time). Same threading and range rules as PerDeviceOnce.
+class PerDeviceCount {
+ public:
+  static constexpr int kMaxDevices = PerDeviceOnce::kMaxDevices;
+
+  template <class Ask>
+  long long get(int dev, Ask&& ask) {
+    if (dev < 0 || dev >= kMaxDevices) return ask();
+    if (const long long v = value_[dev].load(std::memory_order_acquire)) return v;
+    const long long v = ask();
+    if (v > 0) value_[dev].store(v, std::memory_order_release);  // the same answer from any racing caller
+    return v;
+  }
+
+ private:
+  std::atomic<long long> value_[kMaxDevices] = {};
+};
+
+// How many CTAs of `kernel` (threads, dynamic shared memory) the current device holds at once, at least 1;
+// 1 when there is no device. Asked once per device (`known`: one per kernel). For kdl/split_k.h's wave count.
+template <class Kernel>
+inline long long resident_ctas_on_device(PerDeviceCount& known, Kernel kernel, int threads, size_t smem) {
+  const int dev = current_device();
+  if (dev < 0) return 1;
+  const long long n = known.get(dev, [&]() -> long long {
+    int sms = 0, per_sm = 0;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem) != cudaSuccess) {
+      cudaGetLastError();
+      per_sm = 1;
+    }
+    return (long long)sms * (per_sm > 0 ? per_sm : 1);
+  });
+  return n > 0 ? n : 1;
+}
 
 }  // namespace kdl
