@@ -132,14 +132,42 @@ double outEps(DType t) {
 struct Tolerance {
   double rel, maxRel;
   bool exact;  // integer output: every element equal (ties of the reference may go either way)
+  // What the tensor cores' f32 accumulation may add to any element, in absolute terms (set by the
+  // case from K and the operands: accumulationAllowance); 0 where the relative terms cover it.
+  double accAbs = 0;
 };
+
+// The f32 accumulation of the tensor cores is not IEEE f32 summation: each mma / wgmma step adds its
+// products to the accumulator aligned to the largest exponent among them and truncated, so a step may
+// lose about an f32 ulp of the running sum or of its largest product, and the losses lean one way. A
+// bound for K elements: ceil(K / 8) steps x 2^-23 x (max|acc| + 8 x max|a| x max|b|), max|acc| standing
+// for the running sums. Measured on the H100 against it (fresh uniform [-1, 1) inputs, float64
+// reference, the worst element): our sm80 tf32 kernels at K = 8192 (131 x 127) 0.18 of it, f16 / bf16
+// with f32 output 0.07-0.1, cuBLAS tf32 / bf16 at 512 x 512 x 64..16384 at most 0.2. The relative
+// terms alone (1e-5 of the largest output, floored at 1e-3 of 10 x K x mean|a| x mean|b|) do not
+// hold: at K = 8192 the tf32 kernels erred by 2.3e-5 of the largest output, and a 1 x 1 output at
+// K = 64 once failed them. Allowed:
+// the bound itself, for f32 accumulation of f16, bf16 and tf32 operands (fp8 has its own term,
+// integers are exact). Reading tf32 operands the wrong way (truncated against rounded) errs by about
+// 2^-11 x sqrt(K) x rms|ab| at such inputs, 20 times this at K = 264, where --self-test checks it.
+double accumulationAllowance(DType in, double K, double maxAcc, double maxAbsA, double maxAbsB) {
+  switch (in) {
+    case DType::F16: case DType::BF16: case DType::F32: case DType::TF32:
+      return std::ceil(K / 8) * std::ldexp(1.0, -23) * (maxAcc + 8 * maxAbsA * maxAbsB);
+    default: return 0;
+  }
+}
 
 void collectCasts(const EpiNode& n, double& eps) {
   if (n.op == EpiOp::Cast) eps = std::max(eps, 2 * outEps(n.castTo));
   for (const EpiNode& a : n.args) collectCasts(a, eps);
 }
 
-Tolerance toleranceFor(DType in, DType out, const EpiNode* tree, const Epilogue& epi) {
+// fp8Chunk: how many elements of K an fp8 kernel's wgmma accumulator sums before they reach an f32 one
+// (K itself for `promotion = fast`, N x tile K for `promotion = N`, tile K with block scales); 0 for
+// the default.
+Tolerance toleranceFor(DType in, DType out, const EpiNode* tree, const Epilogue& epi, double accAbs = 0,
+                       double fp8Chunk = 0) {
   // Relative error of the accumulator. The reference multiplies exactly the values the kernel
   // multiplies (asMultiplied: fp8 dequantised, f32 / tf32 converted to tf32 as the kernel's path reads
   // them), and those products are exact in f32 (at most 11 x 11 significant bits), so what remains is
@@ -149,7 +177,12 @@ Tolerance toleranceFor(DType in, DType out, const EpiNode* tree, const Epilogue&
   double acc;
   switch (in) {
     case DType::S8: case DType::U8: acc = 1e-6; break;
-    case DType::E4M3: case DType::E5M2: acc = 2e-3; break;
+    case DType::E4M3: case DType::E5M2:
+      // The wgmma accumulator keeps about 14 bits (docs/language.md, fp8 scaling): each wgmma (32 of K)
+      // may lose an ulp of that, so the error grows with the K it sums unpromoted. On the H100, K = 8192
+      // with `fast` erred by 5e-3 of the largest output, above the fixed 2e-3 that suits K <= 1024.
+      acc = std::max(2e-3, std::ceil(fp8Chunk / 32) * std::ldexp(1.0, -14));
+      break;
     default: acc = 1e-5; break;  // f16, bf16, f32 / tf32 operands: f32 accumulation
   }
   double castEps = 0;
@@ -162,6 +195,7 @@ Tolerance toleranceFor(DType in, DType out, const EpiNode* tree, const Epilogue&
     t.rel = std::max(acc, 2 * e + castEps);  // bf16 out: 7.8e-3; f16: 9.8e-4; f32 out: 1e-5
     // Reference and output are both rounded: values straddling a rounding boundary differ by one ulp.
     t.maxRel = 2.02 * e + (in == DType::E4M3 || in == DType::E5M2 ? 2 * acc : acc) + castEps;
+    t.accAbs = accAbs;
   } else {
     t.rel = t.maxRel = std::max(acc, castEps);
   }
@@ -539,7 +573,10 @@ CompareResult compareTensor(const std::string& what, const Buffer& out, const st
   // rel is the root mean square of the elements' errors, and every element may err up to maxRel: over
   // many elements the mean falls to tol.rel, over a handful it need not (one element: rel == maxRel).
   // An fp8 1 x 1 output failed at rel 2.4e-3 (tol.rel 2e-3) with max 2.4e-3 (tol.maxRel 4e-3).
-  const double relTol = std::max(tol.rel, tol.maxRel / std::sqrt((double)std::max<int64_t>(1, batch * M * N)));
+  const double count = (double)std::max<int64_t>(1, batch * M * N);
+  // The accumulation's absolute allowance, as relative terms: every element may err by tol.accAbs.
+  const double relTol = std::max(tol.rel, tol.maxRel / std::sqrt(count)) + (normR > 0 ? tol.accAbs * std::sqrt(count) / normR : 0);
+  const double maxRelTol = tol.maxRel + (maxRef > 0 ? tol.accAbs / maxRef : 0);
   char buf[256];
   std::snprintf(buf, sizeof buf, "%s rel=%.2e max=%.2e", what.c_str(), rel, maxRel);
   r.text = buf;
@@ -555,8 +592,8 @@ CompareResult compareTensor(const std::string& what, const Buffer& out, const st
       r.text += buf;
       r.ok = false;
     }
-  } else if (!(rel <= relTol) || !(maxRel <= tol.maxRel)) {
-    std::snprintf(buf, sizeof buf, " (tolerance rel %.1e, max %.1e)", relTol, tol.maxRel);
+  } else if (!(rel <= relTol) || !(maxRel <= maxRelTol)) {
+    std::snprintf(buf, sizeof buf, " (tolerance rel %.1e, max %.1e)", relTol, maxRelTol);
     r.text += buf;
     r.ok = false;
   }
@@ -730,27 +767,43 @@ const Buffer* bufferOf(const KernelUnderTest& k, const CaseBuffers& cb, Role rol
 // sqrt(K)), so a reference that reads tf32 operands unlike the kernel fails (see --self-test).
 struct AccScale {
   double norm = 0, max = 0;
+  double maxA = 0, maxB = 0;  // the largest |operand| values (of a sample), for accumulationAllowance
+  double maxAcc = 0;          // the largest |accumulator| (not floored)
 };
+// Mean and largest |x| over the finite elements of a sample of at most 65536 of them.
+struct AbsStats {
+  double mean = 0, max = 0;
+};
+template <class At>
+AbsStats absStats(int64_t total, At at) {
+  AbsStats st;
+  const int64_t step = std::max<int64_t>(1, total / 65536);  // a sample is enough
+  int64_t n = 0;
+  for (int64_t i = 0; i < total; i += step, ++n) {
+    const double x = at(i);
+    if (std::isfinite(x)) st.mean += std::fabs(x), st.max = std::max(st.max, std::fabs(x));
+  }
+  st.mean = n ? st.mean / (double)n : 0.0;
+  return st;
+}
 AccScale accumulatorScale(const std::vector<double>& acc, const MatView& va, const MatView& vb, int64_t M, int64_t N,
                           int64_t K, int64_t batch) {
   AccScale s;
   for (double a : acc) s.norm += a * a, s.max = std::max(s.max, std::fabs(a));
   s.norm = std::sqrt(s.norm);
+  s.maxAcc = s.max;
   if (K > 0) {
-    auto meanAbs = [](const MatView& v, int64_t rows, int64_t cols, int64_t batches) {
-      double sum = 0;
-      const int64_t step = std::max<int64_t>(1, rows * cols * batches / 65536);  // a sample is enough
-      int64_t n = 0;
-      for (int64_t i = 0; i < rows * cols * batches; i += step, ++n) {
+    auto stats = [](const MatView& v, int64_t rows, int64_t cols, int64_t batches) {
+      return absStats(rows * cols * batches, [&](int64_t i) {
         const int64_t b = i / (rows * cols), r = (i / cols) % rows, col = i % cols;
-        const double x = v.at(b, r, col);
-        if (std::isfinite(x)) sum += std::fabs(x);
-      }
-      return n ? sum / (double)n : 0.0;
+        return v.at(b, r, col);
+      });
     };
-    const double absScale = (double)K * meanAbs(va, M, K, batch) * meanAbs(vb, K, N, batch);
+    const AbsStats a = stats(va, M, K, batch), b = stats(vb, K, N, batch);
+    const double absScale = (double)K * a.mean * b.mean;
     s.max = std::max(s.max, 10 * absScale);
     s.norm = std::max(s.norm, 10 * absScale * std::sqrt((double)acc.size()));
+    s.maxA = a.max, s.maxB = b.max;
   }
   return s;
 }
@@ -863,13 +916,20 @@ void runCase(Harness& h, const KernelUnderTest& k, const Case& c) {
 
   const AccScale scale = accumulatorScale(acc, va, vb, c.m, c.n, c.k, c.batch);
   const double accNorm = scale.norm, accMax = scale.max;
+  const double accAbs = accumulationAllowance(inType, (double)c.k, scale.maxAcc, scale.maxA, scale.maxB);
+  double fp8Chunk = 0;
+  if (fp8) {
+    const int promote = k.spec->promoteEvery.value;
+    const double tileK = (double)k.spec->tile.value[2];
+    fp8Chunk = k.scaleA.on() || k.scaleB.on() ? tileK : promote > 0 ? std::min((double)c.k, promote * tileK) : (double)c.k;
+  }
   bool ok = true;
   std::string text;
   for (size_t i = 0; i < k.args.size(); ++i) {
     const ArgRole& r = k.args[i];
     if (r.role == Role::D || r.role == Role::OutTensor) {
       const size_t o = r.role == Role::D ? 0 : (size_t)r.index;
-      const Tolerance tol = toleranceFor(inType, r.dtype, &k.epi.outputs[o].value, k.epi);
+      const Tolerance tol = toleranceFor(inType, r.dtype, &k.epi.outputs[o].value, k.epi, accAbs, fp8Chunk);
       const CompareResult cr = compareTensor(r.name, cb.bufs[i], ref.outputs[o], o == 0 ? &ref.unrounded0 : nullptr,
                                              c.m, c.n, c.batch, tol, 1e-3 * accNorm, 1e-3 * accMax);
       ok &= cr.ok;
@@ -879,9 +939,11 @@ void runCase(Harness& h, const KernelUnderTest& k, const Case& c) {
       const double got = cb.bufs[i].host.at(0);
       // The operand may name another output (D); accept the amax over that output's values before
       // or after their rounding, to within the output's tolerance.
-      const Tolerance tol = toleranceFor(inType, k.epi.outputs[0].dtype, &k.epi.outputs[o].value, k.epi);
+      const Tolerance tol = toleranceFor(inType, k.epi.outputs[0].dtype, &k.epi.outputs[o].value, k.epi, accAbs, fp8Chunk);
       const double slack = std::max(tol.maxRel, 1e-5);
-      auto close = [&](double want) { return std::fabs(got - want) <= slack * std::max(std::fabs(want), 1e-3 * accMax); };
+      auto close = [&](double want) {
+        return std::fabs(got - want) <= slack * std::max(std::fabs(want), 1e-3 * accMax) + tol.accAbs;
+      };
       const bool good = !std::isnan(got) && (close(ref.amax[o]) || close(ref.amaxRounded[o]));
       char buf[160];
       std::snprintf(buf, sizeof buf, " %s=%.6g (want %.6g)", r.name.c_str(), got, ref.amax[o]);
@@ -1196,6 +1258,13 @@ std::vector<Case> casesFor(const KernelUnderTest& k, bool quick, bool tiny) {
     c0.note = "split_k 0: the kernel chooses";
     cs.push_back(c0);
   }
+  // A long K (128-256 k-tiles: the pipeline's phases wrap many times; the tensor cores' accumulation
+  // error grows with K, see accumulationAllowance), on a few tiles.
+  {
+    Case c{131, 127, roundUp(8192, al)};
+    c.note = "long K";
+    cs.push_back(c);
+  }
   // Large: cuBLASLt gives the accumulator.
   cs.push_back(Case{2048, 2048, roundUp(1024, al)});
   // An sm90a GEMM's stream-K tail (GemmSm90::stream_k_groups): 18 x 11 tiles of the kernel's own size, odd
@@ -1500,17 +1569,11 @@ CaseBuffers prepareConv(Harness& h, const ConvUnderTest& k, const ConvCase& c, s
 }
 
 // Mean |x| over a tensor's valid elements (a sample), for the error floors.
-double meanAbsValid(const Buffer& b, const ConvTensorShape& sh) {
-  const int64_t total = sh.batch * sh.rows * sh.cols;
-  const int64_t step = std::max<int64_t>(1, total / 65536);
-  double sum = 0;
-  int64_t n = 0;
-  for (int64_t i = 0; i < total; i += step, ++n) {
+AbsStats absStatsValid(const Buffer& b, const ConvTensorShape& sh) {
+  return absStats(sh.batch * sh.rows * sh.cols, [&](int64_t i) {
     const int64_t bb = i / (sh.rows * sh.cols), r = (i / sh.cols) % sh.rows, col = i % sh.cols;
-    const double x = b.host.at((size_t)(bb * b.batchStride + r * b.ld + col));
-    if (std::isfinite(x)) sum += std::fabs(x);
-  }
-  return n ? sum / (double)n : 0.0;
+    return b.host.at((size_t)(bb * b.batchStride + r * b.ld + col));
+  });
 }
 
 // The fp64 accumulator of the case in the output's epilogue view.
@@ -1574,11 +1637,14 @@ void runConvCase(Harness& h, const ConvUnderTest& k, const ConvCase& c) {
   double accNorm = 0, accMax = 0;
   for (double a : acc) accNorm += a * a, accMax = std::max(accMax, std::fabs(a));
   accNorm = std::sqrt(accNorm);
+  const double accMaxRaw = accMax;
   const double gemmK = k.kind == ConvKind::Fprop ? (double)(c.d.r * c.d.s * c.d.c)
                        : k.kind == ConvKind::Dgrad ? (double)(c.d.r * c.d.s * c.d.k)
                                                   : (double)(c.d.n * c.d.p() * c.d.q());
-  const double absScale = gemmK * meanAbsValid(*in0, convShapeOf(k.in0->name, c.d)) *
-                          meanAbsValid(*in1, convShapeOf(k.in1->name, c.d));
+  const AbsStats st0 = absStatsValid(*in0, convShapeOf(k.in0->name, c.d)),
+                 st1 = absStatsValid(*in1, convShapeOf(k.in1->name, c.d));
+  const double absScale = gemmK * st0.mean * st1.mean;
+  const double accAbs = accumulationAllowance(k.in0->dtype, gemmK, accMaxRaw, st0.max, st1.max);
   accMax = std::max(accMax, 10 * absScale);
   accNorm = std::max(accNorm, 10 * absScale * std::sqrt((double)acc.size()));
 
@@ -1590,7 +1656,7 @@ void runConvCase(Harness& h, const ConvUnderTest& k, const ConvCase& c) {
     const ArgRole& r = k.args[i];
     if (r.role == Role::D || r.role == Role::OutTensor) {
       const size_t o = r.role == Role::D ? 0 : (size_t)r.index;
-      const Tolerance tol = toleranceFor(k.in0->dtype, r.dtype, &k.epi.outputs[o].value, k.epi);
+      const Tolerance tol = toleranceFor(k.in0->dtype, r.dtype, &k.epi.outputs[o].value, k.epi, accAbs);
       const CompareResult cr = compareTensor(r.name, cb.bufs[i], ref.outputs[o], o == 0 ? &ref.unrounded0 : nullptr,
                                              outShape.rows, outShape.cols, outShape.batch, tol, 1e-3 * accNorm,
                                              1e-3 * accMax);
@@ -1599,9 +1665,11 @@ void runConvCase(Harness& h, const ConvUnderTest& k, const ConvCase& c) {
     } else if (r.role == Role::OutAmax) {
       const size_t o = (size_t)r.index;
       const double got = cb.bufs[i].host.at(0);
-      const Tolerance tol = toleranceFor(k.in0->dtype, k.epi.outputs[0].dtype, &k.epi.outputs[o].value, k.epi);
+      const Tolerance tol = toleranceFor(k.in0->dtype, k.epi.outputs[0].dtype, &k.epi.outputs[o].value, k.epi, accAbs);
       const double slack = std::max(tol.maxRel, 1e-5);
-      auto close = [&](double want) { return std::fabs(got - want) <= slack * std::max(std::fabs(want), 1e-3 * accMax); };
+      auto close = [&](double want) {
+        return std::fabs(got - want) <= slack * std::max(std::fabs(want), 1e-3 * accMax) + tol.accAbs;
+      };
       const bool good = !std::isnan(got) && (close(ref.amax[o]) || close(ref.amaxRounded[o]));
       char buf[160];
       std::snprintf(buf, sizeof buf, " %s=%.6g (want %.6g)", r.name.c_str(), got, ref.amax[o]);
@@ -2059,13 +2127,15 @@ int selfTest() {
         sum += tf32AsRead((float)a.host.at((size_t)k), read) * tf32AsRead((float)b.host.at((size_t)k), read);
       }
       d.host.set(0, sum);
-      const Tolerance tol = toleranceFor(DType::TF32, DType::F32, nullptr, Epilogue{});
       auto compareWith = [&](Tf32Read model) {
         const HostTensor ma = asMultiplied(a, nullptr, BlockScale{}, true, 1, model);
         const HostTensor mb = asMultiplied(b, nullptr, BlockScale{}, false, 1, model);
         const MatView va{&ma, a.layout, a.ld, a.batchStride}, vb{&mb, b.layout, b.ld, b.batchStride};
         const std::vector<double> acc = referenceAccumulator(va, vb, 1, 1, K, 1, 1);
         const AccScale scale = accumulatorScale(acc, va, vb, 1, 1, K, 1);
+        // With the tensor cores' accumulation allowance, as runCase takes it.
+        const Tolerance tol = toleranceFor(DType::TF32, DType::F32, nullptr, Epilogue{},
+                                           accumulationAllowance(DType::TF32, (double)K, scale.maxAcc, scale.maxA, scale.maxB));
         return compareTensor("D", d, acc, nullptr, 1, 1, 1, tol, 1e-3 * scale.norm, 1e-3 * scale.max).ok;
       };
       accepted += compareWith(read);
@@ -2078,6 +2148,14 @@ int selfTest() {
                                          " kernel went unnoticed in " + std::to_string(trials - caught) + " of " +
                                          std::to_string(trials) + " cases");
   }
+  check(accumulationAllowance(DType::BF16, 1024, 100, 1, 1) == 128 * std::ldexp(1.0, -23) * 108 &&
+            accumulationAllowance(DType::TF32, 60, 2, 0.5, 2) == 8 * std::ldexp(1.0, -23) * 10 &&
+            accumulationAllowance(DType::E4M3, 1024, 100, 1, 1) == 0 && accumulationAllowance(DType::S8, 1024, 100, 8, 8) == 0,
+        "accumulationAllowance: ceil(K / 8) x 2^-23 x (max|acc| + 8 max|a| max|b|), f32 accumulation only");
+  check(toleranceFor(DType::E4M3, DType::F32, nullptr, Epilogue{}, 0, 1024).rel == 2e-3 &&
+            toleranceFor(DType::E4M3, DType::F32, nullptr, Epilogue{}, 0, 8192).rel == 256 * std::ldexp(1.0, -14) &&
+            toleranceFor(DType::E4M3, DType::F32, nullptr, Epilogue{}, 0, 128).rel == 2e-3,
+        "fp8 accumulation tolerance: 2e-3, or an ulp of 14 bits per unpromoted wgmma (32 of K) beyond that");
   check(std::fabs(refGelu(1.0) - 0.8413447460685429) < 1e-15, "gelu(1)");
   check(std::fabs(refGeluTanh(1.0) - 0.8411919906082768) < 1e-12, "gelu_tanh(1)");
   check(std::fabs(refSilu(1.0) - 0.7310585786300049) < 1e-15, "silu(1)");
