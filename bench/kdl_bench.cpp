@@ -7,7 +7,8 @@
 //   e4m3_block  1x128 (A) / 128x128 (B) block scales           vs cuBLASLt fp8 with VEC128/BLK128x128
 //                                                                block scales (where it has them) and
 //                                                                per-tensor fp8; DeepGEMM's figures
-// Per (shape, kernel[, split-K slices]): 10 warm-up launches, then 7 timed batches of 20-50 launches
+// Per (shape, kernel[, split-K slices: each fixed count 1..N of a serial(N) kernel, and 0, the kernel's
+// own choice]): 10 warm-up launches, then 7 timed batches of 20-50 launches
 // (CUDA events), each followed by a batch of the kernel's anchor, rotating among input sets when they
 // fit in L2: the card's clock drifts under its power cap, so a kernel and its anchor are compared in
 // the same minutes (ratio = the median of the per-pair ratios), not the anchor measured first while the
@@ -474,8 +475,10 @@ int main(int argc, char** argv) {
         if (b.mode != mode) continue;
         const KernelSpec& s = *b.spec;
         std::vector<int> splits = {1};
-        if (s.splitK.value == SplitKMode::Serial)
+        if (s.splitK.value == SplitKMode::Serial) {
           for (int x = 2; x <= s.splitKSlices.value; ++x) splits.push_back(x);
+          splits.push_back(0);  // the kernel's own choice (kdl/split_k.h), beside the fixed counts
+        }
         // A promoted fp8 kernel is matched with cuBLASLt without fast accumulation, when both ran.
         std::string against = su.ratioAgainst;
         if (mode == Mode::E4m3 && promoteEveryOf(s) > 0) against = "cuBLASLt e4m3 no-fast-accum";
@@ -605,7 +608,9 @@ int main(int argc, char** argv) {
     std::snprintf(line, sizeof line, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", shapeName(s.shape).c_str(),
                   modeName(s.mode),
                   s.best.kernel.empty() ? "(none valid)"
-                                        : (s.best.kernel + (s.best.split > 1 ? " (" + std::to_string(s.best.split) + ")" : ""))
+                                        : (s.best.kernel + (s.best.split > 1   ? " (" + std::to_string(s.best.split) + ")"
+                                                           : s.best.split == 0 ? " (split 0: its choice)"
+                                                                               : ""))
                                               .c_str(),
                   s.best.tflops > 0 ? fmtDouble(s.best.tflops, 4).c_str() : "-", against.c_str(),
                   anchorT > 0 ? fmtDouble(anchorT, 4).c_str() : "n/a",

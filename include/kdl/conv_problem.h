@@ -37,6 +37,13 @@ struct Conv2dProblem {
   int images_packed = 0;
 };
 
+// The problem's unique bytes for the split-K memory term (kdl/split_k.h): X, W and Y each moved once
+// (the implicit GEMM's view would count X r x s times over).
+inline double conv_unique_bytes(const Conv2dProblem& p, int element_bytes) {
+  return double(element_bytes) * (double(p.n) * p.h * p.w * p.c + double(p.k) * p.r * p.s * p.c +
+                                   double(p.n) * p.p * p.q * p.k);
+}
+
 // The output's GEMM view, which the epilogue's tensors share (Epilogue::Params: ld = pixel stride,
 // batch_stride = image stride). EpilogueCoord{batch, m, n} of the epilogue is:
 //   fprop: batch = image, m = p * q_ + q (pixel of the image), n = k           -> m < p*q, n < k, batch < n

@@ -681,7 +681,9 @@ struct Conv2dSm90Wgrad {
   }
   static size_t workspace_size(const Conv2dProblem& p) { return Gemm::workspace_size(gemm_of(p)); }
   // The slices (1..max_split) to run p in on the current device: the wgrad GEMM's (kdl/split_k.h).
-  static int split_k_for(const Conv2dProblem& p, int max_split) { return Gemm::split_k_for(gemm_of(p), max_split); }
+  static int split_k_for(const Conv2dProblem& p, int max_split) {
+    return Gemm::split_k_for(gemm_of(p), max_split, conv_unique_bytes(p, (int)sizeof(Element)));
+  }
 
   static cudaError_t run(const Conv2dProblem& p, const typename Epilogue::Params& ep, void* workspace, cudaStream_t stream) {
     if (can_implement(p) != nullptr) return cudaErrorInvalidValue;

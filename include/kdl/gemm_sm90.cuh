@@ -1298,10 +1298,20 @@ struct GemmSm90 {
   static size_t sem_offset(size_t slots) { return (slots * TileM * TileN * sizeof(float) + 255) / 256 * 256; }
   // The slices (1..max_split) to run p in on the current device (kdl/split_k.h): the units (tiles x
   // slices) are walked by the CTAs that run at once, so only splits that fit one wave.
-  static int split_k_for(const GemmProblem& p, int max_split) {
+  // bytes: the problem's unique DRAM bytes for the memory term, when not the GEMM's own (a convolution's).
+  static int split_k_for(const GemmProblem& p, int max_split, double bytes = 0) {
     if (p.m <= 0 || p.n <= 0 || p.k <= 0) return 1;
     const int ctas = device_sms();
-    return choose_split_k((long long)tiles_total(p), ktiles_of(p), max_split, ctas > 0 ? ctas : 1, /*one_wave=*/true);
+    static PerDeviceCount ridge;
+    SplitKMemory mem;
+    mem.bytes = bytes > 0 ? bytes
+                          : gemm_unique_bytes(p.m, p.n, p.k, p.batch, (int)sizeof(ElementA), (int)sizeof(ElementB),
+                                              kTmaStoreD ? (int)sizeof(ElementD) : 2);
+    mem.partial_bytes = 2.0 * double(tiles_total(p)) * TileM * TileN * sizeof(float);
+    mem.ktile_flops = 2.0 * TileM * TileN * TileK;
+    mem.ridge = tensor_ridge_on_device(ridge, /*wgmma=*/true, 8 * (int)sizeof(ElementA));
+    return choose_split_k((long long)tiles_total(p), ktiles_of(p), max_split, ctas > 0 ? ctas : 1, /*one_wave=*/true,
+                          mem);
   }
   static size_t workspace_size(const GemmProblem& p) {
     const int sms = p.split_k > 1 ? 0 : device_sms();

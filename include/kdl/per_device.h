@@ -11,6 +11,8 @@
 #include <atomic>
 #include <mutex>
 
+#include "kdl/split_k.h"  // tensor_flops_per_clock_per_sm, tensor_ridge
+
 namespace kdl {
 
 // The current device's ordinal, or -1 (and the CUDA error cleared) when there is none.
@@ -73,8 +75,9 @@ class PerDeviceAnswer {
   std::atomic<int> state_[kMaxDevices] = {};
 };
 
-// A positive count about a device, computed by the first caller for that device that gets one and
-// kept (0, a failure, is asked again next time). Same threading and range rules as PerDeviceOnce.
+// A number about a device, computed by the first caller for that device that gets one and kept (0, a
+// failure, is asked again next time; a negative answer is kept like a positive one). Same threading
+// and range rules as PerDeviceOnce.
 class PerDeviceCount {
  public:
   static constexpr int kMaxDevices = PerDeviceOnce::kMaxDevices;
@@ -84,7 +87,7 @@ class PerDeviceCount {
     if (dev < 0 || dev >= kMaxDevices) return ask();
     if (const long long v = value_[dev].load(std::memory_order_acquire)) return v;
     const long long v = ask();
-    if (v > 0) value_[dev].store(v, std::memory_order_release);  // the same answer from any racing caller
+    if (v != 0) value_[dev].store(v, std::memory_order_release);  // the same answer from any racing caller
     return v;
   }
 
@@ -111,6 +114,31 @@ inline long long resident_ctas_on_device(PerDeviceCount& known, Kernel kernel, i
     return (long long)sms * (per_sm > 0 ? per_sm : 1);
   });
   return n > 0 ? n : 1;
+}
+
+// The current device's tensor FLOP/s over its DRAM bytes/s for an MMA (kdl/split_k.h's
+// SplitKMemory::ridge), from its compute capability, SM count, clock, memory clock and bus width;
+// 0 when there is no device or its rates are not known here. Asked once per device (`known`: one per
+// MMA kind; kept in thousandths).
+inline double tensor_ridge_on_device(PerDeviceCount& known, bool wgmma, int operand_bits) {
+  const int dev = current_device();
+  if (dev < 0) return 0;
+  const long long milli = known.get(dev, [&]() -> long long {
+    int major = 0, minor = 0, sms = 0, clock = 0, mem_clock = 0, bus = 0;
+    const cudaDeviceAttr attrs[] = {cudaDevAttrComputeCapabilityMajor, cudaDevAttrComputeCapabilityMinor,
+                                    cudaDevAttrMultiProcessorCount, cudaDevAttrClockRate, cudaDevAttrMemoryClockRate,
+                                    cudaDevAttrGlobalMemoryBusWidth};
+    int* values[] = {&major, &minor, &sms, &clock, &mem_clock, &bus};
+    for (int i = 0; i < 6; ++i)
+      if (cudaDeviceGetAttribute(values[i], attrs[i], dev) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+      }
+    const double ridge = tensor_ridge(tensor_flops_per_clock_per_sm(major, minor, wgmma, operand_bits), sms, clock,
+                                      mem_clock, bus);
+    return ridge > 0 ? (long long)(ridge * 1000.0) : -1;  // -1: rates not known here (kept)
+  });
+  return milli > 0 ? double(milli) / 1000.0 : 0;
 }
 
 }  // namespace kdl

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "kdl/conv_problem.h"
 #include "kdl/gemm_transposed.h"
 #include "kdl/per_device.h"
 #include "kdl/runtime.h"
@@ -75,6 +76,57 @@ TEST_CASE("split_k 0 chooses the slices by the wave count") {
         CHECK(w <= mx);
         CHECK((w == 1 || tiles * w <= 132));
       }
+}
+
+// The memory term: a problem DRAM bounds does not split (kdl/split_k.h, SplitKMemory).
+TEST_CASE("split_k 0 does not split a problem that DRAM bounds") {
+  // Tensor rates known here: sm_90 (wgmma, and mma.sync at sm_80's rate) and sm_80; others leave the term out.
+  CHECK(kdl::tensor_flops_per_clock_per_sm(9, 0, true, 16) == 4096);
+  CHECK(kdl::tensor_flops_per_clock_per_sm(9, 0, true, 8) == 8192);
+  CHECK(kdl::tensor_flops_per_clock_per_sm(9, 0, true, 32) == 2048);
+  CHECK(kdl::tensor_flops_per_clock_per_sm(9, 0, false, 16) == 2048);
+  CHECK(kdl::tensor_flops_per_clock_per_sm(8, 0, false, 32) == 1024);
+  CHECK(kdl::tensor_flops_per_clock_per_sm(8, 0, true, 16) == 0);   // no wgmma on sm_80
+  CHECK(kdl::tensor_flops_per_clock_per_sm(8, 6, false, 16) == 0);  // not known here
+  CHECK(kdl::tensor_flops_per_clock_per_sm(9, 0, true, 4) == 0);
+  // An H100 SXM as the CUDA runtime describes it: 132 SMs at 1980 MHz, HBM3 at 2619 MHz on 5120 bits.
+  const double ridge = kdl::tensor_ridge(4096, 132, 1980000, 2619000, 5120);
+  CHECK(ridge > 315);
+  CHECK(ridge < 325);
+  CHECK(kdl::tensor_ridge(0, 132, 1980000, 2619000, 5120) == 0);
+  CHECK(kdl::tensor_ridge(4096, 132, 1980000, 0, 5120) == 0);
+  auto mem = [&](double bytes, long long tiles, int tm, int tn, int tk) {
+    kdl::SplitKMemory m;
+    m.bytes = bytes;
+    m.partial_bytes = 2.0 * double(tiles) * tm * tn * 4;
+    m.ktile_flops = 2.0 * tm * tn * tk;
+    m.ridge = ridge;
+    return m;
+  };
+  // 128 x 8192 x 8192 bf16 on a 128 x 128 x 64 serial(4) sm90a kernel: 64 tiles of 128 k-tiles. The wave
+  // count alone takes 2 slices; reading B (128 MB) bounds it, and 1 slice measured faster (0.055
+  // against 0.058 ms).
+  const double small_m = kdl::gemm_unique_bytes(128, 8192, 8192, 1, 2, 2, 2);
+  CHECK(small_m == 2.0 * (128.0 * 8192 + 8192.0 * 8192 + 128.0 * 8192));
+  CHECK(kdl::choose_split_k(64, 128, 4, 132, true) == 2);
+  CHECK(kdl::choose_split_k(64, 128, 4, 132, true, mem(small_m, 64, 128, 128, 64)) == 1);
+  // The wgrad of the conv benchmark (N32 C256 56x56 K256 3x3, 18 tiles of 128 x 256, 1568 k-tiles):
+  // its tensors are 104 MB (the im2col view would say 514), far under the multiply-adds; still 7.
+  kdl::Conv2dProblem w{};
+  w.n = 32, w.h = 56, w.w = 56, w.c = 256, w.k = 256, w.r = 3, w.s = 3, w.p = 56, w.q = 56;
+  const double wgrad = kdl::conv_unique_bytes(w, 2);
+  CHECK(wgrad == 2.0 * (32.0 * 56 * 56 * 256 * 2 + 256.0 * 9 * 256));
+  CHECK(kdl::choose_split_k(18, 1568, 8, 132, true, mem(wgrad, 18, 128, 256, 64)) == 7);
+  // Compute-bound with few tiles (1024 x 1024 x 16384 in 128 x 128 tiles: 64 tiles, 256 k-tiles): splits
+  // as before.
+  const double long_k = kdl::gemm_unique_bytes(1024, 1024, 16384, 1, 2, 2, 2);
+  CHECK(kdl::choose_split_k(64, 256, 4, 132, true, mem(long_k, 64, 128, 128, 64)) == 2);
+  CHECK(kdl::choose_split_k(64, 256, 8, 132, false, mem(long_k, 64, 128, 128, 64)) ==
+        kdl::choose_split_k(64, 256, 8, 132, false));
+  // No ridge (a device whose rates are not known): the wave count alone.
+  kdl::SplitKMemory none = mem(small_m, 64, 128, 128, 64);
+  none.ridge = 0;
+  CHECK(kdl::choose_split_k(64, 128, 4, 132, true, none) == 2);
 }
 
 TEST_CASE("the default provider is cudaGetDriverEntryPointByVersion") {
