@@ -115,7 +115,7 @@ void planSplitK(Lowering& l, const char* serialWhy, const char* noneNote) {
   if (noneNote) noneWhy += std::string("; ") + noneNote;
   l.decide("split_k",
            p.serialSplitK ? fmt::format("serial, 1..{} slices at run time (Arguments::split_k; default 0: chosen per problem and device by the "
-                                   "wave count)", p.maxSplitK) : "none",
+                                   "wave count, bounded below by DRAM's time)", p.maxSplitK) : "none",
            p.serialSplitK ? serialWhy : noneWhy);
 }
 
