@@ -692,14 +692,11 @@ struct Conv2dSm80 {
     if (tiles_total(p) == 0 || gemm_ktiles(p) <= 0) return 1;
     if (prepare_device() != cudaSuccess) cudaGetLastError();
     static PerDeviceCount resident, ridge;
-    SplitKMemory mem;
-    mem.bytes = conv_unique_bytes(p, (int)sizeof(Element));
-    mem.partial_bytes = 2.0 * double(tiles_total(p)) * TileM * TileN * sizeof(float);
-    mem.ktile_flops = 2.0 * TileM * TileN * TileK;
-    mem.ridge = tensor_ridge_on_device(ridge, /*wgmma=*/false, 8 * (int)sizeof(Element));
     return choose_split_k((long long)tiles_total(p), gemm_ktiles(p), max_split,
                           resident_ctas_on_device(resident, conv2d_sm80_kernel<Conv2dSm80>, kThreads, kSmemBytes),
-                          /*one_wave=*/false, mem);
+                          /*one_wave=*/false,
+                          split_k_memory(conv_unique_bytes(p, (int)sizeof(Element)), (long long)tiles_total(p), TileM,
+                                         TileN, TileK, tensor_ridge_on_device(ridge, /*wgmma=*/false, 8 * (int)sizeof(Element))));
   }
 
   static cudaError_t prepare_device() {

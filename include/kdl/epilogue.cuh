@@ -243,16 +243,19 @@ namespace detail {
 // The epilogue's D when the functor hands D's values back instead of storing them (it declares
 // `using ElementD` and `compute<V>(params, state, coord, acc, out_D)`, and its Params name D, ldd and
 // batch_stride_D): the template then stores D itself, through shared memory and a TMA store.
-// Otherwise `apply<V>` stores everything.
+// Otherwise `apply<V>` stores everything. kBytes: D's element size (2 where the functor does not name
+// D's type: the split-K memory term's estimate, kdl/split_k.h).
 template <class E, class = void>
 struct EpilogueD {
   static constexpr bool kComputes = false;
   using Element = uint8_t;
+  static constexpr int kBytes = 2;
 };
 template <class E>
 struct EpilogueD<E, decltype((void)sizeof(typename E::ElementD))> {
   static constexpr bool kComputes = true;
   using Element = typename E::ElementD;
+  static constexpr int kBytes = (int)sizeof(Element);
 };
 }  // namespace detail
 

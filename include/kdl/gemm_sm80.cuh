@@ -632,20 +632,15 @@ struct GemmSm80 {
     if (p.m <= 0 || p.n <= 0 || p.k <= 0) return 1;
     if (prepare_device() != cudaSuccess) cudaGetLastError();
     static PerDeviceCount resident, ridge;
-    SplitKMemory mem;
-    mem.bytes = bytes > 0 ? bytes
-                          : gemm_unique_bytes(p.m, p.n, p.k, p.batch, (int)sizeof(ElementA), (int)sizeof(ElementB),
-                                              kOutputBytes);
-    mem.partial_bytes = 2.0 * double(tiles_total(p)) * TileM * TileN * sizeof(float);
-    mem.ktile_flops = 2.0 * TileM * TileN * TileK;
-    mem.ridge = tensor_ridge_on_device(ridge, /*wgmma=*/false, 8 * (int)sizeof(ElementA));
+    if (bytes <= 0)
+      bytes = gemm_unique_bytes(p.m, p.n, p.k, p.batch, (int)sizeof(ElementA), (int)sizeof(ElementB),
+                                detail::EpilogueD<Epilogue>::kBytes);
     return choose_split_k((long long)tiles_total(p), ktiles_of(p), max_split,
                           resident_ctas_on_device(resident, gemm_sm80_kernel<GemmSm80>, kThreads, kSmemBytes),
-                          /*one_wave=*/false, mem);
+                          /*one_wave=*/false,
+                          split_k_memory(bytes, (long long)tiles_total(p), TileM, TileN, TileK,
+                                         tensor_ridge_on_device(ridge, /*wgmma=*/false, 8 * (int)sizeof(ElementA))));
   }
-  // D's element size for the memory term (2 bytes when the functor does not name it).
-  static constexpr int kOutputBytes =
-      detail::EpilogueD<Epilogue>::kComputes ? (int)sizeof(typename detail::EpilogueD<Epilogue>::Element) : 2;
 
   // Opts the kernel into kSmemBytes of dynamic shared memory on the current device (the attribute
   // is per device: once for each device the process launches on).

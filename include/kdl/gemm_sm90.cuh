@@ -1303,15 +1303,12 @@ struct GemmSm90 {
     if (p.m <= 0 || p.n <= 0 || p.k <= 0) return 1;
     const int ctas = device_sms();
     static PerDeviceCount ridge;
-    SplitKMemory mem;
-    mem.bytes = bytes > 0 ? bytes
-                          : gemm_unique_bytes(p.m, p.n, p.k, p.batch, (int)sizeof(ElementA), (int)sizeof(ElementB),
-                                              kTmaStoreD ? (int)sizeof(ElementD) : 2);
-    mem.partial_bytes = 2.0 * double(tiles_total(p)) * TileM * TileN * sizeof(float);
-    mem.ktile_flops = 2.0 * TileM * TileN * TileK;
-    mem.ridge = tensor_ridge_on_device(ridge, /*wgmma=*/true, 8 * (int)sizeof(ElementA));
+    if (bytes <= 0)
+      bytes = gemm_unique_bytes(p.m, p.n, p.k, p.batch, (int)sizeof(ElementA), (int)sizeof(ElementB),
+                                detail::EpilogueD<Epilogue>::kBytes);
     return choose_split_k((long long)tiles_total(p), ktiles_of(p), max_split, ctas > 0 ? ctas : 1, /*one_wave=*/true,
-                          mem);
+                          split_k_memory(bytes, (long long)tiles_total(p), TileM, TileN, TileK,
+                                         tensor_ridge_on_device(ridge, /*wgmma=*/true, 8 * (int)sizeof(ElementA))));
   }
   static size_t workspace_size(const GemmProblem& p) {
     const int sms = p.split_k > 1 ? 0 : device_sms();

@@ -36,10 +36,21 @@ inline constexpr double kSplitKReduceKtiles = 2.0;
 // repeats X r x s times); partial_bytes: what each slice beyond the first adds (an f32 partial tile per
 // output tile, written and read); ktile_flops: 2 x TileM x TileN x TileK; ridge: the device's tensor
 // FLOP/s over its DRAM bytes/s for the kernel's MMA (tensor_flops_per_clock_per_sm, kdl/per_device.h's
-// tensor_ridge_on_device), 0 for no memory term.
+// tensor_ridge_on_device), 0 for no memory term. split_k_memory builds one for a kernel's tiles.
 struct SplitKMemory {
   double bytes = 0, partial_bytes = 0, ktile_flops = 0, ridge = 0;
 };
+
+// The memory term of a kernel with TileM x TileN x TileK tiles: `tiles` output tiles, each slice beyond
+// the first adding an f32 partial tile per output tile, written and read.
+inline SplitKMemory split_k_memory(double bytes, long long tiles, int tile_m, int tile_n, int tile_k, double ridge) {
+  SplitKMemory m;
+  m.bytes = bytes;
+  m.partial_bytes = 2.0 * double(tiles) * tile_m * tile_n * 4;
+  m.ktile_flops = 2.0 * tile_m * tile_n * tile_k;
+  m.ridge = ridge;
+  return m;
+}
 
 // Dense tensor-core FLOP per clock and SM of an MMA on a device of compute capability major.minor
 // (operand_bits: 16 for f16 / bf16, 8 for fp8 / s8, 32 for tf32); 0 where not known here (the

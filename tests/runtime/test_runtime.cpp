@@ -96,13 +96,11 @@ TEST_CASE("split_k 0 does not split a problem that DRAM bounds") {
   CHECK(kdl::tensor_ridge(0, 132, 1980000, 2619000, 5120) == 0);
   CHECK(kdl::tensor_ridge(4096, 132, 1980000, 0, 5120) == 0);
   auto mem = [&](double bytes, long long tiles, int tm, int tn, int tk) {
-    kdl::SplitKMemory m;
-    m.bytes = bytes;
-    m.partial_bytes = 2.0 * double(tiles) * tm * tn * 4;
-    m.ktile_flops = 2.0 * tm * tn * tk;
-    m.ridge = ridge;
-    return m;
+    return kdl::split_k_memory(bytes, tiles, tm, tn, tk, ridge);
   };
+  const kdl::SplitKMemory m = kdl::split_k_memory(1e6, 64, 128, 128, 64, ridge);
+  CHECK(m.partial_bytes == 2.0 * 64 * 128 * 128 * 4);
+  CHECK(m.ktile_flops == 2.0 * 128 * 128 * 64);
   // 128 x 8192 x 8192 bf16 on a 128 x 128 x 64 serial(4) sm90a kernel: 64 tiles of 128 k-tiles. The wave
   // count alone takes 2 slices; reading B (128 MB) bounds it, and 1 slice measured faster (0.055
   // against 0.058 ms).
