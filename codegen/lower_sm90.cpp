@@ -20,7 +20,8 @@ namespace {
 
 GemmSm90SmemShape smemShape(const KernelPlan& p) {
   return GemmSm90SmemShape{p.a.elementBytes, p.b.elementBytes, p.tileM,   p.tileN, p.tileK, p.stages,
-                           p.schedule == Schedule::Pingpong ? int(Sm90Schedule::Pingpong) : int(Sm90Schedule::Cooperative)};
+                           p.schedule == Schedule::Pingpong ? int(Sm90Schedule::Pingpong) : int(Sm90Schedule::Cooperative),
+                           p.blockScaling ? p.tileM : 0};
 }
 
 // Rows of the tile one consumer warpgroup computes.
@@ -230,6 +231,17 @@ bool lowerSm90Pipeline(Lowering& l) {
   const KernelSpec& s = l.spec;
   KernelPlan& p = l.plan;
   p.stages = s.stages.value;
+  // fp8: the accumulator's precision, from `promotion = fast | N` and the operands' `scale (BM, BK)` (a
+  // block-scaled kernel stages each k-block's scales in shared memory beside its operand tiles).
+  const Operand* A = s.operand("A");
+  const Operand* B = s.operand("B");
+  p.promoteEvery = s.promoteEvery.value;
+  p.blockScaling = A && B && A->scaleBlock && B->scaleBlock;
+  if (p.blockScaling) {
+    p.blockMA = (*A->scaleBlock)[0];
+    p.blockK = (*A->scaleBlock)[1];
+    p.blockNB = (*B->scaleBlock)[0];
+  }
   const GemmSm90SmemShape shape = smemShape(p);
   p.mainloopSmemBytes = size_t(p.stages) * size_t(gemm_sm90_stage_bytes(shape));
   p.epilogueSmemBytes = size_t(gemm_sm90_epilogue_smem_bytes(shape));
@@ -243,21 +255,35 @@ bool lowerSm90Pipeline(Lowering& l) {
     return false;
   }
   const int deepest = gemm_sm90_max_stages(shape, limit, 8);
-  std::string fit = fmt::format("{} B of shared memory per block ({} x {} B stages, {} B of full/empty mbarriers and "
+  std::string fit = fmt::format("{} B of shared memory per block ({} x {} B stages, {} B of full/empty mbarriers{} and "
                                 "alignment, {} B epilogue buffer (TMA store of D), 1 KB to align the base; the {} limit is {} B)",
                                 p.smemBytes, p.stages, gemm_sm90_stage_bytes(shape),
-                                gemm_sm90_epilogue_offset(shape) - gemm_sm90_barrier_offset(shape), p.epilogueSmemBytes,
+                                gemm_sm90_epilogue_offset(shape) - gemm_sm90_barrier_offset(shape),
+                                p.blockScaling ? fmt::format(" (with {} x {} B scale slots)", p.stages,
+                                                             gemm_sm90_scale_slot_bytes(shape))
+                                               : std::string(),
+                                p.epilogueSmemBytes,
                                 p.archName, limit);
   std::string why;
   if (s.stages.origin == Origin::Auto || s.stages.origin == Origin::Default) {  // no stages: as for `auto`
     const char* what = s.stages.origin == Origin::Default ? "stages = auto (the default)" : "stages = auto";
+    GemmSm90SmemShape deeper = shape;
+    deeper.stages = p.stages + 1;
+    // gemm_sm90_auto_stages kept a block-scaled kernel's full epilogue buffer at the cost of a stage
+    const bool keptBuffer = p.stages < deepest && p.stages == gemm_sm90_auto_stages(shape, limit, 8);
     why = p.stages == 8 ? fmt::format("{}: 8, the deepest pipeline the path runs; {}", what, fit)
-                        : fmt::format("{}: the deepest pipeline that fits with the epilogue's shared memory "
+          : keptBuffer
+              ? fmt::format("{}: the deepest pipeline that keeps the epilogue's full {} B buffer ({} stages fit only with "
+                            "a {} B one, and a block-scaled kernel's promoting consumers gain more from storing D in "
+                            "one pass than from the deeper pipeline); {}",
+                            what, p.epilogueSmemBytes, p.stages + 1, gemm_sm90_epilogue_smem_bytes(deeper), fit)
+              : fmt::format("{}: the deepest pipeline that fits with the epilogue's shared memory "
                                       "({} stages would need {} B); {}",
                                       what, p.stages + 1,
                                       gemm_sm90_smem_bytes(GemmSm90SmemShape{shape.element_bytes_a, shape.element_bytes_b,
                                                                              shape.tile_m, shape.tile_n, shape.tile_k,
-                                                                             p.stages + 1, shape.schedule}),
+                                                                             p.stages + 1, shape.schedule,
+                                                                             shape.scale_rows}),
                                       fit);
   } else {
     why = fmt::format("{} (at most {} fit); {}", originWord(s.stages.origin), deepest, fit);
@@ -276,15 +302,7 @@ bool lowerSm90Pipeline(Lowering& l) {
   // fp8: the accumulator's precision, from `promotion = fast | N` and the operands' `scale (BM, BK)`.
   // (The sm90a table refuses either while the template lacks it: codegen/support_sm90.cpp.)
   // (A convolution has neither: its operands are X, W.)
-  const Operand* A = s.operand("A");
-  const Operand* B = s.operand("B");
-  p.promoteEvery = s.promoteEvery.value;
-  p.blockScaling = A && B && A->scaleBlock && B->scaleBlock;
-  if (p.blockScaling) {
-    p.blockMA = (*A->scaleBlock)[0];
-    p.blockK = (*A->scaleBlock)[1];
-    p.blockNB = (*B->scaleBlock)[0];
-  }
+  // (p.promoteEvery and p.blockScaling were set at the top: the scale slots take shared memory.)
   if (isFloat8(p.a.dtype)) {
     if (p.blockScaling)
       l.decide("block scaling",

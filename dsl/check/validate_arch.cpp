@@ -257,9 +257,16 @@ void resolveStages(KernelCheck& c) {
                                ? kdl::gemm_sm80_stage_bytes(bytesOf(*c.inputA), bytesOf(*c.inputB), t[0], t[1], t[2])
                                : kdl::gemm_sm90_stage_bytes(bytesOf(*c.inputA), bytesOf(*c.inputB), t[0], t[1], t[2]);
   const int64_t limit = maxSharedMemoryPerBlock(c.arch->value);
+  // Block-scaled fp8 (A and B with `scale (BM, BK)`) stages each k-block's scales beside its operand tiles.
+  bool scaledA = false, scaledB = false;
+  for (const Operand& o : c.operands) {
+    if (o.name == "A") scaledA = o.scaleBlock.has_value();
+    if (o.name == "B") scaledB = o.scaleBlock.has_value();
+  }
   const kdl::GemmSm90SmemShape sm90Shape{bytesOf(*c.inputA), bytesOf(*c.inputB), t[0], t[1], t[2], 1,
                                          c.schedule->value == Schedule::Pingpong ? int(kdl::Sm90Schedule::Pingpong)
-                                                                                 : int(kdl::Sm90Schedule::Cooperative)};
+                                                                                 : int(kdl::Sm90Schedule::Cooperative),
+                                         scaledA && scaledB ? t[0] : 0};
   // The launch's bytes for `stages` (the mainloop's alone on the multistage path, see above).
   auto launchBytes = [&](int64_t stages) {
     if (multistage) return stages * perStage;
@@ -289,7 +296,9 @@ void resolveStages(KernelCheck& c) {
   }
   if (!c.stagesAuto) return;
   // auto: at most 4 stages on the multistage path (deeper gains nothing there), 8 on the wgmma path.
-  int64_t n = std::min(multistage ? int64_t{4} : int64_t{8}, fit);
+  // (The wgmma path's: kdl::gemm_sm90_auto_stages, which keeps a block-scaled kernel's full epilogue buffer.)
+  int64_t n = multistage ? std::min(int64_t{4}, fit)
+                         : int64_t{kdl::gemm_sm90_auto_stages(sm90Shape, static_cast<int>(limit), 8)};
   if (n < 2) {
     Diagnostic& d = c.diags.error(DiagKind::SharedMemory, c.tile->loc, need(2) + "; pick a smaller tile");
     c.noteArch(d);

@@ -51,8 +51,10 @@
 //     k-tiles at a time accumulate in a temporary wgmma accumulator started from zero; after they
 //     complete (wgmma.wait_group 0) it is added into the f32 accumulator. Block scaling
 //     (BlockScaling<BlockMA, BlockNB, BlockK>, DeepGEMM-style; BlockK = TileK) promotes every k-tile
-//     with its scales: acc += tmp * scale_a[row block] * scale_b[column block], the scales of the
-//     k-block read from global memory (GemmProblem::scale_a/_b, k-block major) while the wgmmas run.
+//     with its scales: acc += tmp * scale_a[row block] * scale_b[column block]. The k-block's scales
+//     (GemmProblem::scale_a/_b, k-block major) travel with its stage: the producer warpgroup's second
+//     warp copies them (cp.async) into the stage's scale slot and arrives on its full barrier when they
+//     have landed, so a consumer reads them from shared memory instead of waiting on global loads.
 //     Both need the second accumulator: at most 64 f32 registers each.
 //   * Serial split-K (GemmProblem::split_k = S > 1, for few output tiles, e.g. 128 x 8192 x 8192):
 //     a unit is one k-slice of a tile (the slices of a tile are consecutive units, so they run on
@@ -280,8 +282,12 @@ struct GemmSm90 {
   static constexpr int kEpiVecPerRow = kEpiCols / kEpiV;
   static constexpr int kEpiItems = 16 * kEpiVecPerRow;  // V-vectors per warp per pass
   static_assert(kEpiItems % 32 == 0, "GemmSm90: epilogue items must be a multiple of the warp");
+  // Block scaling: each stage's scale slot holds the k-block's TileM scales of A and its scale of B.
+  static constexpr bool kStageScales = kBlockScaled;
   static constexpr GemmSm90SmemShape kSmemShape{int(sizeof(ElementA)), int(sizeof(ElementB)), TileM, TileN, TileK,
-                                                Stages, int(Schedule)};
+                                                Stages, int(Schedule), kStageScales ? TileM : 0};
+  static constexpr int kScaleOffset = gemm_sm90_scale_offset(kSmemShape);
+  static constexpr int kScaleSlotBytes = gemm_sm90_scale_slot_bytes(kSmemShape);
   static constexpr int kEpiOffset = gemm_sm90_epilogue_offset(kSmemShape);  // 1024-byte aligned
   static constexpr int kEpiBytes = gemm_sm90_epilogue_smem_bytes(kSmemShape);
   static constexpr int kEpiWgBytes = kEpiBytes / kConsumers;  // one consumer warpgroup's part
@@ -547,6 +553,7 @@ struct GemmSm90 {
     uint64_t* const bars = static_cast<uint64_t*>(__cvta_shared_to_generic(base + kBarOffset));
     auto full_bar = [&](int s) { return bars + s; };
     auto empty_bar = [&](int s) { return bars + Stages + s; };
+    auto scale_slot = [&](int s) { return base + uint32_t(kScaleOffset + s * kScaleSlotBytes); };  // kStageScales
 
     const int warpgroup = threadIdx.x / 128;
     const int wg_thread = threadIdx.x % 128;
@@ -559,8 +566,9 @@ struct GemmSm90 {
     if (threadIdx.x == 0) {
 #pragma unroll
       for (int s = 0; s < Stages; ++s) {
-        // The producer's expect_tx arrival (and, gathering A, one per producer thread when its copies land).
-        sm90::mbarrier_init(full_bar(s), kGather ? 1 + 128 : 1);
+        // The producer's expect_tx arrival (and, gathering A, one per producer thread when its copies land;
+        // staging block scales, one per lane of the scale warp when its copies land).
+        sm90::mbarrier_init(full_bar(s), kGather ? 1 + 128 : kStageScales ? 1 + 32 : 1);
         // One arrival per reading consumer warp of every CTA that writes a slice of this stage.
         sm90::mbarrier_init(empty_bar(s), kReaderWarps * (ClusterM + ClusterN - 1));
       }
@@ -601,6 +609,9 @@ struct GemmSm90 {
             ring.advance();
           }
         }
+      }
+      if constexpr (kStageScales) {
+        if (wg_thread / 32 == 1 && P.ktiles > 0) produce_scales(P, walker, walkers, wg_thread % 32, rm, rn, full_bar, empty_bar, scale_slot);
       }
     } else {
       // ---- consumers ----
@@ -685,12 +696,12 @@ struct GemmSm90 {
             sm90::mbarrier_wait(full_bar(s1), ring.phase);
             ring.advance();
             issue_ktile(tmp2, desc_a(s1), desc_b(s1), false);
-            // The pair's scales (block scaling), loaded while its wgmmas run. (Loading them one pair ahead
-            // spilled 24-36 bytes on 128x128 cooperative and 64x128 pingpong.)
+            // The pair's scales (block scaling), read while its wgmmas run from the stages' scale slots (the
+            // full barriers waited for above cover them). Read before the second issue, they spilled.
             float sa[kMmaM][2], sb = 1.f, sa2[kMmaM][2], sb2 = 1.f;
             if constexpr (kBlockScaled) {
-              load_block_scales(P, w, kt, row_off + warp_in_wg * 16, sa, sb);
-              load_block_scales(P, w, kt + 1, row_off + warp_in_wg * 16, sa2, sb2);
+              read_block_scales(scale_slot(s0), row_off + warp_in_wg * 16, sa, sb);
+              read_block_scales(scale_slot(s1), row_off + warp_in_wg * 16, sa2, sb2);
             } else {
 #pragma unroll
               for (int i = 0; i < kMmaM; ++i) sa[i][0] = sa[i][1] = sa2[i][0] = sa2[i][1] = 1.f;
@@ -725,7 +736,7 @@ struct GemmSm90 {
             issue_ktile(tmp, a_tile, b_tile, kt_in_group > 0);
             if (promote_now) {
               float sa[kMmaM][2], sb = 1.f;  // this thread's rows' A scales and the tile's B scale, k-block kt
-              if constexpr (kBlockScaled) load_block_scales(P, w, kt, row_off + warp_in_wg * 16, sa, sb);
+              if constexpr (kBlockScaled) read_block_scales(scale_slot(ring.stage), row_off + warp_in_wg * 16, sa, sb);
               sm90::wgmma_wait_group<0>();
               if (warp_leader) {
                 if (prev_stage >= 0) release(prev_stage);
@@ -901,21 +912,57 @@ struct GemmSm90 {
     }
   }
 
-  // Block scaling: the scales of k-block kt for this thread's accumulator rows (rows g and g + 8 of
-  // each m64 block, tile row row_in_tile + 64 i + g) and the tile's B column block; rows past M get 0.
-  __device__ __forceinline__ static void load_block_scales(const KernelParams& P, const Unit& w, int kt, int row_in_tile,
-                                                           float (&sa)[kMmaM][2], float& sb) {
+  // Block scaling: a stage's scales for this thread's accumulator rows (rows g and g + 8 of each m64 block,
+  // tile row row_in_tile + 64 i + g) and the tile's B scale, from the stage's scale slot (shared memory at
+  // `slot`; rows past M hold 0).
+  __device__ __forceinline__ static void read_block_scales(uint32_t slot, int row_in_tile, float (&sa)[kMmaM][2],
+                                                           float& sb) {
     const int g = (threadIdx.x % 32) >> 2;
-    const float* a = P.scale_a + w.batch * P.bs_sa + kt * P.ld_sa;
 #pragma unroll
     for (int i = 0; i < kMmaM; ++i)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = w.tm * TileM + row_in_tile + i * 64 + g + 8 * h;
-        sa[i][h] = row < P.m ? __ldg(a + row / BlockScaling::kBlockMA) : 0.f;
+      for (int h = 0; h < 2; ++h) sa[i][h] = sm90::ld_shared_f32(slot + uint32_t(4 * (row_in_tile + i * 64 + g + 8 * h)));
+    sb = sm90::ld_shared_f32(slot + uint32_t(4 * TileM));
+  }
+
+  // Block scaling: the producer warpgroup's second warp walks the CTA's units as the TMA producer does and,
+  // per k-tile, copies the k-block's scales into the stage's scale slot once the stage is free: lane l the
+  // scales of A of tile rows l, l + 32, ... (0 past M) and lane 0 the tile's scale of B (0 past N), then
+  // each lane arrives on the stage's full barrier when its copies have landed.
+  template <class FullBar, class EmptyBar, class ScaleSlot>
+  __device__ __forceinline__ static void produce_scales(const KernelParams& P, int walker, int walkers, int lane,
+                                                        int rm, int rn, const FullBar& full_bar,
+                                                        const EmptyBar& empty_bar, const ScaleSlot& scale_slot) {
+    // (Within the producer's kProducerRegs: 32-bit offsets per unit, two pointers stepped per k-tile.)
+    constexpr int kRowsPerLane = (TileM + 31) / 32;
+    Ring ring;
+    const int n_walk = walk_length(P, walker, walkers);
+    for (int j = 0; j < n_walk; ++j) {
+      const Unit w = unit_at(P, walker, walkers, j, rm, rn);
+      const int col = w.tn * TileN;
+      const float* ak = P.scale_a + w.batch * P.bs_sa + (long long)w.kt_begin * P.ld_sa;
+      const float* bk = P.scale_b + w.batch * P.bs_sb + (long long)w.kt_begin * P.ld_sb +
+                        (col < P.n ? col / BlockScaling::kBlockNB : 0);
+      int off[kRowsPerLane];  // lane's rows' offsets in a k-block's scales of A; -1: past M (or past the tile)
+#pragma unroll
+      for (int i = 0; i < kRowsPerLane; ++i) {
+        const int r = lane + 32 * i, row = w.tm * TileM + r;
+        off[i] = r < TileM && row < P.m ? row / BlockScaling::kBlockMA : -1;
       }
-    const int col = w.tn * TileN;
-    sb = col < P.n ? __ldg(P.scale_b + w.batch * P.bs_sb + kt * P.ld_sb + col / BlockScaling::kBlockNB) : 0.f;
+      for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+        sm90::mbarrier_wait(empty_bar(ring.stage), ring.phase ^ 1u);
+        const uint32_t slot = scale_slot(ring.stage);
+#pragma unroll
+        for (int i = 0; i < kRowsPerLane; ++i)
+          if (lane + 32 * i < TileM)
+            cp_async<4>(slot + uint32_t(4 * (lane + 32 * i)), ak + (off[i] < 0 ? 0 : off[i]), off[i] < 0 ? 0 : 4);
+        if (lane == 0) cp_async<4>(slot + uint32_t(4 * TileM), bk, col < P.n ? 4 : 0);
+        sm90::cp_async_mbarrier_arrive_noinc(full_bar(ring.stage));
+        ring.advance();
+        ak += P.ld_sa;
+        bk += P.ld_sb;
+      }
+    }
   }
 
   // One k-step (32 bytes of K) of one m64 x TileN accumulator: wgmma k16 (16-bit), k8 (tf32) or k32

@@ -5,6 +5,8 @@
 // Layout (from a 1024-byte aligned base; 1 KB of slack aligns the dynamic base):
 //   Stages x (A tile: TileM x TileK, B tile: TileN x TileK), each tile 1024-byte aligned (the swizzle atom)
 //   full[Stages] and empty[Stages] mbarriers (8 bytes each)
+//   block-scaled fp8 only: Stages scale slots, each a k-block's TileM scales of A (one per tile row) and
+//   its scale of B, 16-byte aligned (the producer stages them beside the operand tiles)
 //   the epilogue's buffer, 1024-byte aligned: per consumer warpgroup 16 KB where it fits, else 10 KB
 //   (the TMA store's boxes of D, or the per-warp staging of the functor's vectors: 16 rows x 40 f32 per warp)
 #pragma once
@@ -19,6 +21,7 @@ struct GemmSm90SmemShape {
   int tile_m, tile_n, tile_k;
   int stages;
   int schedule;  // int(Sm90Schedule)
+  int scale_rows = 0;  // block-scaled fp8: tile_m (a stage's scales of A; one of B follows); 0: none
 };
 
 constexpr int gemm_sm90_consumer_warpgroups(const GemmSm90SmemShape&) { return 2; }
@@ -31,8 +34,14 @@ constexpr int gemm_sm90_stage_bytes(const GemmSm90SmemShape& s) {
   return gemm_sm90_stage_bytes(s.element_bytes_a, s.element_bytes_b, s.tile_m, s.tile_n, s.tile_k);
 }
 constexpr int gemm_sm90_barrier_offset(const GemmSm90SmemShape& s) { return s.stages * gemm_sm90_stage_bytes(s); }
+// A stage's scale slot (block-scaled fp8): scale_rows f32 scales of A, then B's scale, padded to 16 bytes.
+constexpr int gemm_sm90_scale_slot_bytes(const GemmSm90SmemShape& s) {
+  return s.scale_rows > 0 ? (s.scale_rows + 4) * 4 : 0;
+}
+// The scale slots follow the barriers (16-byte aligned: 2 x Stages x 8 bytes of them).
+constexpr int gemm_sm90_scale_offset(const GemmSm90SmemShape& s) { return gemm_sm90_barrier_offset(s) + 2 * s.stages * 8; }
 constexpr int gemm_sm90_epilogue_offset(const GemmSm90SmemShape& s) {
-  return (gemm_sm90_barrier_offset(s) + 2 * s.stages * 8 + 1023) & ~1023;
+  return (gemm_sm90_scale_offset(s) + s.stages * gemm_sm90_scale_slot_bytes(s) + 1023) & ~1023;
 }
 // The shared memory an sm_90 block may have (227 KB).
 constexpr int kGemmSm90SmemLimit = 232448;
@@ -56,6 +65,22 @@ constexpr int gemm_sm90_max_stages(GemmSm90SmemShape s, int limit, int max_stage
     if (gemm_sm90_smem_bytes(s) <= limit) best = st;
   }
   return best;
+}
+
+// `stages = auto`: the deepest pipeline that fits (at most max_stages), except that a block-scaled kernel
+// (scale slots) keeps the full epilogue buffer where that leaves at least 4 stages: its promoting
+// consumers gain more from storing D in one pass than from a sixth stage (128 x 128 x 128 e4m3 on the
+// H100: 5 stages with the full buffer 1134-1188 TFLOP/s, 6 with the smaller one 1080-1133;
+// docs/perf-notes.md v27). 0 when not even one stage fits.
+constexpr int gemm_sm90_auto_stages(GemmSm90SmemShape s, int limit, int max_stages) {
+  const int deepest = gemm_sm90_max_stages(s, limit, max_stages);
+  if (s.scale_rows <= 0) return deepest;
+  const int full = gemm_sm90_consumer_warpgroups(s) * 16384;
+  for (int st = deepest; st >= 4; --st) {
+    s.stages = st;
+    if (gemm_sm90_epilogue_smem_bytes(s) == full) return st;
+  }
+  return deepest;
 }
 
 }  // namespace kdl

@@ -102,6 +102,17 @@ __device__ __forceinline__ void cp_async_mbarrier_arrive_noinc(uint64_t* bar) {
 #endif
 }
 
+// A 4-byte load from CTA shared memory at `addr` (a shared-window address). volatile: it stays after
+// the mbarrier wait that makes the data visible (the wait is volatile asm too, and the compiler keeps
+// volatile asm statements in order).
+__device__ __forceinline__ float ld_shared_f32(uint32_t addr) {
+  float v = 0.f;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
+#endif
+  return v;
+}
+
 // ---------------------------------------------------------------------- TMA ----
 // Coordinates are in elements, innermost dimension first (c0 = the contiguous one). Loads
 // write CTA shared memory (a shared::cta address is a valid shared::cluster destination) and

@@ -900,12 +900,12 @@ TEST_CASE("every sm90a configuration: validation, the table, lowering and kdl/ge
     const KernelPlan& p = plans[0];
     REQUIRE(p.path == KernelPath::GemmSm90);
     GemmSm90SmemShape shape{p.a.elementBytes, p.b.elementBytes, p.tileM, p.tileN, p.tileK, p.stages,
-                            p.schedule == Schedule::Pingpong ? 1 : 0};
+                            p.schedule == Schedule::Pingpong ? 1 : 0, p.blockScaling ? p.tileM : 0};
     CHECK(p.smemBytes == size_t(gemm_sm90_smem_bytes(shape)));
     CHECK(p.smemBytes <= size_t(limit));
     CHECK(s.sharedMemoryBytes == size_t(p.stages) * size_t(gemm_sm90_stage_bytes(shape)));
     // stages = auto: the deepest pipeline that fits with the epilogue, at most 8
-    if (s.stages.origin == Origin::Auto) CHECK(p.stages == gemm_sm90_max_stages(shape, limit, 8));
+    if (s.stages.origin == Origin::Auto) CHECK(p.stages == gemm_sm90_auto_stages(shape, limit, 8));
     CHECK(contains(decision(p, "stages")->why, fmt::format("{} B of shared memory per block", p.smemBytes)));
   }
   // the table generates bf16 and f16 cooperative kernels at least; the grid asks for more than it has
