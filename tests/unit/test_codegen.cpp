@@ -876,6 +876,43 @@ TEST_CASE("sm90a: the table's kernels (kdlc support --specs) pass the front end 
   CHECK(contains(renderSm90Table(), "generated  A bf16 row x B bf16 col"));
 }
 
+TEST_CASE("sm90a block scales: scale slots in shared memory, and stages = auto keeps the full epilogue buffer",
+          "[codegen][smem][sm90]") {
+  const int limit = 232448;
+  // 128 x 128 x 128 e4m3 cooperative: 6 stages fit with the full 32 KB epilogue buffer unscaled; with the
+  // scale slots (128 + 4 floats per stage) 6 fit only with the 20 KB one, so auto takes 5.
+  GemmSm90SmemShape plain{1, 1, 128, 128, 128, 6, 0};
+  GemmSm90SmemShape scaled{1, 1, 128, 128, 128, 6, 0, 128};
+  CHECK(gemm_sm90_scale_slot_bytes(plain) == 0);
+  CHECK(gemm_sm90_scale_slot_bytes(scaled) == 528);
+  CHECK(gemm_sm90_scale_offset(scaled) == 6 * 32768 + 2 * 6 * 8);
+  CHECK(gemm_sm90_epilogue_offset(scaled) >= gemm_sm90_scale_offset(scaled) + 6 * 528);
+  CHECK(gemm_sm90_epilogue_offset(scaled) % 1024 == 0);
+  CHECK(gemm_sm90_epilogue_smem_bytes(plain) == 32768);
+  CHECK(gemm_sm90_epilogue_smem_bytes(scaled) == 20480);
+  CHECK(gemm_sm90_auto_stages(plain, limit, 8) == 6);
+  CHECK(gemm_sm90_max_stages(scaled, limit, 8) == 6);
+  CHECK(gemm_sm90_auto_stages(scaled, limit, 8) == 5);
+  scaled.stages = 5;
+  CHECK(gemm_sm90_epilogue_smem_bytes(scaled) == 32768);
+  // 64 x 128 x 128 pingpong: 8 stages with the small buffer, 7 with the full one.
+  GemmSm90SmemShape pp{1, 1, 64, 128, 128, 8, 1, 64};
+  CHECK(gemm_sm90_max_stages(pp, limit, 8) == 8);
+  CHECK(gemm_sm90_auto_stages(pp, limit, 8) == 7);
+
+  // Lowering counts the slots and explains the choice.
+  KernelSpec s = makeSm90Gemm("g", DType::E4M3, {128, 128, 128}, 5);
+  s.operands[0].scaleBlock = std::array<int, 2>{1, 128};
+  s.operands[1].scaleBlock = std::array<int, 2>{128, 128};
+  s.promoteEvery.value = 1;
+  s.stages.origin = Origin::Auto;
+  KernelPlan p = lowerOne(s);
+  CHECK(p.smemBytes == size_t(gemm_sm90_smem_bytes(GemmSm90SmemShape{1, 1, 128, 128, 128, 5, 0, 128})));
+  CHECK(p.epilogueSmemBytes == 32768);
+  CHECK(contains(decision(p, "stages")->why, "the deepest pipeline that keeps the epilogue's full 32768 B buffer"));
+  CHECK(contains(decision(p, "stages")->why, "5 x 528 B scale slots"));
+}
+
 TEST_CASE("every sm90a configuration: validation, the table, lowering and kdl/gemm_sm90_smem.h agree",
           "[codegen][smem][sm90]") {
   SourceManager sm;
