@@ -267,6 +267,7 @@ int main(int argc, char** argv) {
       bench_cfg<Sm90E4m3P<128, 128, 5, 0, Bs1x128>>("Sm90 e4m3 128x128x128 s5 blockscale 1x128,128x128", M, N, K, b, iters,
                                                      A8, B8);
       bench_cfg<Sm90E4m3P<64, 128, 8, 0, Bs1x128, Pp>>("Sm90 e4m3 pingpong 64x128x128 s8 blockscale", M, N, K, b, iters, A8, B8);
+      bench_cfg<Sm90E4m3P<64, 128, 7, 0, Bs1x128, Pp>>("Sm90 e4m3 pingpong 64x128x128 s7 blockscale", M, N, K, b, iters, A8, B8);
       bench_cfg<Sm90E4m3P<128, 128, 6, 1, kdl::sm90::NoBlockScaling>>("Sm90 e4m3 128x128x128 s6 promote/1", M, N, K, b, iters,
                                                                         A8, B8);
       bench_cfg<Sm90E4m3P<128, 128, 6, 4, kdl::sm90::NoBlockScaling>>("Sm90 e4m3 128x128x128 s6 promote/4", M, N, K, b, iters,
