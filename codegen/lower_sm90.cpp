@@ -232,7 +232,9 @@ bool lowerSm90Pipeline(Lowering& l) {
   KernelPlan& p = l.plan;
   p.stages = s.stages.value;
   // fp8: the accumulator's precision, from `promotion = fast | N` and the operands' `scale (BM, BK)` (a
-  // block-scaled kernel stages each k-block's scales in shared memory beside its operand tiles).
+  // block-scaled kernel stages each k-block's scales in shared memory beside its operand tiles). The sm90a
+  // table refuses either while the template lacks it (codegen/support_sm90.cpp); a convolution has
+  // neither (its operands are X, W).
   const Operand* A = s.operand("A");
   const Operand* B = s.operand("B");
   p.promoteEvery = s.promoteEvery.value;
@@ -279,12 +281,7 @@ bool lowerSm90Pipeline(Lowering& l) {
                             what, p.epilogueSmemBytes, p.stages + 1, gemm_sm90_epilogue_smem_bytes(deeper), fit)
               : fmt::format("{}: the deepest pipeline that fits with the epilogue's shared memory "
                                       "({} stages would need {} B); {}",
-                                      what, p.stages + 1,
-                                      gemm_sm90_smem_bytes(GemmSm90SmemShape{shape.element_bytes_a, shape.element_bytes_b,
-                                                                             shape.tile_m, shape.tile_n, shape.tile_k,
-                                                                             p.stages + 1, shape.schedule,
-                                                                             shape.scale_rows}),
-                                      fit);
+                                      what, p.stages + 1, gemm_sm90_smem_bytes(deeper), fit);
   } else {
     why = fmt::format("{} (at most {} fit); {}", originWord(s.stages.origin), deepest, fit);
   }
@@ -299,10 +296,7 @@ bool lowerSm90Pipeline(Lowering& l) {
                         "a last wave of tiles 1/4 to 2/3 full over every SM instead (stream-K tail, K of at least 8 "
                         "k-tiles; the partial sums added in a fixed order)");
 
-  // fp8: the accumulator's precision, from `promotion = fast | N` and the operands' `scale (BM, BK)`.
-  // (The sm90a table refuses either while the template lacks it: codegen/support_sm90.cpp.)
-  // (A convolution has neither: its operands are X, W.)
-  // (p.promoteEvery and p.blockScaling were set at the top: the scale slots take shared memory.)
+  // fp8: the decisions for p.promoteEvery and p.blockScaling (set above, before the shared memory).
   if (isFloat8(p.a.dtype)) {
     if (p.blockScaling)
       l.decide("block scaling",

@@ -63,6 +63,12 @@ std::string quotedList(const std::vector<std::string>& words, const char* lastJo
   return out;
 }
 
+const Operand* KernelCheck::operand(std::string_view name) const {
+  for (const Operand& o : operands)
+    if (o.name == name) return &o;
+  return nullptr;
+}
+
 bool KernelCheck::given(std::string_view field) const {
   return std::any_of(raw.fields.begin(), raw.fields.end(), [&](const RawField& f) { return f.name == field; });
 }

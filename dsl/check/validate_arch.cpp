@@ -258,15 +258,13 @@ void resolveStages(KernelCheck& c) {
                                : kdl::gemm_sm90_stage_bytes(bytesOf(*c.inputA), bytesOf(*c.inputB), t[0], t[1], t[2]);
   const int64_t limit = maxSharedMemoryPerBlock(c.arch->value);
   // Block-scaled fp8 (A and B with `scale (BM, BK)`) stages each k-block's scales beside its operand tiles.
-  bool scaledA = false, scaledB = false;
-  for (const Operand& o : c.operands) {
-    if (o.name == "A") scaledA = o.scaleBlock.has_value();
-    if (o.name == "B") scaledB = o.scaleBlock.has_value();
-  }
+  const Operand* A = c.operand("A");
+  const Operand* B = c.operand("B");
+  const bool blockScaled = A && B && A->scaleBlock && B->scaleBlock;
   const kdl::GemmSm90SmemShape sm90Shape{bytesOf(*c.inputA), bytesOf(*c.inputB), t[0], t[1], t[2], 1,
                                          c.schedule->value == Schedule::Pingpong ? int(kdl::Sm90Schedule::Pingpong)
                                                                                  : int(kdl::Sm90Schedule::Cooperative),
-                                         scaledA && scaledB ? t[0] : 0};
+                                         blockScaled ? t[0] : 0};
   // The launch's bytes for `stages` (the mainloop's alone on the multistage path, see above).
   auto launchBytes = [&](int64_t stages) {
     if (multistage) return stages * perStage;

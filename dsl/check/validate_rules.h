@@ -84,6 +84,8 @@ struct KernelCheck {
 
   // Whether the kernel sets `field` at all (a field set to a broken value gets no default).
   bool given(std::string_view field) const;
+  // The usable operand `name`, or nullptr.
+  const Operand* operand(std::string_view name) const;
   Origin originOf(const RawField& f) const { return f.fromTemplate ? Origin::Template : Origin::Explicit; }
   template <class T>
   Field<T> defaulted(T value) const {

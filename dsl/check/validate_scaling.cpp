@@ -27,11 +27,6 @@ const char* kSupportedText =
 
 bool isSm90a(const KernelCheck& c) { return c.arch && c.arch->value == Arch::SM90a; }
 
-const Operand* usableOperand(const KernelCheck& c, const char* n) {
-  for (const Operand& o : c.operands)
-    if (o.name == n) return &o;
-  return nullptr;
-}
 
 bool scaled(const Operand* o) { return o && o->scaleBlock; }
 
@@ -75,8 +70,8 @@ bool checkBlockScales(KernelCheck& c) {
     if (!first) first = &o;
     ok = checkScaledOperand(c, o) && ok;
   }
-  const Operand* A = usableOperand(c, "A");
-  const Operand* B = usableOperand(c, "B");
+  const Operand* A = c.operand("A");
+  const Operand* B = c.operand("B");
   bool both = scaled(A) && scaled(B);
   if (!first || !ok || c.op->value != Op::Gemm) return both;
   if (!both) {
@@ -151,7 +146,7 @@ void resolvePromotion(KernelCheck& c, bool blockScaled) {
     return;
   }
   if (blockScaled && p.value != 1) {
-    const Operand* A = usableOperand(c, "A");
+    const Operand* A = c.operand("A");
     Diagnostic& d = c.diags.error(DiagKind::Scaling, p.loc,
                                   "with block scales the mainloop promotes every k-tile (each k-block gets its own "
                                   "scales), so `promotion` must be 1 or left out, not " +
@@ -215,7 +210,7 @@ void readPromotion(KernelCheck& c, const RawField& f) {
 }
 
 void defaultBlockScaledTile(KernelCheck& c) {
-  const Operand* A = usableOperand(c, "A");
+  const Operand* A = c.operand("A");
   if (c.tile || c.given("tile") || !isSm90a(c) || !scaled(A) || *A->scaleBlock != kBlockA) return;
   c.tile = c.defaulted(std::array<int, 3>{128, 128, kBlockK});
 }

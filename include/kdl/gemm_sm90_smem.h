@@ -48,9 +48,12 @@ constexpr int kGemmSm90SmemLimit = 232448;
 // The epilogue's buffer: 16 KB per consumer warpgroup (two 64 x 128-byte boxes of D for the TMA
 // store) where that fits beside the stages, else 10 KB (one box; also what the per-warp staging of
 // 16 rows x (32 + 8) floats needs: 4 warps x 2560 bytes).
+constexpr int gemm_sm90_full_epilogue_smem_bytes(const GemmSm90SmemShape& s) {
+  return gemm_sm90_consumer_warpgroups(s) * 16384;
+}
 constexpr int gemm_sm90_epilogue_smem_bytes(const GemmSm90SmemShape& s) {
-  return 1024 + gemm_sm90_epilogue_offset(s) + gemm_sm90_consumer_warpgroups(s) * 16384 <= kGemmSm90SmemLimit
-             ? gemm_sm90_consumer_warpgroups(s) * 16384
+  return 1024 + gemm_sm90_epilogue_offset(s) + gemm_sm90_full_epilogue_smem_bytes(s) <= kGemmSm90SmemLimit
+             ? gemm_sm90_full_epilogue_smem_bytes(s)
              : gemm_sm90_consumer_warpgroups(s) * 4 * 16 * 40 * 4;
 }
 // What kdl::GemmSm90 launches with (GemmSm90::kSmemBytes).
@@ -75,10 +78,9 @@ constexpr int gemm_sm90_max_stages(GemmSm90SmemShape s, int limit, int max_stage
 constexpr int gemm_sm90_auto_stages(GemmSm90SmemShape s, int limit, int max_stages) {
   const int deepest = gemm_sm90_max_stages(s, limit, max_stages);
   if (s.scale_rows <= 0) return deepest;
-  const int full = gemm_sm90_consumer_warpgroups(s) * 16384;
   for (int st = deepest; st >= 4; --st) {
     s.stages = st;
-    if (gemm_sm90_epilogue_smem_bytes(s) == full) return st;
+    if (gemm_sm90_epilogue_smem_bytes(s) == gemm_sm90_full_epilogue_smem_bytes(s)) return st;
   }
   return deepest;
 }
