@@ -93,13 +93,30 @@
 // The kernel needs the sm_90a target (-gencode=arch=compute_90a,code=sm_90a); built for any
 // other target its body traps, and run() refuses devices that are not compute capability 9.x.
 #pragma once
-#include "kdl/gemm_sm80_tma.cuh"  // detail::raster_tile, detail::TmaDtype, driver_api, per-device set-up
+#include "kdl/gemm_sm80_tma.cuh"  // detail::TmaDtype, driver_api, per-device set-up
+#include "kdl/fast_div.h"  // FastDiv: place_group's divisions
 #include "kdl/gemm_sm90_operands.cuh"  // sm90::OperandTile: TMA maps, loads and descriptors per type and layout
 #include "kdl/gemm_sm90_smem.h"
 #include "kdl/wgmma_sm90.cuh"
 
 #include <string.h>
 
+
+// KDL_TRACE (a diagnostic build, tests/gpu/standalone/trace_sm90.cu): the producer thread and thread 0 of each
+// consumer warpgroup of the first KDL_TRACE_CTAS CTAs stamp clock64() at fixed points of every unit
+// (consumer: unit top, first stage ready, mainloop end, epilogue end; producer: unit top, first load,
+// last load), so that the cycles between two tiles can be taken apart (docs/perf-notes.md v28).
+// Off (and empty) in every other build.
+#ifdef KDL_TRACE
+#ifndef KDL_TRACE_CTAS
+#define KDL_TRACE_CTAS 132
+#endif
+#define KDL_TRACE_UNITS 48
+__device__ unsigned long long kdl_trace[KDL_TRACE_CTAS][3][KDL_TRACE_UNITS][4];
+#define KDL_TRACE_AT(role, j, e) do { if (blockIdx.x < KDL_TRACE_CTAS && (j) < KDL_TRACE_UNITS) kdl_trace[blockIdx.x][role][j][e] = clock64(); } while (0)
+#else
+#define KDL_TRACE_AT(role, j, e) do {} while (0)
+#endif
 
 namespace kdl {
 
@@ -339,6 +356,8 @@ struct GemmSm90 {
     int store_d;      // 1: D goes through tmD (run() could describe it to TMA); 0: apply<V> stores it
     int m, n, batch;
     int tiles_m, tiles_n, ktiles;
+    // place_group's divisors: units per batch, units per raster band, units across the last band
+    FastDiv div_batch, div_band, div_last_band;
     int split;            // serial split-K slices (1: none)
     int dp_groups;        // stream-K tail: the tile groups walked whole (a multiple of the walkers)
     int sk_groups;        // stream-K tail: the last tile groups, whose k-tiles are spread over all walkers (0: none)
@@ -389,22 +408,40 @@ struct GemmSm90 {
     return units_m(P) * units_n(P) * P.batch * P.split;
   }
   __device__ __forceinline__ static void slice_range(const KernelParams& P, int slice, int& kt_begin, int& kt_end) {
+    if (P.split == 1) {  // no 64-bit divisions in the common case
+      kt_begin = 0;
+      kt_end = P.ktiles;
+      return;
+    }
     kt_begin = int((int64_t)P.ktiles * slice / P.split);
     kt_end = int((int64_t)P.ktiles * (slice + 1) / P.split);
   }
-  // The CTA's tile of tile group `group` (raster order within each batch).
+  // The CTA's tile of tile group `group`: per batch, groups in bands of kRasterBand unit rows (columns,
+  // RasterAlongM) walked column (row) by column, the last band narrower where the units do not divide
+  // (detail::raster_tile's order). Every division is by a divisor fixed at launch, as a multiply and a
+  // shift (P.div_*, FastDiv): placing a unit is on the consumers' path from one tile to the next.
+  static constexpr int kRasterBand = kRasterGroup / (RasterAlongM ? ClusterN : ClusterM);
+  static_assert(kRasterBand >= 1, "GemmSm90: the raster group is narrower than the cluster");
   __device__ __forceinline__ static void place_group(const KernelParams& P, int group, int rm, int rn, Unit& w) {
-    const int per_batch = units_m(P) * units_n(P);
-    w.batch = group / per_batch;
-    int um, un;
-    detail::raster_tile<RasterAlongM, kRasterGroup / (RasterAlongM ? ClusterN : ClusterM)>(group - w.batch * per_batch,
-                                                                                           units_m(P), units_n(P), um, un);
+    int in_batch, band, r;
+    P.div_batch.divmod(group, w.batch, in_batch);
+    P.div_band.divmod(in_batch, band, r);  // the band, and the group's place in it
+    const int first = band * kRasterBand;
+    int along, across;  // the unit along the band (M for !RasterAlongM) and across it
+    if ((RasterAlongM ? units_n(P) : units_m(P)) - first >= kRasterBand) {
+      along = first + r % kRasterBand;
+      across = r / kRasterBand;
+    } else {
+      P.div_last_band.divmod(r, across, along);
+      along += first;
+    }
+    const int um = RasterAlongM ? across : along, un = RasterAlongM ? along : across;
     w.tm = um * ClusterM + rm;
     w.tn = un * ClusterN + rn;
   }
   __device__ __forceinline__ static Unit unit_of(const KernelParams& P, int u, int rm, int rn) {
     Unit w;
-    const int group = u / P.split;
+    const int group = P.split == 1 ? u : u / P.split;
     w.slice = u - group * P.split;
     w.slices = P.split;
     slice_range(P, w.slice, w.kt_begin, w.kt_end);
@@ -597,10 +634,13 @@ struct GemmSm90 {
         for (int j = 0; j < n_walk; ++j) {
           const Unit w = unit_at(P, walker, walkers, j, rm, rn);
           const int batch = w.batch, tm = w.tm, tn = w.tn;
+          KDL_TRACE_AT(2, j, 0);
           for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
             // A fresh barrier counts as having completed the phase before its first, so the
             // first pass over the ring (parity 1) does not wait.
             sm90::mbarrier_wait(empty_bar(ring.stage), ring.phase ^ 1u);
+            if (kt == w.kt_begin) KDL_TRACE_AT(2, j, 1);
+            if (kt == w.kt_end - 1) KDL_TRACE_AT(2, j, 2);
             uint64_t* const full = full_bar(ring.stage);
             sm90::mbarrier_arrive_expect_tx(full, (uint32_t)kStageBytes);
             // This CTA's slice of A (of B), to the same place in every CTA of its cluster row (column).
@@ -673,6 +713,7 @@ struct GemmSm90 {
       for (int j = kPingpong ? consumer : 0; j < n_walk; j += kTileStep) {  // j: the unit's index in this CTA's walk
         const Unit w = unit_at(P, walker, walkers, j, rm, rn);
         if (kPingpong && j > 0) sm90::named_barrier_sync(kTurnBarrier + consumer, 256);  // the other's mainloop is issued
+        if (wg_thread == 0) KDL_TRACE_AT(consumer, j, 0);
 
         // ---- mainloop: acc = A tile rows * B tile over the unit's k-tiles ----
 #pragma unroll
@@ -716,6 +757,7 @@ struct GemmSm90 {
         }
         for (; kt < w.kt_end; ++kt) {
           sm90::mbarrier_wait(full_bar(ring.stage), ring.phase);
+          if (kt == w.kt_begin && wg_thread == 0) KDL_TRACE_AT(consumer, j, 1);
           // A gathered A was written through the generic proxy (cp.async); wgmma reads through the async one.
           if constexpr (kGather) sm90::fence_proxy_async_shared();
           const uint32_t a_tile = desc_a(ring.stage);
@@ -757,6 +799,7 @@ struct GemmSm90 {
         sm90::wgmma_wait_group<0>();
 #pragma unroll
         for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(acc[i]);
+        if (wg_thread == 0) KDL_TRACE_AT(consumer, j, 2);
         if constexpr (kHoldStage) release_held();  // a unit without k-tiles
         // (kHoldStage implies kTmaStoreD: a held stage always goes to store_tile_tma below.)
         const bool hold = kHoldStage && prev_stage >= 0 && w.slices == 1 && P.store_d;
@@ -784,6 +827,7 @@ struct GemmSm90 {
             }
             store_tile_tma(P, epilogue, state, acc, epi_smem + consumer * kEpiWgBytes, consumer, wg_thread, w.batch,
                            w.tm * TileM + row_off, w.tn * TileN, pass2);
+            if (wg_thread == 0) KDL_TRACE_AT(consumer, j, 3);
             continue;
           }
         }
@@ -1406,6 +1450,13 @@ struct GemmSm90 {
     kp.batch = p.batch;
     kp.tiles_m = (int)tiles_m_of(p);
     kp.tiles_n = (int)tiles_n_of(p);
+    {  // place_group's divisors
+      const int um = (kp.tiles_m + ClusterM - 1) / ClusterM, un = (kp.tiles_n + ClusterN - 1) / ClusterN;
+      const int banded = RasterAlongM ? un : um, other = RasterAlongM ? um : un;
+      kp.div_batch = FastDiv(um * un);
+      kp.div_band = FastDiv(kRasterBand * other);
+      kp.div_last_band = FastDiv(banded % kRasterBand ? banded % kRasterBand : kRasterBand);
+    }
     kp.ktiles = ktiles_of(p);
     kp.split = p.split_k;
     kp.scale_a = p.scale_a;

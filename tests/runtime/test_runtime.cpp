@@ -7,11 +7,13 @@
 
 #include <atomic>
 #include <cstring>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "kdl/conv_problem.h"
+#include "kdl/fast_div.h"
 #include "kdl/gemm_transposed.h"
 #include "kdl/per_device.h"
 #include "kdl/runtime.h"
@@ -32,6 +34,36 @@ void* fakeProvider(const char* symbol, unsigned int version, void* user) {
   return nullptr;
 }
 }  // namespace
+
+// kdl/fast_div.h: the sm90a kernel places its units with these divisions; any wrong quotient would put a
+// tile in the wrong place. Every divisor up to 70000 against edge and random dividends, then random pairs
+// over the whole int range.
+TEST_CASE("FastDiv divides every non-negative int exactly") {
+  std::mt19937 rng(20261125);
+  long checked = 0, wrong = 0;
+  auto check = [&](int d, int n) {
+    const kdl::FastDiv f(d);
+    int q = -1, r = -1;
+    f.divmod(n, q, r);
+    ++checked;
+    if (q != n / d || r != n % d) {
+      if (wrong++ < 5) FAIL_CHECK("n " << n << " / d " << d << ": got " << q << " rem " << r);
+    }
+  };
+  for (int d = 1; d <= 70000; ++d) {
+    for (long long n : {0LL, 1LL, d - 1LL, (long long)d, d + 1LL, 2LL * d - 1, 2LL * d, 2147483647LL - d, 2147483646LL, 2147483647LL})
+      if (n >= 0 && n <= 2147483647LL) check(d, int(n));
+    for (int i = 0; i < 8; ++i) check(d, int(rng() & 0x7fffffffu));
+  }
+  for (int i = 0; i < 1000000; ++i) {
+    const int d = int(rng() & 0x7fffffffu);
+    check(d < 1 ? 1 : d, int(rng() & 0x7fffffffu));
+  }
+  CHECK(wrong == 0);
+  CHECK(checked > 2000000);
+  // a divisor below 1 is taken as 1 (the host never passes one; the quotient stays defined)
+  CHECK(kdl::FastDiv(0).div(12345) == 12345);
+}
 
 // kdl/split_k.h: the slices a serial(N) kernel runs for Arguments::split_k = 0.
 TEST_CASE("split_k 0 chooses the slices by the wave count") {

@@ -1,0 +1,121 @@
+// Per-tile timeline of the sm90a GEMM / conv fprop (docs/perf-notes.md v28). This file defines KDL_TRACE:
+// the kernel's producer thread and thread 0 of each consumer warpgroup stamp clock64() at fixed points of
+// every unit (kdl_trace in kdl/gemm_sm90.cuh); the driver runs each configuration and prints where the
+// cycles between two tiles go (medians over the CTAs), and one CTA's units in full.
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I include -I tests/gpu/standalone \
+//        tests/gpu/standalone/trace_sm90.cu -lcublasLt -o trace_sm90 && ./trace_sm90 [ghc]
+// Modes: g GEMM 4096^3 bf16 cooperative 128x256 s4, h GEMM 8192x1024x8192 the same, c conv fprop
+// N32 C256 56x56 K256 cooperative 128x256 s4. The stamps cost a few tens of cycles each (read against a
+// build without them, not as absolute time).
+#define KDL_TRACE 1
+#define KDL_TEST_SM90 1
+#define main kdl_bench_conv_main_unused
+#include "bench_conv_sm80.cu"
+#undef main
+#include "bench_common.cuh"
+#include <algorithm>
+
+using Tr = unsigned long long[KDL_TRACE_CTAS][3][KDL_TRACE_UNITS][4];
+
+template <class G>
+static void gemm_launches(Bufs& b, int M, int N, int K, int n) {
+  kdl::GemmProblem p{M, N, K, 1, b.A, K, 0, b.B, K, 0, 1};
+  StoreEpilogue<bf16>::Params ep{b.D, N, 0, 1.f};
+  if (const char* why = G::can_implement(p)) { fprintf(stderr, "trace: %s\n", why); exit(2); }
+  for (int i = 0; i < n; ++i) CK(G::run(p, ep, nullptr, 0));
+  CK(cudaDeviceSynchronize());
+}
+
+static double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+static double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / v.size();
+}
+
+static void analyse(const char* what) {
+  static Tr t;
+  CK(cudaMemcpyFromSymbol(t, kdl_trace, sizeof(t)));
+  std::vector<double> ml[2], epi[2], w1[2], top[2], idle, skew, period, total, idle_sum, pwait, plead;
+  for (int b = 0; b < KDL_TRACE_CTAS; ++b) {
+    int n = 0;
+    while (n < KDL_TRACE_UNITS && t[b][0][n][3] != 0) ++n;
+    if (n < 2) continue;
+    double isum = 0;
+    for (int j = 0; j < n; ++j)
+      for (int c = 0; c < 2; ++c) {
+        auto& e = t[b][c][j];
+        ml[c].push_back(double(e[2] - e[1]));
+        epi[c].push_back(double(e[3] - e[2]));
+        if (j > 0) w1[c].push_back(double(e[1] - e[0]));
+        if (j + 1 < n) top[c].push_back(double(t[b][c][j + 1][0] - e[3]));
+      }
+    for (int j = 0; j + 1 < n; ++j) {
+      const double last = double(std::max(t[b][0][j][2], t[b][1][j][2]));
+      const double next = double(std::min(t[b][0][j + 1][1], t[b][1][j + 1][1]));
+      idle.push_back(next - last);
+      isum += next - last;
+      skew.push_back(double((long long)(t[b][1][j][2] - t[b][0][j][2])));
+      period.push_back(double(t[b][0][j + 1][0] - t[b][0][j][0]));
+      if (t[b][2][j + 1][1]) {
+        pwait.push_back(double(t[b][2][j + 1][1] - t[b][2][j + 1][0]));
+        plead.push_back(double((long long)(t[b][0][j][2] - t[b][2][j + 1][1])));  // first load of j+1 before j's end
+      }
+    }
+    const double tot = double(t[b][0][n - 1][3] - t[b][0][0][0]);
+    total.push_back(tot);
+    idle_sum.push_back(isum / tot);
+  }
+  printf("%s: %zu CTAs traced\n", what, total.size());
+  printf("  per CTA: total %.0f cycles (median), gaps between tiles' tensor work %.2f %% of it (median)\n", median(total),
+         100 * median(idle_sum));
+  for (int c = 0; c < 2; ++c)
+    printf("  consumer %d: mainloop %.0f / %.0f, epilogue %.0f / %.0f, epilogue end -> next unit %.0f / %.0f, "
+           "unit top -> first stage ready %.0f / %.0f (median / mean cycles)\n",
+           c, median(ml[c]), mean(ml[c]), median(epi[c]), mean(epi[c]), median(top[c]), mean(top[c]), median(w1[c]),
+           mean(w1[c]));
+  printf("  tile gap (both consumers' last wgmma done -> first next wgmma) %.0f / %.0f, consumer 1 - 0 end skew %.0f / %.0f, "
+         "unit period %.0f / %.0f\n",
+         median(idle), mean(idle), median(skew), mean(skew), median(period), mean(period));
+  if (!pwait.empty())
+    printf("  producer: next unit's first empty wait %.0f / %.0f; its first load issued %.0f / %.0f cycles before this unit's "
+           "mainloop end\n",
+           median(pwait), mean(pwait), median(plead), mean(plead));
+  // one CTA's units in full
+  const int b = 7;
+  printf("  CTA %d: unit: [c0 top, ready, ml end, epi end] [c1 ...] relative to c0's first top\n", b);
+  const unsigned long long z = t[b][0][0][0];
+  for (int j = 0; j < KDL_TRACE_UNITS && t[b][0][j][3]; ++j)
+    printf("    %2d: [%7lld %7lld %7lld %7lld] [%7lld %7lld %7lld %7lld] producer [%7lld %7lld %7lld]\n", j,
+           (long long)(t[b][0][j][0] - z), (long long)(t[b][0][j][1] - z), (long long)(t[b][0][j][2] - z),
+           (long long)(t[b][0][j][3] - z), (long long)(t[b][1][j][0] - z), (long long)(t[b][1][j][1] - z),
+           (long long)(t[b][1][j][2] - z), (long long)(t[b][1][j][3] - z),
+           t[b][2][j][0] ? (long long)(t[b][2][j][0] - z) : 0LL, t[b][2][j][1] ? (long long)(t[b][2][j][1] - z) : 0LL,
+           t[b][2][j][2] ? (long long)(t[b][2][j][2] - z) : 0LL);
+}
+
+int main(int argc, char** argv) {
+  const char* modes = argc > 1 ? argv[1] : "ghc";
+  using Coop = kdl::GemmSm90<bf16, kdl::RowMajor, bf16, kdl::ColMajor, float, 128, 256, 64, 4,
+                             kdl::Sm90Schedule::Cooperative, 1, 1, false, 0, kdl::sm90::NoBlockScaling, StoreEpilogue<bf16>>;
+  for (const char* m = modes; *m; ++m) {
+    static Tr zero;
+    CK(cudaMemcpyToSymbol(kdl_trace, zero, sizeof(zero)));
+    if (*m == 'g' || *m == 'h') {
+      const int M = *m == 'g' ? 4096 : 8192, N = *m == 'g' ? 4096 : 1024, K = *m == 'g' ? 4096 : 8192;
+      Bufs b = bench_setup({{M, N, K}}, 64u << 20);
+      gemm_launches<Coop>(b, M, N, K, 20);
+      analyse(*m == 'g' ? "GEMM 4096^3 coop 128x256 s4" : "GEMM 8192x1024x8192 coop 128x256 s4");
+    } else if (*m == 'c') {
+      const Shape s{"N32 C256 56x56 K256 3x3", 32, 256, 56, 56, 256, 3, 3, 1};
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 4, kdl::Sm90Schedule::Cooperative, 3, 3, 1, 1,
+                                 StoreEpilogue<__nv_bfloat16>>>("coop 128x256 s4", ConvKind::Fprop, s);
+      analyse("conv fprop N32 C256 56x56 K256 coop 128x256 s4");
+    }
+  }
+  return 0;
+}
