@@ -69,6 +69,12 @@ const Operand* KernelCheck::operand(std::string_view name) const {
   return nullptr;
 }
 
+bool KernelCheck::blockScaled() const {
+  const Operand* a = operand("A");
+  const Operand* b = operand("B");
+  return a && b && a->scaleBlock && b->scaleBlock;
+}
+
 bool KernelCheck::given(std::string_view field) const {
   return std::any_of(raw.fields.begin(), raw.fields.end(), [&](const RawField& f) { return f.name == field; });
 }

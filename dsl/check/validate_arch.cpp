@@ -258,9 +258,7 @@ void resolveStages(KernelCheck& c) {
                                : kdl::gemm_sm90_stage_bytes(bytesOf(*c.inputA), bytesOf(*c.inputB), t[0], t[1], t[2]);
   const int64_t limit = maxSharedMemoryPerBlock(c.arch->value);
   // Block-scaled fp8 (A and B with `scale (BM, BK)`) stages each k-block's scales beside its operand tiles.
-  const Operand* A = c.operand("A");
-  const Operand* B = c.operand("B");
-  const bool blockScaled = A && B && A->scaleBlock && B->scaleBlock;
+  const bool blockScaled = c.blockScaled();
   const kdl::GemmSm90SmemShape sm90Shape{bytesOf(*c.inputA), bytesOf(*c.inputB), t[0], t[1], t[2], 1,
                                          c.schedule->value == Schedule::Pingpong ? int(kdl::Sm90Schedule::Pingpong)
                                                                                  : int(kdl::Sm90Schedule::Cooperative),

@@ -86,6 +86,9 @@ struct KernelCheck {
   bool given(std::string_view field) const;
   // The usable operand `name`, or nullptr.
   const Operand* operand(std::string_view name) const;
+  // Whether A and B both carry `scale (BM, BK)` (block-scaled fp8; whether the blocks are valid is
+  // validate_scaling's to say).
+  bool blockScaled() const;
   Origin originOf(const RawField& f) const { return f.fromTemplate ? Origin::Template : Origin::Explicit; }
   template <class T>
   Field<T> defaulted(T value) const {

@@ -27,7 +27,6 @@ const char* kSupportedText =
 
 bool isSm90a(const KernelCheck& c) { return c.arch && c.arch->value == Arch::SM90a; }
 
-
 bool scaled(const Operand* o) { return o && o->scaleBlock; }
 
 // Where a block scale may go, and of what type: the gemm inputs, fp8, a supported block.
@@ -72,7 +71,7 @@ bool checkBlockScales(KernelCheck& c) {
   }
   const Operand* A = c.operand("A");
   const Operand* B = c.operand("B");
-  bool both = scaled(A) && scaled(B);
+  const bool both = c.blockScaled();
   if (!first || !ok || c.op->value != Op::Gemm) return both;
   if (!both) {
     const Operand* has = scaled(A) ? A : B;

@@ -1306,9 +1306,10 @@ struct GemmSm90 {
 
   static size_t tiles_total(const GemmProblem& p) { return (size_t)tiles_m_of(p) * (size_t)tiles_n_of(p) * (size_t)p.batch; }
   // Tile groups: ClusterM x ClusterN adjacent tiles, one per CTA of a cluster.
-  static long long groups_of(const GemmProblem& p) {
-    return ((tiles_m_of(p) + ClusterM - 1) / ClusterM) * ((tiles_n_of(p) + ClusterN - 1) / ClusterN) * p.batch;
-  }
+  // The unit grid: a cluster's tiles per unit (the device's units_m / units_n from the same tiles).
+  static long long units_m_of(const GemmProblem& p) { return (tiles_m_of(p) + ClusterM - 1) / ClusterM; }
+  static long long units_n_of(const GemmProblem& p) { return (tiles_n_of(p) + ClusterN - 1) / ClusterN; }
+  static long long groups_of(const GemmProblem& p) { return units_m_of(p) * units_n_of(p) * p.batch; }
   // Stream-K tail (without split_k): when the tile groups do not fill the walkers (one CTA per SM, one
   // cluster per kClusterSize SMs) in whole waves, the last, partial wave's k-tiles are spread over all
   // walkers instead (see unit_at): the last wave then takes about (its groups / walkers) of a tile's
@@ -1451,7 +1452,7 @@ struct GemmSm90 {
     kp.tiles_m = (int)tiles_m_of(p);
     kp.tiles_n = (int)tiles_n_of(p);
     {  // place_group's divisors
-      const int um = (kp.tiles_m + ClusterM - 1) / ClusterM, un = (kp.tiles_n + ClusterN - 1) / ClusterN;
+      const int um = (int)units_m_of(p), un = (int)units_n_of(p);
       const int banded = RasterAlongM ? un : um, other = RasterAlongM ? um : un;
       kp.div_batch = FastDiv(um * un);
       kp.div_band = FastDiv(kRasterBand * other);
@@ -1479,8 +1480,7 @@ struct GemmSm90 {
     }
     kp.ep = ep;
     if constexpr (kTmaStoreD) kp.store_d = encode_d(&kp.tmD, p, ep) ? 1 : 0;
-    const long long units = (long long)((kp.tiles_m + ClusterM - 1) / ClusterM) * ((kp.tiles_n + ClusterN - 1) / ClusterN) *
-                            p.batch * p.split_k;
+    const long long units = groups_of(p) * p.split_k;
     if constexpr (kClusterSize == 1) {
       const unsigned grid = (unsigned)(units < sms ? units : sms);
       gemm_sm90_kernel<GemmSm90><<<grid, kThreads, kSmemBytes, stream>>>(kp);
