@@ -3,7 +3,7 @@
 on the shapes of ANCHORS.md, in one process on one GPU.
 
   python3 bench/conv_bench.py [--carry .carry/gpu] [--out DIR] [--case SUBSTRING]... [--runs 7] [--iters 20]
-                              [--warmup 10]
+                              [--warmup 10] [--sustain 2]
 
 Per case and kernel (every kernel whose op, dtype, fixed filter and stride fit the case; serial split-K
 kernels at 1, 2, 4 and 8 slices up to their serial(N)): the kernel is launched through its C ABI (ctypes,
@@ -21,6 +21,8 @@ in the next) or the heuristics' (benchmark = False); both are timed alone first 
 chosen one marked). TFLOP/s count 2 * N*P*Q*K*R*S*C for
 all three ops. The table has the best kernel (highest ratio) per case and arch (sm80 path, sm90a: the
 same template compiled for sm_90a), with cuDNN's figure from that kernel's pairs.
+With --sustain S (default 2; 0: off), the best sm90a kernel per case and cuDNN then each run back to back for
+S seconds, twice, alternating: the figure at the card's power cap (time_sustained), reported beside the paired one.
 Writes DIR/conv_bench.md (the table, also printed), conv_bench.csv (every measurement) and
 conv_bench.json (the table and the device); DIR defaults to $OUT, else out/bench.
 """
@@ -81,6 +83,28 @@ def time_launches(launch, warmup, runs, iters):
             launch()
 
     return statistics.median(ca.measure_ms(batch) / iters for _ in range(runs))
+
+
+def time_sustained(launch, anchor, seconds, iters):
+    """Each of `launch` and `anchor` run back to back for `seconds`, twice, alternating (launch, anchor, launch,
+    anchor): the card settles at its power cap within a second or two, where a kernel's speed is its speed per
+    watt. Per window, the median ms per launch of the batches in its second half; returns (median ms of launch,
+    of anchor, anchor / launch from the two windows' means)."""
+    def window(f):
+        def run():
+            for _ in range(iters):
+                f()
+        ms = []
+        t0 = time.time()
+        while time.time() - t0 < seconds:
+            ms.append(ca.measure_ms(run) / iters)
+        return statistics.median(ms[len(ms) // 2:])
+
+    ours, theirs = [], []
+    for _ in range(2):
+        ours.append(window(launch))
+        theirs.append(window(anchor))
+    return statistics.mean(ours), statistics.mean(theirs), statistics.mean(theirs) / max(statistics.mean(ours), 1e-12)
 
 
 def time_paired(launch, anchor, warmup, runs, iters):
@@ -204,28 +228,48 @@ def bench_case(op, pr, kernels, cc, a, rows, table):
             del launch
     if not best:
         table.append({"case": label, "arch": "-", "kernel": "(no kdl kernel ran)", "kdl_ms": None, "kdl_tflops": None,
-                      "cudnn_ms": cudnn_ms, "cudnn_tflops": tf(cudnn_ms), "ratio": None, "cudnn_algo": chosen})
+                      "cudnn_ms": cudnn_ms, "cudnn_tflops": tf(cudnn_ms), "ratio": None, "cudnn_algo": chosen,
+                      "sustained": None})
     for arch in sorted(best):
         k, ms, split, pair_ms, ratio = best[arch]
+        sustained = None
+        if a.sustain > 0 and arch == a.sustain_arch:  # the best kernel of that path beside cuDNN at the power cap
+            launch = KdlLaunch(k, pr, split, inputs, out_dims)
+            s_ms, s_cudnn, s_ratio = time_sustained(launch, cudnn, a.sustain, a.iters)
+            sustained = {"kdl_ms": s_ms, "cudnn_ms": s_cudnn, "ratio": s_ratio}
+            print(f"   sustained {a.sustain:g} s x 2 each: {k.name} {s_ms:.3f} ms ({tf(s_ms):.1f} TFLOP/s), cuDNN "
+                  f"{s_cudnn:.3f} ms ({tf(s_cudnn):.1f}), ratio {s_ratio:.3f}", flush=True)
+            rows.append({"case": label, "op": OP_WORD[op], "impl": "kdl sustained", "kernel": k.name, "arch": arch,
+                         "split": split, "ms": f"{s_ms:.4f}", "tflops": f"{tf(s_ms):.1f}", "cudnn_ms": f"{s_cudnn:.4f}",
+                         "ratio": f"{s_ratio:.4f}", "status": "ok"})
+            del launch
         table.append({"case": label, "arch": arch,
                       "kernel": k.name + (f" split {split}" if split > 1 else " split 0 (chosen)" if split == 0 else ""),
                       "kdl_ms": ms, "kdl_tflops": tf(ms), "cudnn_ms": pair_ms, "cudnn_tflops": tf(pair_ms),
-                      "ratio": ratio, "cudnn_algo": chosen})
+                      "ratio": ratio, "cudnn_algo": chosen, "sustained": sustained})
 
 
 def markdown(table, device):
     lines = [f"conv benchmark, bf16 NHWC, {device}", "",
-             "| shape | path | kdl kernel | kdl ms | kdl TFLOP/s | cuDNN ms | cuDNN TFLOP/s | ratio (cuDNN / kdl, paired) |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| shape | path | kdl kernel | kdl ms | kdl TFLOP/s | cuDNN ms | cuDNN TFLOP/s | ratio (cuDNN / kdl, paired) "
+             "| sustained: kdl / cuDNN ms, ratio |",
+             "|---|---|---|---|---|---|---|---|---|"]
     f = lambda v, fmt: "-" if v is None else format(v, fmt)  # noqa: E731
     for r in table:
+        s = r.get("sustained")
+        sus = f"{s['kdl_ms']:.3f} / {s['cudnn_ms']:.3f}, {s['ratio']:.2f}" if s else "-"
         lines.append(f"| {r['case']} | {r['arch']} | {r['kernel']} | {f(r['kdl_ms'], '.3f')} | {f(r['kdl_tflops'], '.1f')} | "
-                     f"{f(r['cudnn_ms'], '.3f')} | {f(r['cudnn_tflops'], '.1f')} | {f(r['ratio'], '.2f')} |")
+                     f"{f(r['cudnn_ms'], '.3f')} | {f(r['cudnn_tflops'], '.1f')} | {f(r['ratio'], '.2f')} | {sus} |")
     algos = {}
     for r in table:
         algos.setdefault(r["cudnn_algo"], []).append(r["case"])
     lines += ["", "cuDNN's algorithm per case, the faster of the autotuner's (every algorithm tried) and the heuristics': " +
               "; ".join(f"{how}: " + ", ".join(dict.fromkeys(cases)) for how, cases in sorted(algos.items())) + "."]
+    if any(r.get("sustained") for r in table):
+        lines += ["", "Sustained: the path's best kernel and cuDNN each launched back to back for the stated seconds, "
+                  "twice, alternating (kdl, cuDNN, kdl, cuDNN), at the card's power cap; per window the median of its "
+                  "second half, ratio = cuDNN / kdl of the two windows' means. The paired column is the acceptance "
+                  "figure; this one is what a long run of the kernel sees."]
     return "\n".join(lines) + "\n"
 
 
@@ -238,6 +282,9 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--shrink", type=int, default=1, help="divide the cases' sizes (the CPU smoke test)")
+    ap.add_argument("--sustain", type=float, default=2.0,
+                    help="seconds per window of the sustained comparison of the best sm90a kernel (0: none)")
+    ap.add_argument("--sustain-arch", default="sm90a", help="the path whose best kernel the sustained comparison runs")
     a = ap.parse_args()
     torch.backends.cudnn.benchmark = True
     if hasattr(torch.backends.cudnn, "benchmark_limit"):

@@ -345,6 +345,11 @@ struct GemmSm90 {
   static constexpr int kEpiPasses = kMmaM * kChunksPerBlock;
   static constexpr bool kHoldStage = !kPingpong && Stages >= 2 && kClusterSize == 1 && !kPromote && kTmaStoreD &&
                                      kEpiPasses == 2 && kConsumers * kChunkBoxes * kBoxBytes <= kStageBytes;
+  // A unit holds its last stage only when its k-loop has at least 4 x Stages k-tiles: the held stage is one the
+  // producer cannot refill for the next unit's first k-tile, which a short k-loop misses more than the wait for
+  // the first pass's store costs (docs/perf-notes.md v29: without it the 1x1 conv's 256 x 128 tile, 2 k-tiles,
+  // +3.5 %, the K64 conv's 256 x 64 s4, 9 k-tiles, +6 %; GEMMs of 8 to 64 k-tiles within 0.5 %, held or not).
+  static constexpr int kHoldMinKtiles = 4 * Stages;
   static constexpr int kMinSmemBytes = kSmemBytes;  // kdl::GemmHost's device check (no smaller fallback)
   static_assert(kSmemBytes <= 232448,
                 "GemmSm90: Stages x (TileM + TileN) x 128 B + the epilogue buffer exceeds the 227 KB of shared memory");
@@ -802,7 +807,7 @@ struct GemmSm90 {
         if (wg_thread == 0) KDL_TRACE_AT(consumer, j, 2);
         if constexpr (kHoldStage) release_held();  // a unit without k-tiles
         // (kHoldStage implies kTmaStoreD: a held stage always goes to store_tile_tma below.)
-        const bool hold = kHoldStage && prev_stage >= 0 && w.slices == 1 && P.store_d;
+        const bool hold = kHoldStage && prev_stage >= 0 && w.slices == 1 && P.store_d && w.kt_end - w.kt_begin >= kHoldMinKtiles;
         if (prev_stage >= 0 && warp_leader && !hold) release(prev_stage);
         if (kPingpong && j + 1 < n_walk) ring.advance(unit_ktiles(j + 1));  // the other's unit
 

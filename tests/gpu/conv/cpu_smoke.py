@@ -147,13 +147,18 @@ def main(argv):
             check(rc == 1 and sign in out, f"test_conv_cudnn.py fails the fake with FAKE_CONV_BUG={bug} ({sign}): rc={rc}")
         outdir = os.path.join(tmp, "out")
         rc, out = run(os.path.join(ROOT, "bench", "conv_bench.py"), "--out", outdir, "--shrink", "16", "--runs", "2",
-                      "--iters", "1", "--warmup", "1")
+                      "--iters", "1", "--warmup", "1", "--sustain", "0.05", "--sustain-arch", "sm80")
         md = os.path.join(outdir, "conv_bench.md")
         table = open(md).read() if os.path.exists(md) else ""
         check(rc == 0 and all(k in table for k in ("fkb_fprop3x3", "fkb_fprop1x1", "fkb_dgrad3x3", "fkb_wgrad3x3_sk4")),
               f"conv_bench.py times every fake bench kernel and writes its table: rc={rc}\n{table or out[-3000:]}")
         check("cuDNN's algorithm per case" in table and ("autotuned" in table or "heuristic" in table),
               f"conv_bench.py names cuDNN's algorithm choice (autotuned or heuristic) per case:\n{table[-1500:]}")
+        sm80_rows = [line for line in table.splitlines() if " | sm80 | " in line]
+        csv_path = os.path.join(outdir, "conv_bench.csv")
+        check("Sustained:" in table and sm80_rows and all(not line.rstrip().endswith("| - |") for line in sm80_rows) and
+              os.path.exists(csv_path) and "kdl sustained" in open(csv_path).read(),
+              f"conv_bench.py --sustain runs the path's best kernel beside cuDNN back to back and reports it:\n{table[-2500:]}")
         check(os.path.exists(os.path.join(outdir, "conv_bench.csv")) and os.path.exists(os.path.join(outdir, "conv_bench.json")),
               "conv_bench.csv and conv_bench.json written")
     print(f"{len(failures)} failed")

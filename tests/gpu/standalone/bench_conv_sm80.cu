@@ -25,6 +25,8 @@ struct Shape {
   int n, c, h, w, k, r, s, pad;
 };
 
+static int g_reps = 7;  // timed batches of 10 launches (mode L: many, for a steady clock and power reading)
+
 template <class C>
 static void bench(const char* cfg, ConvKind kind, const Shape& sh, int split = 1) {
   kdl::Conv2dProblem p{};
@@ -65,7 +67,7 @@ static void bench(const char* cfg, ConvKind kind, const Shape& sh, int split = 1
   CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
   for (int i = 0; i < 3; ++i) CK(C::run(p, ep, ws, 0));
   std::vector<float> ms;
-  for (int rep = 0; rep < 7; ++rep) {
+  for (int rep = 0; rep < g_reps; ++rep) {
     CK(cudaEventRecord(a));
     for (int i = 0; i < 10; ++i) C::run(p, ep, ws, 0);
     CK(cudaEventRecord(b));
@@ -75,6 +77,7 @@ static void bench(const char* cfg, ConvKind kind, const Shape& sh, int split = 1
     ms.push_back(t / 10);
   }
   std::sort(ms.begin(), ms.end());
+  ms[3] = ms[ms.size() / 2];
   const double flop = 2.0 * p.n * p.p * p.q * (double)p.k * p.r * p.s * p.c;
   printf("%-8s %-28s %-22s %8.3f ms %7.1f TFLOP/s\n", kind == ConvKind::Fprop ? "fprop" : kind == ConvKind::Dgrad ? "dgrad" : "wgrad",
          sh.name, cfg, ms[3], flop / ms[3] / 1e9);
@@ -100,6 +103,16 @@ int main(int argc, char** argv) {
                           {"N32 C512 28x28 K512 3x3", 32, 512, 28, 28, 512, 3, 3, 1},
                           {"N64 C128 112x112 K128 1x1", 64, 128, 112, 112, 128, 1, 1, 0}};
 #ifdef KDL_TEST_SM90
+  if (argc > 2 && argv[1][0] == 'L') {  // L SHAPE: the cooperative 128x256 s4 fprop for ~5 s (clock and power beside cuDNN's)
+    using E = StoreEpilogue<__nv_bfloat16>;
+    g_reps = 3000;
+    const Shape& s = shapes[atoi(argv[2])];
+    if (s.r == 1)
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 4, kdl::Sm90Schedule::Cooperative, 1, 1, 1, 1, E>>("sm90a 256x128 coop s4", ConvKind::Fprop, s);
+    else
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 4, kdl::Sm90Schedule::Cooperative, 3, 3, 1, 1, E>>("sm90a 128x256 coop s4", ConvKind::Fprop, s);
+    return 0;
+  }
   if (argc > 1 && argv[1][0] == 's') {  // sm90a cooperative candidates per shape (stages 3 and 4), tiles across images
     using Sch = kdl::Sm90Schedule;
     using E = StoreEpilogue<__nv_bfloat16>;
@@ -176,6 +189,21 @@ int main(int argc, char** argv) {
       bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 64, 4, Co, 1, 1, 0, 0, E, true, 1, 2>>("coop 256x64 s4 c1x2", ConvKind::Fprop, shapes[3]);
       bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 64, 4, Co, 1, 1, 0, 0, E, true, 2, 2>>("coop 256x64 s4 c2x2", ConvKind::Fprop, shapes[3]);
       bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 4, Co, 3, 3, 1, 1, E>>("coop 128x256 s4 (3x3)", ConvKind::Fprop, shapes[0]);
+    }
+    return 0;
+  }
+  if (argc > 1 && argv[1][0] == 'y') {  // the 1x1: W shared by clusters along M (cuDNN's multicast) and N, 2 rounds (v29)
+    constexpr auto Co = kdl::Sm90Schedule::Cooperative, Pp = kdl::Sm90Schedule::Pingpong;
+    using E = StoreEpilogue<__nv_bfloat16>;
+    for (int round = 0; round < 2; ++round) {
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 4, Co, 1, 1, 0, 0, E>>("coop 256x128 s4", ConvKind::Fprop, shapes[3]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 3, Co, 1, 1, 0, 0, E>>("coop 256x128 s3", ConvKind::Fprop, shapes[3]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 4, Co, 1, 1, 0, 0, E, true, 2, 1>>("coop 256x128 s4 c2x1", ConvKind::Fprop, shapes[3]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 3, Co, 1, 1, 0, 0, E, true, 2, 1>>("coop 256x128 s3 c2x1", ConvKind::Fprop, shapes[3]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 3, Co, 1, 1, 0, 0, E, true, 1, 2>>("coop 256x128 s3 c1x2", ConvKind::Fprop, shapes[3]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 5, Pp, 1, 1, 0, 0, E>>("pp 128x128 s5", ConvKind::Fprop, shapes[3]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 5, Pp, 1, 1, 0, 0, E, true, 2, 1>>("pp 128x128 s5 c2x1", ConvKind::Fprop, shapes[3]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 6, Co, 1, 1, 0, 0, E, true, 2, 1>>("coop 128x128 s6 c2x1", ConvKind::Fprop, shapes[3]);
     }
     return 0;
   }

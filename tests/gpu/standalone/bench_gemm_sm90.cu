@@ -169,6 +169,26 @@ int main(int argc, char** argv) {
     cublasLtDestroy(lt);
     return 0;
   }
+  if (g_only && strcmp(g_only, "ksweep") == 0) {
+    // ksweep: 8192 x 4096 x K, K = 512 .. 4096 (8 to 64 k-tiles of 64): how a tile's epilogue choices
+    // (docs/perf-notes.md v29: the held stage) trade against the length of its k-loop.
+    g_only = nullptr;
+    const size_t lt_ws_bytes = 64u << 20;
+    Bufs b = bench_setup({{8192, 4096, 4096}}, lt_ws_bytes);
+    cublasLtHandle_t lt; CKL(cublasLtCreate(&lt));
+    for (int K : {512, 1024, 2048, 4096}) {
+      const int M = 8192, N = 4096;
+      const LtBf16Tn cublas(lt, b, lt_ws_bytes, M, N, K);
+      const int iters = 50;
+      time_anchor(cublas, M, N, K, iters);
+      for (int r = 0; r < rounds; ++r) {
+        bench_cfg<Sm90<128, 256, 4>>("Sm90 128x256x64 s4", M, N, K, b, iters);
+        bench_cfg<Sm90<256, 128, 4>>("Sm90 256x128x64 s4", M, N, K, b, iters);
+      }
+    }
+    cublasLtDestroy(lt);
+    return 0;
+  }
   std::vector<BenchShape> shapes = {{4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 1024, 8192}};
   const size_t lt_ws_bytes = 64u << 20;
   Bufs b = bench_setup(shapes, lt_ws_bytes);

@@ -71,6 +71,13 @@ static void analyse(const char* what) {
     idle_sum.push_back(isum / tot);
   }
   printf("%s: %zu CTAs traced\n", what, total.size());
+  {
+    std::vector<double> tt = total;  // per-CTA spans (one SM's clock each: not comparable across CTAs in time)
+    std::sort(tt.begin(), tt.end());
+    if (!tt.empty())
+      printf("  per CTA span: min %.0f / median %.0f / 90%% %.0f / max %.0f cycles\n", tt.front(), tt[tt.size() / 2],
+             tt[tt.size() * 9 / 10], tt.back());
+  }
   printf("  per CTA: total %.0f cycles (median), gaps between tiles' tensor work %.2f %% of it (median)\n", median(total),
          100 * median(idle_sum));
   for (int c = 0; c < 2; ++c)
