@@ -198,6 +198,7 @@ int main(int argc, char** argv) {
     for (int round = 0; round < 2; ++round) {
       bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 4, Co, 1, 1, 0, 0, E>>("coop 256x128 s4", ConvKind::Fprop, shapes[3]);
       bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 3, Co, 1, 1, 0, 0, E>>("coop 256x128 s3", ConvKind::Fprop, shapes[3]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 64, 4, Co, 1, 1, 0, 0, E>>("coop 256x64 s4", ConvKind::Fprop, shapes[3]);
       bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 4, Co, 1, 1, 0, 0, E, true, 2, 1>>("coop 256x128 s4 c2x1", ConvKind::Fprop, shapes[3]);
       bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 3, Co, 1, 1, 0, 0, E, true, 2, 1>>("coop 256x128 s3 c2x1", ConvKind::Fprop, shapes[3]);
       bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 3, Co, 1, 1, 0, 0, E, true, 1, 2>>("coop 256x128 s3 c1x2", ConvKind::Fprop, shapes[3]);
