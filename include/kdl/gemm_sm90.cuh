@@ -807,7 +807,10 @@ struct GemmSm90 {
         if (wg_thread == 0) KDL_TRACE_AT(consumer, j, 2);
         if constexpr (kHoldStage) release_held();  // a unit without k-tiles
         // (kHoldStage implies kTmaStoreD: a held stage always goes to store_tile_tma below.)
-        const bool hold = kHoldStage && prev_stage >= 0 && w.slices == 1 && P.store_d && w.kt_end - w.kt_begin >= kHoldMinKtiles;
+        // A unit of the whole K (slices == 1) holds where K has kHoldMinKtiles k-tiles: P.ktiles, read from the
+        // parameters here (the unit's own k-range kept live across the k-loop pushed the 256 x 64 tile's descriptors
+        // out of the uniform registers: R2UR in its k-loop, tests/nvcc/kloop_uniform.py).
+        const bool hold = kHoldStage && prev_stage >= 0 && w.slices == 1 && P.store_d && P.ktiles >= kHoldMinKtiles;
         if (prev_stage >= 0 && warp_leader && !hold) release(prev_stage);
         if (kPingpong && j + 1 < n_walk) ring.advance(unit_ktiles(j + 1));  // the other's unit
 

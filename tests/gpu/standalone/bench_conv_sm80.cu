@@ -205,6 +205,9 @@ int main(int argc, char** argv) {
       bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 3, Co, 1, 1, 0, 0, E, true, 2, 1>>("coop 256x128 s3 c2x1", ConvKind::Fprop, shapes[3]);
       bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 3, Co, 1, 1, 0, 0, E, true, 1, 2>>("coop 256x128 s3 c1x2", ConvKind::Fprop, shapes[3]);
       bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 5, Pp, 1, 1, 0, 0, E>>("pp 128x128 s5", ConvKind::Fprop, shapes[3]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 6, Pp, 1, 1, 0, 0, E>>("pp 128x128 s6", ConvKind::Fprop, shapes[3]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 4, Pp, 1, 1, 0, 0, E>>("pp 128x128 s4", ConvKind::Fprop, shapes[3]);
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 6, Co, 1, 1, 0, 0, E>>("coop 128x128 s6", ConvKind::Fprop, shapes[3]);
       bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 5, Pp, 1, 1, 0, 0, E, true, 2, 1>>("pp 128x128 s5 c2x1", ConvKind::Fprop, shapes[3]);
       bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 6, Co, 1, 1, 0, 0, E, true, 2, 1>>("coop 128x128 s6 c2x1", ConvKind::Fprop, shapes[3]);
     }
