@@ -72,39 +72,40 @@ def fits(kernel, op, pr, cc):
     return cc == need if kernel.arch in ("sm90a", "sm100a") else cc >= need
 
 
+def batch_ms(f, iters):
+    """ms per launch of `iters` launches of f back to back (CUDA events on the current stream)."""
+    def run():
+        for _ in range(iters):
+            f()
+    return ca.measure_ms(run) / iters
+
+
 def time_launches(launch, warmup, runs, iters):
-    """Median ms per launch over `runs` batches of `iters` launches (CUDA events on the current stream)."""
+    """Median ms per launch over `runs` batches of `iters` launches."""
     for _ in range(warmup):
         launch()
     ca.synchronize()
-
-    def batch():
-        for _ in range(iters):
-            launch()
-
-    return statistics.median(ca.measure_ms(batch) / iters for _ in range(runs))
+    return statistics.median(batch_ms(launch, iters) for _ in range(runs))
 
 
 def time_sustained(launch, anchor, seconds, iters):
     """Each of `launch` and `anchor` run back to back for `seconds`, twice, alternating (launch, anchor, launch,
     anchor): the card settles at its power cap within a second or two, where a kernel's speed is its speed per
-    watt. Per window, the median ms per launch of the batches in its second half; returns (median ms of launch,
+    watt. Per window, the median ms per launch of the batches in its second half; returns (mean ms of launch,
     of anchor, anchor / launch from the two windows' means)."""
     def window(f):
-        def run():
-            for _ in range(iters):
-                f()
         ms = []
         t0 = time.time()
         while time.time() - t0 < seconds:
-            ms.append(ca.measure_ms(run) / iters)
+            ms.append(batch_ms(f, iters))
         return statistics.median(ms[len(ms) // 2:])
 
     ours, theirs = [], []
     for _ in range(2):
         ours.append(window(launch))
         theirs.append(window(anchor))
-    return statistics.mean(ours), statistics.mean(theirs), statistics.mean(theirs) / max(statistics.mean(ours), 1e-12)
+    o, t = statistics.mean(ours), statistics.mean(theirs)
+    return o, t, t / max(o, 1e-12)
 
 
 def time_paired(launch, anchor, warmup, runs, iters):
@@ -114,17 +115,10 @@ def time_paired(launch, anchor, warmup, runs, iters):
         launch()
         anchor()
     ca.synchronize()
-
-    def batch(f):
-        def run():
-            for _ in range(iters):
-                f()
-        return ca.measure_ms(run) / iters
-
     ours, theirs = [], []
     for _ in range(runs):
-        ours.append(batch(launch))
-        theirs.append(batch(anchor))
+        ours.append(batch_ms(launch, iters))
+        theirs.append(batch_ms(anchor, iters))
     return (statistics.median(ours), statistics.median(theirs),
             statistics.median(t / max(o, 1e-12) for o, t in zip(ours, theirs)))
 
