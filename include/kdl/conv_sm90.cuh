@@ -469,6 +469,7 @@ struct Conv2dSm90Fprop {
     g.ldb = p.batch_stride_b;
     g.batch_stride_b = 0;
     g.split_k = 1;
+    g.unique_bytes = conv_unique_bytes(p, int(sizeof(Element)));  // X, W, Y once (dynamic_order)
     return g;
   }
 
@@ -564,6 +565,7 @@ struct Conv2dSm90Dgrad {
     g.B = p.B;
     g.ldb = p.ldb;
     g.split_k = 1;
+    g.unique_bytes = conv_unique_bytes(p, int(sizeof(Element)));  // X, W, Y once (dynamic_order)
     return g;
   }
   static void corners(const Conv2dProblem& p, int (&lower)[2], int (&upper)[2]) {
@@ -661,6 +663,7 @@ struct Conv2dSm90Wgrad {
     g.B = p.B;
     g.ldb = p.ldb;
     g.split_k = p.split_k;
+    g.unique_bytes = conv_unique_bytes(p, int(sizeof(Element)));
     return g;
   }
 

@@ -19,6 +19,9 @@ struct GemmProblem {
   // (col / BlockNB, kb) at scale_b[b * batch_stride_scale_b + kb * ld_scale_b + nb], ld_scale_b >= ceil(n / BlockNB).
   const float* scale_a = nullptr; int64_t ld_scale_a = 0; int64_t batch_stride_scale_a = 0;
   const float* scale_b = nullptr; int64_t ld_scale_b = 0; int64_t batch_stride_scale_b = 0;
+  // The problem's DRAM bytes when they are not the GEMM's own (an implicit GEMM's: a convolution reads X
+  // once, not r x s times), for the host side's memory-bound tests; 0: the GEMM's A, B and D.
+  double unique_bytes = 0;
 };
 
 }  // namespace kdl

@@ -114,8 +114,24 @@
 #define KDL_TRACE_UNITS 48
 __device__ unsigned long long kdl_trace[KDL_TRACE_CTAS][3][KDL_TRACE_UNITS][4];
 #define KDL_TRACE_AT(role, j, e) do { if (blockIdx.x < KDL_TRACE_CTAS && (j) < KDL_TRACE_UNITS) kdl_trace[blockIdx.x][role][j][e] = clock64(); } while (0)
+X
+__device__ unsigned long long kdl_trace_cta[KDL_TRACE_CTAS][4];
+#define KDL_TRACE_CTA(e, v) do { if (blockIdx.x < KDL_TRACE_CTAS) kdl_trace_cta[blockIdx.x][e] = (v); } while (0)
 #else
 #define KDL_TRACE_AT(role, j, e) do {} while (0)
+#define KDL_TRACE_CTA(e, v) do {} while (0)
+#endif
+#ifdef KDL_TRACE
+__device__ __forceinline__ unsigned long long kdl_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ unsigned kdl_smid() {
+  unsigned s;
+  asm volatile("mov.u32 %0, %smid;" : "=r"(s));
+  return s;
+}
 #endif
 
 namespace kdl {
@@ -350,6 +366,57 @@ struct GemmSm90 {
   // the first pass's store costs (docs/perf-notes.md v29: without it the 1x1 conv's 256 x 128 tile, 2 k-tiles,
   // +3.5 %, the K64 conv's 256 x 64 s4, 9 k-tiles, +6 %; GEMMs of 8 to 64 k-tiles within 0.5 %, held or not).
   static constexpr int kHoldMinKtiles = 4 * Stages;
+  // Units in a run-time order (run() decides per problem: dynamic_order): each CTA takes its next unit by an
+  // atomic ticket on a counter in the workspace (KernelParams::tickets) instead of walking every walkers-th
+  // unit. Where a kernel is DRAM-bound the SMs do not move bytes at one rate (the 1x1 conv's CTAs ended
+  // between 80 and 154 us of a 154 us launch under the static walk, SMs busy 82 %: docs/perf-notes.md v30);
+  // tickets give the faster SMs more units. The producer's first issuer takes the tickets (one unit ahead)
+  // and publishes each unit's index in a ring in shared memory, which the other walkers of the CTA (its
+  // other issuers, every consumer warp) read. Cooperative kernels without clusters, block scales or a
+  // thread-gathered A (a pingpong consumer would also have to read its partner's units).
+  static constexpr bool kDyn = kClusterSize == 1 && !kPingpong && !kGather && !kStageScales;
+  static constexpr int kTicketSlots = 8;
+  static constexpr int kTicketOffset = kBarOffset + 2 * Stages * 8;  // ring (ints), full[slots], empty[slots]
+  // Readers of a slot: the producer's other issuers, every consumer warp (the producer's first issuer writes it).
+  static constexpr int kTicketReaders = (kProducerLoads ? kIssuers - 1 : 0) + kConsumers * 4;
+  struct Tickets {
+    uint32_t smem;  // the ring's shared-memory address (ints), then full[kTicketSlots], empty[kTicketSlots]
+    __device__ __forceinline__ int* ring() const { return static_cast<int*>(__cvta_shared_to_generic(smem)); }
+    __device__ __forceinline__ uint64_t* full(int s) const {
+      return static_cast<uint64_t*>(__cvta_shared_to_generic(smem + kTicketSlots * 4 + s * 8));
+    }
+    __device__ __forceinline__ uint64_t* empty(int s) const {
+      return static_cast<uint64_t*>(__cvta_shared_to_generic(smem + kTicketSlots * 12 + s * 8));
+    }
+    // Unit index j of the walk (-1: no more); warp: every lane of the calling warp reads it (lane 0 then arrives).
+    __device__ __forceinline__ int read(int j, bool warp) const {
+      const int slot = j % kTicketSlots;
+      int id = 0;
+      if (!warp || (threadIdx.x & 31) == 0) {
+        sm90::mbarrier_wait(full(slot), uint32_t(j / kTicketSlots) & 1u);
+        id = *reinterpret_cast<volatile int*>(ring() + slot);
+        sm90::mbarrier_arrive(empty(slot));
+      }
+      // A warp reader: lane 0 reads, the warp gets it by a shuffle from lane 0, which ptxas knows to be
+      // warp-uniform (what follows from it, the unit's k-range, stays in uniform registers, and so do the
+      // k-loop's descriptors: tests/nvcc/kloop_uniform.py).
+      if (warp) id = __shfl_sync(0xffffffffu, id, 0);
+      return id;
+    }
+    // The writer (the producer's first issuer): unit j's index, published to the readers. cur / next: the
+    // tickets taken for this unit and the one after (taken a unit ahead, so that the atomic's latency runs
+    // under this unit's loads, and no further, so that a CTA holds at most one unit it has not started).
+    __device__ __forceinline__ int write(int j, int& cur, int& next, int total, int* counter) const {
+      const int slot = j % kTicketSlots;
+      sm90::mbarrier_wait(empty(slot), (uint32_t(j / kTicketSlots) & 1u) ^ 1u);
+      const int id = cur < total ? cur : -1;
+      *reinterpret_cast<volatile int*>(ring() + slot) = id;
+      sm90::mbarrier_arrive(full(slot));
+      cur = next;
+      if (id >= 0 && next < total) next = atomicAdd(counter, 1);
+      return id;
+    }
+  };
   static constexpr int kMinSmemBytes = kSmemBytes;  // kdl::GemmHost's device check (no smaller fallback)
   static_assert(kSmemBytes <= 232448,
                 "GemmSm90: Stages x (TileM + TileN) x 128 B + the epilogue buffer exceeds the 227 KB of shared memory");
@@ -359,6 +426,7 @@ struct GemmSm90 {
     CUtensorMap tmB;  // TileB::encode: {K, N, batch} (column-major) or {N, K, batch} (row-major)
     CUtensorMap tmD;  // kTmaStoreD and store_d: D {N, M, batch}, box kBoxCols x 64, 128-byte swizzle
     int store_d;      // 1: D goes through tmD (run() could describe it to TMA); 0: apply<V> stores it
+    int* tickets;     // kDyn and dynamic_order: the launch's ticket counter (zeroed before it); null: the static walk
     int m, n, batch;
     int tiles_m, tiles_n, ktiles;
     // place_group's divisors: units per batch, units per raster band, units across the last band
@@ -536,7 +604,8 @@ struct GemmSm90 {
   // column, its slice of A to its cluster row.
   __device__ __forceinline__ static void produce_gathered(const KernelParams& P, int walker, int walkers, int thread,
                                                           int rm, int rn, const StageA& stage_a, const StageB& stage_b,
-                                                          const FullBar& full_bar, const EmptyBar& empty_bar) {
+                                                          const FullBar& full_bar, const EmptyBar& empty_bar,
+                                                          const Tickets& tk, bool dyn) {
     if constexpr (kLoadsStage) {
       AGather::prefetch(P.gather);
     } else if (thread == 0) {
@@ -548,8 +617,21 @@ struct GemmSm90 {
     typename sm90::GatherRows<kGather, AGather, TileM>::type rows;  // this thread's rows of the A tile (a thread gather)
     const int n_walk = walk_length(P, walker, walkers);
     int turn = 0;  // a stage loader's issuers take turns: this one (thread / 32) fills every kIssuers-th k-tile
-    for (int j = 0; j < n_walk; ++j) {
-      const Unit w = unit_at(P, walker, walkers, j, rm, rn);
+    int cur = 0, next = 0;  // kDyn: the first issuer's tickets (Tickets::write)
+    if (kDyn && dyn && thread == 0) {
+      cur = atomicAdd(P.tickets, 1);
+      next = atomicAdd(P.tickets, 1);
+    }
+    for (int j = 0;; ++j) {
+      Unit w;
+      if (kDyn && dyn) {
+        const int id = thread == 0 ? tk.write(j, cur, next, total_units(P), P.tickets) : tk.read(j, false);
+        if (id < 0) break;
+        w = unit_of(P, id, rm, rn);
+      } else {
+        if (j >= n_walk) break;
+        w = unit_at(P, walker, walkers, j, rm, rn);
+      }
       if constexpr (kGather) rows.init(P.gather, w.batch, w.tm, thread);
       for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
         if constexpr (kIssuers > 1) {
@@ -604,7 +686,16 @@ struct GemmSm90 {
     // of its cluster row (same rm) and the B tile with those of its cluster column (same rn).
     const uint32_t cta_rank = kClusterSize > 1 ? sm90::cluster_cta_rank() : 0u;
     const int rm = int(cta_rank) % ClusterM, rn = int(cta_rank) / ClusterM;
+    const Tickets tk{base + kTicketOffset};
+    const bool dyn = kDyn && P.tickets != nullptr;
 
+#ifdef KDL_TRACE
+    if (threadIdx.x == 0) {
+      KDL_TRACE_CTA(0, kdl_globaltimer());
+      KDL_TRACE_CTA(2, kdl_smid());
+      KDL_TRACE_CTA(3, walk_length(P, walker, walkers));
+    }
+#endif
     if (threadIdx.x == 0) {
 #pragma unroll
       for (int s = 0; s < Stages; ++s) {
@@ -613,6 +704,13 @@ struct GemmSm90 {
         sm90::mbarrier_init(full_bar(s), kGather ? 1 + 128 : kStageScales ? 1 + 32 : 1);
         // One arrival per reading consumer warp of every CTA that writes a slice of this stage.
         sm90::mbarrier_init(empty_bar(s), kReaderWarps * (ClusterM + ClusterN - 1));
+      }
+      if constexpr (kDyn) {
+        static_assert(!kDyn || kTicketOffset + kTicketSlots * 20 <= kEpiOffset, "GemmSm90: no room for the ticket ring");
+        for (int s = 0; s < kTicketSlots; ++s) {
+          sm90::mbarrier_init(tk.full(s), 1);
+          sm90::mbarrier_init(tk.empty(s), kTicketReaders);
+        }
       }
       sm90::fence_mbarrier_init();
     }
@@ -629,15 +727,28 @@ struct GemmSm90 {
       sm90::setmaxnreg_dec<kProducerRegs>();
       if constexpr (kProducerLoads) {
         if (P.ktiles > 0 && (kGather || (wg_thread % 32 == 0 && wg_thread / 32 < kIssuers)))
-          produce_gathered(P, walker, walkers, wg_thread, rm, rn, stage_a, stage_b, full_bar, empty_bar);
+          produce_gathered(P, walker, walkers, wg_thread, rm, rn, stage_a, stage_b, full_bar, empty_bar, tk, dyn);
       } else if (wg_thread == 0 && P.ktiles > 0) {
         sm90::tma_prefetch(&P.tmA);
         sm90::tma_prefetch(&P.tmB);
         const uint16_t mask_a = row_mask(rm), mask_b = column_mask(rn);  // who receives this CTA's slices of A / B
         Ring ring;
         const int n_walk = walk_length(P, walker, walkers);
-        for (int j = 0; j < n_walk; ++j) {
-          const Unit w = unit_at(P, walker, walkers, j, rm, rn);
+        int cur = 0, next = 0;
+        if (dyn) {
+          cur = atomicAdd(P.tickets, 1);
+          next = atomicAdd(P.tickets, 1);
+        }
+        for (int j = 0;; ++j) {
+          Unit w;
+          if (dyn) {
+            const int id = tk.write(j, cur, next, total_units(P), P.tickets);
+            if (id < 0) break;
+            w = unit_of(P, id, rm, rn);
+          } else {
+            if (j >= n_walk) break;
+            w = unit_at(P, walker, walkers, j, rm, rn);
+          }
           const int batch = w.batch, tm = w.tm, tn = w.tn;
           KDL_TRACE_AT(2, j, 0);
           for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
@@ -715,8 +826,23 @@ struct GemmSm90 {
           }
         }
       };
-      for (int j = kPingpong ? consumer : 0; j < n_walk; j += kTileStep) {  // j: the unit's index in this CTA's walk
-        const Unit w = unit_at(P, walker, walkers, j, rm, rn);
+      for (int j = kPingpong ? consumer : 0;; j += kTileStep) {  // j: the unit's index in this CTA's walk
+        Unit w;
+        if (kDyn && dyn) {
+          // The unit the ring hands out. The exit is a vote and the k-range comes from the parameters (whole units:
+          // dynamic_order has one slice), both warp-uniform to ptxas: the k-loop's bounds, and with them the ring's
+          // stage and the wgmma descriptors, stay in uniform registers (tests/nvcc/kloop_uniform.py).
+          const int id = tk.read(j, true);
+          if (__any_sync(0xffffffffu, id < 0)) break;
+          w = unit_of(P, id, rm, rn);
+          w.kt_begin = 0;
+          w.kt_end = P.ktiles;
+          w.slice = 0;
+          w.slices = 1;
+        } else {
+          if (j >= n_walk) break;
+          w = unit_at(P, walker, walkers, j, rm, rn);
+        }
         if (kPingpong && j > 0) sm90::named_barrier_sync(kTurnBarrier + consumer, 256);  // the other's mainloop is issued
         if (wg_thread == 0) KDL_TRACE_AT(consumer, j, 0);
 
@@ -846,6 +972,9 @@ struct GemmSm90 {
       // The last TMA stores have read their boxes and written D before the block's shared memory goes.
       if constexpr (kTmaStoreD)
         if (wg_thread == 0) sm90::tma_store_wait<0>();
+#ifdef KDL_TRACE
+      if (wg_thread == 0) atomicMax(&kdl_trace_cta[blockIdx.x < KDL_TRACE_CTAS ? blockIdx.x : 0][1], kdl_globaltimer());
+#endif
     }
     __syncwarp();
     epilogue.finish(P.ep, state);
@@ -1390,7 +1519,26 @@ struct GemmSm90 {
   // slices (reduce_slices). Split-K: a semaphore per output tile and a slot per slice but the last
   // (fan-in); stream-K tail: a semaphore and a slot per CTA tile of the tail (added in turn).
   static size_t sems_of(const GemmProblem& p, int sms) {
+    if (p.split_k == 1 && dynamic_order(p)) return 0;  // no stream-K tail
     return p.split_k > 1 ? (size_t)tiles_total(p) : (size_t)stream_k_groups(p, sms) * kClusterSize;
+  }
+  // Whether run() hands out p's units in run-time order (kDyn; with a workspace, which holds the counter):
+  // one slice per tile, and DRAM-bound on this device -- the problem's FLOP per byte (its own bytes, or the
+  // convolution's: GemmProblem::unique_bytes) below half the ridge of tensor FLOP/s over DRAM bytes/s. Where
+  // the tensor pipe is the limit the SMs run at one rate and the static walk is as balanced (the tickets cost
+  // 1-5 % there: the counter's reset before the launch, the ring's waits; docs/perf-notes.md v30).
+  static bool dynamic_order(const GemmProblem& p) {
+    if constexpr (!kDyn) {
+      return false;
+    } else {
+      if (p.split_k != 1 || p.m <= 0 || p.n <= 0 || p.k <= 0) return false;
+      static PerDeviceCount ridge_known;
+      const double ridge = tensor_ridge_on_device(ridge_known, /*wgmma=*/true, 8 * (int)sizeof(ElementA));
+      const double bytes = p.unique_bytes > 0 ? p.unique_bytes
+                                              : gemm_unique_bytes(p.m, p.n, p.k, p.batch, (int)sizeof(ElementA),
+                                                                  (int)sizeof(ElementB), detail::EpilogueD<Epilogue>::kBytes);
+      return dynamic_order_pays(2.0 * p.m * p.n * p.k * p.batch, bytes, ridge);
+    }
   }
   static size_t slots_of(const GemmProblem& p, int sms) {
     return p.split_k > 1 ? (size_t)tiles_total(p) * (size_t)(p.split_k - 1) : sems_of(p, sms);
@@ -1411,6 +1559,7 @@ struct GemmSm90 {
                                          tensor_ridge_on_device(ridge, /*wgmma=*/true, 8 * (int)sizeof(ElementA))));
   }
   static size_t workspace_size(const GemmProblem& p) {
+    if (p.split_k == 1 && dynamic_order(p)) return 16;  // the ticket counter
     const int sms = p.split_k > 1 ? 0 : device_sms();
     const size_t sems = sems_of(p, sms);
     return sems ? sem_offset(slots_of(p, sms)) + sems * sizeof(int) : 0;
@@ -1476,8 +1625,10 @@ struct GemmSm90 {
     kp.bs_sb = p.batch > 1 ? p.batch_stride_scale_b : 0;
     kp.partials = nullptr;
     kp.semaphores = nullptr;
-    // Without a workspace the tail wave runs whole tiles (stream-K is an optimisation, split-K is not).
-    kp.sk_groups = (p.split_k == 1 && workspace != nullptr) ? stream_k_groups(p, sms) : 0;
+    // Without a workspace the tail wave runs whole tiles (stream-K is an optimisation, split-K is not); a
+    // DRAM-bound problem takes its units in run-time order instead (dynamic_order; its counter is the workspace).
+    const bool dyn = workspace != nullptr && dynamic_order(p);
+    kp.sk_groups = (p.split_k == 1 && workspace != nullptr && !dyn) ? stream_k_groups(p, sms) : 0;
     kp.dp_groups = (int)groups_of(p) - kp.sk_groups;
     if (p.split_k > 1 || kp.sk_groups > 0) {
       if (workspace == nullptr) return cudaErrorInvalidValue;
@@ -1488,6 +1639,11 @@ struct GemmSm90 {
     }
     kp.ep = ep;
     if constexpr (kTmaStoreD) kp.store_d = encode_d(&kp.tmD, p, ep) ? 1 : 0;
+    kp.tickets = nullptr;
+    if (dyn) {
+      kp.tickets = static_cast<int*>(workspace);
+      if (cudaError_t e = cudaMemsetAsync(kp.tickets, 0, sizeof(int), stream); e != cudaSuccess) return e;
+    }
     const long long units = groups_of(p) * p.split_k;
     if constexpr (kClusterSize == 1) {
       const unsigned grid = (unsigned)(units < sms ? units : sms);

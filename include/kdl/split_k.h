@@ -79,6 +79,14 @@ inline double gemm_unique_bytes(long long m, long long n, long long k, long long
   return double(batch) * (double(m) * k * a_bytes + double(k) * n * b_bytes + double(m) * n * d_bytes);
 }
 
+// Whether a persistent kernel should take its tiles in run-time order (an atomic ticket per tile) rather
+// than a fixed walk: when the problem is DRAM-bound -- flops / bytes below half the device's ridge (tensor
+// FLOP/s over DRAM bytes/s) -- the SMs move bytes at different rates and a fixed walk leaves the faster ones
+// idle at the end (kdl::GemmSm90; docs/perf-notes.md v30). False when any figure is not positive.
+inline bool dynamic_order_pays(double flops, double bytes, double ridge) {
+  return flops > 0 && bytes > 0 && ridge > 0 && flops < 0.5 * ridge * bytes;
+}
+
 // Slices (1..max_split, at most ktiles) for `tiles` output tiles (batch included) of `ktiles` k-tiles
 // each on a device that runs `slots` CTAs of the kernel at once; one_wave: only splits whose units
 // fit in one wave (persistent kernels); mem: the memory term (none by default). 1 when any size is

@@ -159,6 +159,33 @@ TEST_CASE("split_k 0 does not split a problem that DRAM bounds") {
   CHECK(kdl::choose_split_k(64, 128, 4, 132, true, none) == 2);
 }
 
+// Tiles in run-time order (kdl::GemmSm90's tickets) where DRAM bounds the problem: below half the ridge.
+TEST_CASE("dynamic tile order only where DRAM bounds the problem") {
+  const double ridge = kdl::tensor_ridge(4096, 132, 1980000, 2619000, 5120);  // the H100 above, ~320 FLOP/byte
+  auto conv = [](int n, int c, int hw, int k, int rs) {
+    kdl::Conv2dProblem p{};
+    p.n = n, p.h = hw, p.w = hw, p.c = c, p.k = k, p.r = rs, p.s = rs, p.p = hw, p.q = hw;
+    return p;
+  };
+  auto flops = [](const kdl::Conv2dProblem& p) { return 2.0 * p.n * p.p * p.q * p.k * p.r * p.s * p.c; };
+  // The conv benchmark's 1x1 (N64 C128 112x112 K128): 64 FLOP per byte, its SMs ended 80-154 us apart.
+  const kdl::Conv2dProblem pw = conv(64, 128, 112, 128, 1);
+  CHECK(kdl::dynamic_order_pays(flops(pw), kdl::conv_unique_bytes(pw, 2), ridge));
+  // N128 C64 56x56 K64 3x3: 288 FLOP per byte, near the ridge: the fixed walk (tickets measured 0-3 % slower).
+  const kdl::Conv2dProblem k64 = conv(128, 64, 56, 64, 3);
+  CHECK_FALSE(kdl::dynamic_order_pays(flops(k64), kdl::conv_unique_bytes(k64, 2), ridge));
+  // ... which its implicit GEMM's bytes (X read r x s times) would have called DRAM-bound: GemmProblem::unique_bytes.
+  CHECK(kdl::dynamic_order_pays(flops(k64), kdl::gemm_unique_bytes(128 * 56 * 56, 64, 9 * 64, 1, 2, 2, 2), ridge));
+  const kdl::Conv2dProblem big = conv(32, 256, 56, 256, 3);
+  CHECK_FALSE(kdl::dynamic_order_pays(flops(big), kdl::conv_unique_bytes(big, 2), ridge));
+  CHECK_FALSE(kdl::dynamic_order_pays(2.0 * 4096 * 4096 * 4096, kdl::gemm_unique_bytes(4096, 4096, 4096, 1, 2, 2, 2), ridge));
+  CHECK(kdl::dynamic_order_pays(2.0 * 128 * 8192 * 8192, kdl::gemm_unique_bytes(128, 8192, 8192, 1, 2, 2, 2), ridge));
+  // Unknown rates or an empty problem: the fixed walk.
+  CHECK_FALSE(kdl::dynamic_order_pays(flops(pw), kdl::conv_unique_bytes(pw, 2), 0));
+  CHECK_FALSE(kdl::dynamic_order_pays(0, 1e6, ridge));
+  CHECK_FALSE(kdl::dynamic_order_pays(1e6, 0, ridge));
+}
+
 TEST_CASE("the default provider is cudaGetDriverEntryPointByVersion") {
   // Without a GPU (or driver) the lookup fails cleanly with nullptr; with one it finds the symbol.
   void* fn = kdl::default_driver_entry_point("cuDefinitelyNotADriverFunction", 12000, nullptr);

@@ -194,6 +194,19 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
+  if (argc > 1 && argv[1][0] == 'E') {  // the 3x3 shapes' cooperative tiles in clusters (W or X multicast), 2 rounds
+    constexpr auto Co = kdl::Sm90Schedule::Cooperative;
+    using E = StoreEpilogue<__nv_bfloat16>;
+    for (int round = 0; round < 2; ++round)
+      for (int i : {0, 2}) {
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 4, Co, 3, 3, 1, 1, E>>("coop 128x256 s4", ConvKind::Fprop, shapes[i]);
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 4, Co, 3, 3, 1, 1, E, true, 2, 1>>("coop 128x256 s4 c2x1", ConvKind::Fprop, shapes[i]);
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 3, Co, 3, 3, 1, 1, E, true, 2, 1>>("coop 128x256 s3 c2x1", ConvKind::Fprop, shapes[i]);
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 4, Co, 3, 3, 1, 1, E, true, 1, 2>>("coop 256x128 s4 c1x2", ConvKind::Fprop, shapes[i]);
+        if (i == 2) bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 4, Co, 3, 3, 1, 1, E, true, 1, 2>>("coop 128x256 s4 c1x2", ConvKind::Fprop, shapes[i]);
+      }
+    return 0;
+  }
   if (argc > 1 && argv[1][0] == 'y') {  // the 1x1: W shared by clusters along M (cuDNN's multicast) and N, 2 rounds (v29)
     constexpr auto Co = kdl::Sm90Schedule::Cooperative, Pp = kdl::Sm90Schedule::Pingpong;
     using E = StoreEpilogue<__nv_bfloat16>;

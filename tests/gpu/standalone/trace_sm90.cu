@@ -5,7 +5,8 @@
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I include -I tests/gpu/standalone \
 //        tests/gpu/standalone/trace_sm90.cu -lcublasLt -o trace_sm90 && ./trace_sm90 [ghc]
 // Modes: g GEMM 4096^3 bf16 cooperative 128x256 s4, h GEMM 8192x1024x8192 the same, c conv fprop
-// N32 C256 56x56 K256 cooperative 128x256 s4. The stamps cost a few tens of cycles each (read against a
+// N32 C256 56x56 K256 cooperative 128x256 s4; with the CTAs' end times on the global timer (analyse_ctas) only:
+// u the 1x1 cooperative 256x128 s4, p the 1x1 pingpong 128x128 s5, k K64 cooperative 256x64 s5, d K512 128x256 s4. The stamps cost a few tens of cycles each (read against a
 // build without them, not as absolute time).
 #define KDL_TRACE 1
 #define KDL_TEST_SM90 1
@@ -105,6 +106,44 @@ static void analyse(const char* what) {
            t[b][2][j][2] ? (long long)(t[b][2][j][2] - z) : 0LL);
 }
 
+// The last launch's CTAs on the global timer: when each ended after the kernel's first start, by SM (and how many
+// units it walked): a CTA that ends early left its SM idle for the rest of the launch.
+static void analyse_ctas(const char* what) {
+  static unsigned long long c[KDL_TRACE_CTAS][4];
+  CK(cudaMemcpyFromSymbol(c, kdl_trace_cta, sizeof(c)));
+  unsigned long long t0 = ~0ull, t1 = 0;
+  int n = 0;
+  for (int b = 0; b < KDL_TRACE_CTAS; ++b)
+    if (c[b][1]) {
+      t0 = std::min(t0, c[b][0]);
+      t1 = std::max(t1, c[b][1]);
+      ++n;
+    }
+  if (!n) return;
+  std::vector<double> ends, starts;
+  std::vector<std::pair<int, double>> by_sm;
+  double busy = 0;
+  for (int b = 0; b < KDL_TRACE_CTAS; ++b)
+    if (c[b][1]) {
+      ends.push_back(double(c[b][1] - t0) / 1e3);
+      starts.push_back(double(c[b][0] - t0) / 1e3);
+      by_sm.push_back({int(c[b][2]), double(c[b][1] - t0) / 1e3});
+      busy += double(c[b][1] - c[b][0]);
+    }
+  std::sort(ends.begin(), ends.end());
+  std::sort(starts.begin(), starts.end());
+  std::sort(by_sm.begin(), by_sm.end());
+  printf("%s: %d CTAs; kernel %.2f us; CTA starts: max %.2f us; CTA ends: min %.2f / 10%% %.2f / median %.2f / 90%% %.2f / "
+         "max %.2f us; SMs busy %.1f %% of (CTAs x kernel)\n",
+         what, n, double(t1 - t0) / 1e3, starts.back(), ends.front(), ends[n / 10], ends[n / 2], ends[n * 9 / 10], ends.back(),
+         100.0 * busy / (double(n) * double(t1 - t0)));
+  printf("  end (us) by SM:");
+  for (size_t i = 0; i < by_sm.size(); ++i) printf("%s%d:%.1f", i % 12 ? " " : "\n   ", by_sm[i].first, by_sm[i].second);
+  printf("\n  units by CTA (first 16):");
+  for (int b = 0; b < 16 && b < KDL_TRACE_CTAS; ++b) printf(" %llu", c[b][3]);
+  printf("\n");
+}
+
 int main(int argc, char** argv) {
   const char* modes = argc > 1 ? argv[1] : "ghc";
   using Coop = kdl::GemmSm90<bf16, kdl::RowMajor, bf16, kdl::ColMajor, float, 128, 256, 64, 4,
@@ -117,11 +156,32 @@ int main(int argc, char** argv) {
       Bufs b = bench_setup({{M, N, K}}, 64u << 20);
       gemm_launches<Coop>(b, M, N, K, 20);
       analyse(*m == 'g' ? "GEMM 4096^3 coop 128x256 s4" : "GEMM 8192x1024x8192 coop 128x256 s4");
+      analyse_ctas(*m == 'g' ? "GEMM 4096^3 coop 128x256 s4" : "GEMM 8192x1024x8192 coop 128x256 s4");
     } else if (*m == 'c') {
       const Shape s{"N32 C256 56x56 K256 3x3", 32, 256, 56, 56, 256, 3, 3, 1};
       bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 4, kdl::Sm90Schedule::Cooperative, 3, 3, 1, 1,
                                  StoreEpilogue<__nv_bfloat16>>>("coop 128x256 s4", ConvKind::Fprop, s);
       analyse("conv fprop N32 C256 56x56 K256 coop 128x256 s4");
+      analyse_ctas("conv fprop N32 C256 56x56 K256 coop 128x256 s4");
+    } else if (*m == 'u' || *m == 'p' || *m == 'k' || *m == 'd') {
+      using E = StoreEpilogue<__nv_bfloat16>;
+      constexpr auto Co = kdl::Sm90Schedule::Cooperative, Pp = kdl::Sm90Schedule::Pingpong;
+      const Shape one{"N64 C128 112x112 K128 1x1", 64, 128, 112, 112, 128, 1, 1, 0};
+      const Shape k64{"N128 C64 56x56 K64 3x3", 128, 64, 56, 56, 64, 3, 3, 1};
+      const Shape big{"N32 C512 28x28 K512 3x3", 32, 512, 28, 28, 512, 3, 3, 1};
+      if (*m == 'u') {
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 4, Co, 1, 1, 0, 0, E>>("coop 256x128 s4", ConvKind::Fprop, one);
+        analyse_ctas("conv 1x1 coop 256x128 s4");
+      } else if (*m == 'p') {
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 5, Pp, 1, 1, 0, 0, E>>("pp 128x128 s5", ConvKind::Fprop, one);
+        analyse_ctas("conv 1x1 pingpong 128x128 s5");
+      } else if (*m == 'k') {
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 64, 5, Co, 3, 3, 1, 1, E>>("coop 256x64 s5", ConvKind::Fprop, k64);
+        analyse_ctas("conv K64 coop 256x64 s5");
+      } else {
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 4, Co, 3, 3, 1, 1, E>>("coop 128x256 s4", ConvKind::Fprop, big);
+        analyse_ctas("conv K512 coop 128x256 s4");
+      }
     }
   }
   return 0;
