@@ -114,7 +114,8 @@
 #define KDL_TRACE_UNITS 48
 __device__ unsigned long long kdl_trace[KDL_TRACE_CTAS][3][KDL_TRACE_UNITS][4];
 #define KDL_TRACE_AT(role, j, e) do { if (blockIdx.x < KDL_TRACE_CTAS && (j) < KDL_TRACE_UNITS) kdl_trace[blockIdx.x][role][j][e] = clock64(); } while (0)
-X
+// Per CTA (the last launch's): the global timer (ns) at its start and at its consumers' last store, its SM, and
+// its units under the fixed walk (with tickets, what it would have walked).
 __device__ unsigned long long kdl_trace_cta[KDL_TRACE_CTAS][4];
 #define KDL_TRACE_CTA(e, v) do { if (blockIdx.x < KDL_TRACE_CTAS) kdl_trace_cta[blockIdx.x][e] = (v); } while (0)
 #else
