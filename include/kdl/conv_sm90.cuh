@@ -364,6 +364,9 @@ struct ConvWgradLoader {
   static constexpr bool kLoadsStage = true;
   static constexpr int kMaxClusterM = 1;
   static constexpr int kMaxClusterN = 1;
+  // No run-time tile order (GemmSm90::kDyn): the wgrad runs split-K, never whole units, and the tickets' code in
+  // its walk cost its split-K kernels 3-8 % (docs/perf-notes.md v30).
+  static constexpr bool kDynamicOrder = false;
   struct Params : ConvFpropShape {  // X as fprop reads it: pads, strides, dilations, div_q, div_taps, div_s
     CUtensorMap tmY;     // dY: {k, p*q, n} (images_as_rows: {k, n*p*q, 1}), box 64 x 64
     CUtensorMap tmX;     // X in im2col mode, 64 pixels x 64 channels per load (encode_im2col_x)

@@ -151,6 +151,13 @@ template <class E> struct is_fp8 { static constexpr bool value = false; };
 template <> struct is_fp8<__nv_fp8_e4m3> { static constexpr bool value = true; };
 template <> struct is_fp8<__nv_fp8_e5m2> { static constexpr bool value = true; };
 
+// Whether an AGather lets GemmSm90 take its tiles in run-time order (GemmSm90::kDyn): yes unless it declares
+// `kDynamicOrder = false`.
+template <class G, class = void>
+struct allows_dynamic_order { static constexpr bool value = true; };
+template <class G>
+struct allows_dynamic_order<G, decltype((void)G::kDynamicOrder)> { static constexpr bool value = G::kDynamicOrder; };
+
 // D's TMA element type: the operands' (16-bit types, float, bytes), and s32.
 template <class E>
 struct Sm90StoreDtype : Sm90TmaDtype<E> {};
@@ -374,8 +381,10 @@ struct GemmSm90 {
   // tickets give the faster SMs more units. The producer's first issuer takes the tickets (one unit ahead)
   // and publishes each unit's index in a ring in shared memory, which the other walkers of the CTA (its
   // other issuers, every consumer warp) read. Cooperative kernels without clusters, block scales or a
-  // thread-gathered A (a pingpong consumer would also have to read its partner's units).
-  static constexpr bool kDyn = kClusterSize == 1 && !kPingpong && !kGather && !kStageScales;
+  // thread-gathered A (a pingpong consumer would also have to read its partner's units), and not for a loader
+  // that declares kDynamicOrder = false (the conv wgrad's).
+  static constexpr bool kDyn = kClusterSize == 1 && !kPingpong && !kGather && !kStageScales &&
+                               detail::allows_dynamic_order<AGather>::value;
   static constexpr int kTicketSlots = 8;
   static constexpr int kTicketOffset = kBarOffset + 2 * Stages * 8;  // ring (ints), full[slots], empty[slots]
   // Readers of a slot: the producer's other issuers, every consumer warp (the producer's first issuer writes it).
@@ -404,17 +413,17 @@ struct GemmSm90 {
       if (warp) id = __shfl_sync(0xffffffffu, id, 0);
       return id;
     }
-    // The writer (the producer's first issuer): unit j's index, published to the readers. cur / next: the
-    // tickets taken for this unit and the one after (taken a unit ahead, so that the atomic's latency runs
-    // under this unit's loads, and no further, so that a CTA holds at most one unit it has not started).
-    __device__ __forceinline__ int write(int j, int& cur, int& next, int total, int* counter) const {
+    // The writer (the producer's first issuer): unit j, the ticket `ticket` (-1 past the last unit), published
+    // to the readers. The writer takes a CTA's first ticket at its start and each next one as it issues the
+    // loads of its current unit's last k-tile: late enough that every CTA holds one unit before any takes a
+    // second (a problem of fewer units than twice the CTAs stays one wave), early enough that the atomic's
+    // latency runs under that k-tile's wait.
+    __device__ __forceinline__ int write(int j, int ticket, int total) const {
       const int slot = j % kTicketSlots;
       sm90::mbarrier_wait(empty(slot), (uint32_t(j / kTicketSlots) & 1u) ^ 1u);
-      const int id = cur < total ? cur : -1;
+      const int id = ticket < total ? ticket : -1;
       *reinterpret_cast<volatile int*>(ring() + slot) = id;
       sm90::mbarrier_arrive(full(slot));
-      cur = next;
-      if (id >= 0 && next < total) next = atomicAdd(counter, 1);
       return id;
     }
   };
@@ -618,15 +627,11 @@ struct GemmSm90 {
     typename sm90::GatherRows<kGather, AGather, TileM>::type rows;  // this thread's rows of the A tile (a thread gather)
     const int n_walk = walk_length(P, walker, walkers);
     int turn = 0;  // a stage loader's issuers take turns: this one (thread / 32) fills every kIssuers-th k-tile
-    int cur = 0, next = 0;  // kDyn: the first issuer's tickets (Tickets::write)
-    if (kDyn && dyn && thread == 0) {
-      cur = atomicAdd(P.tickets, 1);
-      next = atomicAdd(P.tickets, 1);
-    }
+    int ticket = kDyn && dyn && thread == 0 ? atomicAdd(P.tickets, 1) : 0;  // the first issuer's (Tickets::write)
     for (int j = 0;; ++j) {
       Unit w;
       if (kDyn && dyn) {
-        const int id = thread == 0 ? tk.write(j, cur, next, total_units(P), P.tickets) : tk.read(j, false);
+        const int id = thread == 0 ? tk.write(j, ticket, total_units(P)) : tk.read(j, false);
         if (id < 0) break;
         w = unit_of(P, id, rm, rn);
       } else {
@@ -635,6 +640,7 @@ struct GemmSm90 {
       }
       if constexpr (kGather) rows.init(P.gather, w.batch, w.tm, thread);
       for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+        if (kDyn && dyn && thread == 0 && kt == w.kt_end - 1) ticket = atomicAdd(P.tickets, 1);  // the next unit's
         if constexpr (kIssuers > 1) {
           const bool mine = turn == thread / 32;
           turn = turn + 1 == kIssuers ? 0 : turn + 1;
@@ -735,15 +741,11 @@ struct GemmSm90 {
         const uint16_t mask_a = row_mask(rm), mask_b = column_mask(rn);  // who receives this CTA's slices of A / B
         Ring ring;
         const int n_walk = walk_length(P, walker, walkers);
-        int cur = 0, next = 0;
-        if (dyn) {
-          cur = atomicAdd(P.tickets, 1);
-          next = atomicAdd(P.tickets, 1);
-        }
+        int ticket = dyn ? atomicAdd(P.tickets, 1) : 0;  // Tickets::write
         for (int j = 0;; ++j) {
           Unit w;
           if (dyn) {
-            const int id = tk.write(j, cur, next, total_units(P), P.tickets);
+            const int id = tk.write(j, ticket, total_units(P));
             if (id < 0) break;
             w = unit_of(P, id, rm, rn);
           } else {
@@ -753,6 +755,7 @@ struct GemmSm90 {
           const int batch = w.batch, tm = w.tm, tn = w.tn;
           KDL_TRACE_AT(2, j, 0);
           for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+            if (dyn && kt == w.kt_end - 1) ticket = atomicAdd(P.tickets, 1);  // the next unit's
             // A fresh barrier counts as having completed the phase before its first, so the
             // first pass over the ring (parity 1) does not wait.
             sm90::mbarrier_wait(empty_bar(ring.stage), ring.phase ^ 1u);
@@ -1520,7 +1523,7 @@ struct GemmSm90 {
   // slices (reduce_slices). Split-K: a semaphore per output tile and a slot per slice but the last
   // (fan-in); stream-K tail: a semaphore and a slot per CTA tile of the tail (added in turn).
   static size_t sems_of(const GemmProblem& p, int sms) {
-    if (p.split_k == 1 && dynamic_order(p)) return 0;  // no stream-K tail
+    if (p.split_k == 1 && dynamic_order(p, sms)) return 0;  // no stream-K tail
     return p.split_k > 1 ? (size_t)tiles_total(p) : (size_t)stream_k_groups(p, sms) * kClusterSize;
   }
   // Whether run() hands out p's units in run-time order (kDyn; with a workspace, which holds the counter):
@@ -1528,17 +1531,19 @@ struct GemmSm90 {
   // convolution's: GemmProblem::unique_bytes) below half the ridge of tensor FLOP/s over DRAM bytes/s. Where
   // the tensor pipe is the limit the SMs run at one rate and the static walk is as balanced (the tickets cost
   // 1-5 % there: the counter's reset before the launch, the ring's waits; docs/perf-notes.md v30).
-  static bool dynamic_order(const GemmProblem& p) {
+  // walkers: the CTAs that run at once (resident_ctas; 0: the current device's).
+  static bool dynamic_order(const GemmProblem& p, int walkers = 0) {
     if constexpr (!kDyn) {
       return false;
     } else {
       if (p.split_k != 1 || p.m <= 0 || p.n <= 0 || p.k <= 0) return false;
+      if (walkers <= 0) walkers = device_sms();
       static PerDeviceCount ridge_known;
       const double ridge = tensor_ridge_on_device(ridge_known, /*wgmma=*/true, 8 * (int)sizeof(ElementA));
       const double bytes = p.unique_bytes > 0 ? p.unique_bytes
                                               : gemm_unique_bytes(p.m, p.n, p.k, p.batch, (int)sizeof(ElementA),
                                                                   (int)sizeof(ElementB), detail::EpilogueD<Epilogue>::kBytes);
-      return dynamic_order_pays(2.0 * p.m * p.n * p.k * p.batch, bytes, ridge);
+      return dynamic_order_pays(2.0 * p.m * p.n * p.k * p.batch, bytes, ridge, groups_of(p), walkers);
     }
   }
   static size_t slots_of(const GemmProblem& p, int sms) {
@@ -1628,7 +1633,7 @@ struct GemmSm90 {
     kp.semaphores = nullptr;
     // Without a workspace the tail wave runs whole tiles (stream-K is an optimisation, split-K is not); a
     // DRAM-bound problem takes its units in run-time order instead (dynamic_order; its counter is the workspace).
-    const bool dyn = workspace != nullptr && dynamic_order(p);
+    const bool dyn = workspace != nullptr && dynamic_order(p, sms);
     kp.sk_groups = (p.split_k == 1 && workspace != nullptr && !dyn) ? stream_k_groups(p, sms) : 0;
     kp.dp_groups = (int)groups_of(p) - kp.sk_groups;
     if (p.split_k > 1 || kp.sk_groups > 0) {

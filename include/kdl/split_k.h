@@ -82,9 +82,11 @@ inline double gemm_unique_bytes(long long m, long long n, long long k, long long
 // Whether a persistent kernel should take its tiles in run-time order (an atomic ticket per tile) rather
 // than a fixed walk: when the problem is DRAM-bound -- flops / bytes below half the device's ridge (tensor
 // FLOP/s over DRAM bytes/s) -- the SMs move bytes at different rates and a fixed walk leaves the faster ones
-// idle at the end (kdl::GemmSm90; docs/perf-notes.md v30). False when any figure is not positive.
-inline bool dynamic_order_pays(double flops, double bytes, double ridge) {
-  return flops > 0 && bytes > 0 && ridge > 0 && flops < 0.5 * ridge * bytes;
+// idle at the end; and when each of the `walkers` CTAs has at least 4 of the `tiles` to walk (with fewer
+// there is nothing to even out, and the counter's reset and the first ticket cost 2-4 % of a short launch:
+// 128 x 8192 x 8192 in 128 tiles). kdl::GemmSm90; docs/perf-notes.md v30. False when a figure is not positive.
+inline bool dynamic_order_pays(double flops, double bytes, double ridge, long long tiles, long long walkers) {
+  return flops > 0 && bytes > 0 && ridge > 0 && walkers > 0 && tiles >= 4 * walkers && flops < 0.5 * ridge * bytes;
 }
 
 // Slices (1..max_split, at most ktiles) for `tiles` output tiles (batch included) of `ktiles` k-tiles
