@@ -1274,6 +1274,12 @@ std::vector<Case> casesFor(const KernelUnderTest& k, bool quick, bool tiny) {
     Case c{(int64_t)k.spec->tile.value[0] * 18 - 5, (int64_t)k.spec->tile.value[1] * 11 - 3, roundUp(1024, al)};
     c.note = "stream-K tail on 132 SMs";
     cs.push_back(c);
+    // DRAM-bound (a short K) in 48 x 12 tiles of the kernel's own size, odd edges: over 4 tiles per SM of a
+    // 132-SM H100, so a cooperative kernel without clusters takes them in run-time order (dynamic_order: atomic
+    // tickets through the poisoned workspace).
+    Case d{(int64_t)k.spec->tile.value[0] * 48 - 5, (int64_t)k.spec->tile.value[1] * 12 - 3, roundUp(64, al)};
+    d.note = "tiles in run-time order (DRAM-bound, 4+ tiles per SM)";
+    cs.push_back(d);
   }
   if (!quick) {
     Case c{1000, 1000 + 24, roundUp(512, al), 2};
@@ -1775,6 +1781,15 @@ std::vector<ConvCase> convCasesFor(const ConvUnderTest& k, bool quick, bool tiny
     c0.split = 0;
     c0.note = "serial split-K, split_k 0: the kernel chooses";
     cs.push_back(c0);
+  }
+  // An sm90a fprop on a DRAM-bound problem of over 4 x 132 tiles (22 images of 56 x 56 pixels, a 1x1 filter where
+  // the kernel's is not fixed): kdl::GemmSm90 takes its tiles in run-time order (atomic tickets through the
+  // workspace, dynamic_order), cooperative kernels without clusters on a 132-SM H100.
+  if (k.spec->arch.value == Arch::SM90a && k.kind == ConvKind::Fprop && !tiny) {
+    ConvCase c;
+    c.d = dimsOf(P{22, 56, 56, 5 * a, 9 * a, 1, 1, 0, 0, 1, 1, 1, 1, "", false});
+    c.note = "tiles in run-time order (DRAM-bound, 4+ tiles per SM)";
+    cs.push_back(c);
   }
   return cs;
 }
