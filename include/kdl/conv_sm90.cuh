@@ -666,7 +666,7 @@ struct Conv2dSm90Wgrad {
     g.B = p.B;
     g.ldb = p.ldb;
     g.split_k = p.split_k;
-    g.unique_bytes = conv_unique_bytes(p, int(sizeof(Element)));
+    g.unique_bytes = conv_unique_bytes(p, int(sizeof(Element)));  // X, W, Y once (split_k_for's memory term)
     return g;
   }
 
@@ -688,7 +688,7 @@ struct Conv2dSm90Wgrad {
   static size_t workspace_size(const Conv2dProblem& p) { return Gemm::workspace_size(gemm_of(p)); }
   // The slices (1..max_split) to run p in on the current device: the wgrad GEMM's (kdl/split_k.h).
   static int split_k_for(const Conv2dProblem& p, int max_split) {
-    return Gemm::split_k_for(gemm_of(p), max_split, conv_unique_bytes(p, (int)sizeof(Element)));
+    return Gemm::split_k_for(gemm_of(p), max_split);  // gemm_of: the convolution's bytes (unique_bytes)
   }
 
   static cudaError_t run(const Conv2dProblem& p, const typename Epilogue::Params& ep, void* workspace, cudaStream_t stream) {

@@ -1523,7 +1523,7 @@ struct GemmSm90 {
   // slices (reduce_slices). Split-K: a semaphore per output tile and a slot per slice but the last
   // (fan-in); stream-K tail: a semaphore and a slot per CTA tile of the tail (added in turn).
   static size_t sems_of(const GemmProblem& p, int sms) {
-    if (p.split_k == 1 && dynamic_order(p, sms)) return 0;  // no stream-K tail
+    if (dynamic_order(p, sms)) return 0;  // no stream-K tail
     return p.split_k > 1 ? (size_t)tiles_total(p) : (size_t)stream_k_groups(p, sms) * kClusterSize;
   }
   // Whether run() hands out p's units in run-time order (kDyn; with a workspace, which holds the counter):
@@ -1538,13 +1538,20 @@ struct GemmSm90 {
     } else {
       if (p.split_k != 1 || p.m <= 0 || p.n <= 0 || p.k <= 0) return false;
       if (walkers <= 0) walkers = device_sms();
-      static PerDeviceCount ridge_known;
-      const double ridge = tensor_ridge_on_device(ridge_known, /*wgmma=*/true, 8 * (int)sizeof(ElementA));
-      const double bytes = p.unique_bytes > 0 ? p.unique_bytes
-                                              : gemm_unique_bytes(p.m, p.n, p.k, p.batch, (int)sizeof(ElementA),
-                                                                  (int)sizeof(ElementB), detail::EpilogueD<Epilogue>::kBytes);
-      return dynamic_order_pays(2.0 * p.m * p.n * p.k * p.batch, bytes, ridge, groups_of(p), walkers);
+      return dynamic_order_pays(2.0 * p.m * p.n * p.k * p.batch, unique_bytes_of(p), device_ridge(), groups_of(p), walkers);
     }
+  }
+  // The problem's unique DRAM bytes (the memory terms of split_k_for and dynamic_order): a convolution's
+  // (GemmProblem::unique_bytes: X read once, not r x s times), or the GEMM's A, B and D.
+  static double unique_bytes_of(const GemmProblem& p) {
+    return p.unique_bytes > 0 ? p.unique_bytes
+                              : gemm_unique_bytes(p.m, p.n, p.k, p.batch, (int)sizeof(ElementA), (int)sizeof(ElementB),
+                                                  detail::EpilogueD<Epilogue>::kBytes);
+  }
+  // The current device's ridge of tensor FLOP/s over DRAM bytes/s for this kernel's wgmma (0 where unknown).
+  static double device_ridge() {
+    static PerDeviceCount known;
+    return tensor_ridge_on_device(known, /*wgmma=*/true, 8 * (int)sizeof(ElementA));
   }
   static size_t slots_of(const GemmProblem& p, int sms) {
     return p.split_k > 1 ? (size_t)tiles_total(p) * (size_t)(p.split_k - 1) : sems_of(p, sms);
@@ -1552,20 +1559,16 @@ struct GemmSm90 {
   static size_t sem_offset(size_t slots) { return (slots * TileM * TileN * sizeof(float) + 255) / 256 * 256; }
   // The slices (1..max_split) to run p in on the current device (kdl/split_k.h): the units (tiles x
   // slices) are walked by the CTAs that run at once, so only splits that fit one wave.
-  // bytes: the problem's unique DRAM bytes for the memory term, when not the GEMM's own (a convolution's).
-  static int split_k_for(const GemmProblem& p, int max_split, double bytes = 0) {
+  // The memory term's bytes: unique_bytes_of (a convolution's through GemmProblem::unique_bytes).
+  static int split_k_for(const GemmProblem& p, int max_split) {
     if (p.m <= 0 || p.n <= 0 || p.k <= 0) return 1;
     const int ctas = device_sms();
-    static PerDeviceCount ridge;
-    if (bytes <= 0)
-      bytes = gemm_unique_bytes(p.m, p.n, p.k, p.batch, (int)sizeof(ElementA), (int)sizeof(ElementB),
-                                detail::EpilogueD<Epilogue>::kBytes);
     return choose_split_k((long long)tiles_total(p), ktiles_of(p), max_split, ctas > 0 ? ctas : 1, /*one_wave=*/true,
-                          split_k_memory(bytes, (long long)tiles_total(p), TileM, TileN, TileK,
-                                         tensor_ridge_on_device(ridge, /*wgmma=*/true, 8 * (int)sizeof(ElementA))));
+                          split_k_memory(unique_bytes_of(p), (long long)tiles_total(p), TileM, TileN, TileK,
+                                         device_ridge()));
   }
   static size_t workspace_size(const GemmProblem& p) {
-    if (p.split_k == 1 && dynamic_order(p)) return 16;  // the ticket counter
+    if (dynamic_order(p)) return 16;  // the ticket counter
     const int sms = p.split_k > 1 ? 0 : device_sms();
     const size_t sems = sems_of(p, sms);
     return sems ? sem_offset(slots_of(p, sms)) + sems * sizeof(int) : 0;
