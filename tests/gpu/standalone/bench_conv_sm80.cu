@@ -6,7 +6,7 @@
 //   s: cooperative candidates per shape; g: the dgrad and wgrad; 9: every sm90a fprop tile; p: pingpong tiles
 //   without and with clusters (2, 1) beside the cooperative 128x256 (docs/perf-notes.md v17); n: clusters (1, 2)
 //   (X shared by two filter tiles) and the stage loader's two steps (v22); x: the 1x1 in clusters along N (v23);
-//   y: the 1x1's tiles, schedules and clusters (v29); L SHAPE: the cooperative 128x256 s4 fprop (the 1x1: 256x128)
+//   y: the 1x1's tiles, schedules and clusters (v29); E: the 3x3 shapes' cooperative tiles in clusters (v30); L SHAPE: the cooperative 128x256 s4 fprop (the 1x1: 256x128)
 //   launched back to back for ~5 s, beside cudnn_loop.py SHAPE, for the figure at the power cap (v29).
 #include <cuda_bf16.h>
 

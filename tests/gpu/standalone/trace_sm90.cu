@@ -120,22 +120,21 @@ static void analyse_ctas(const char* what) {
       ++n;
     }
   if (!n) return;
-  std::vector<double> ends, starts;
+  std::vector<double> ends;
   std::vector<std::pair<int, double>> by_sm;
-  double busy = 0;
+  double busy = 0, last_start = 0;
   for (int b = 0; b < KDL_TRACE_CTAS; ++b)
     if (c[b][1]) {
       ends.push_back(double(c[b][1] - t0) / 1e3);
-      starts.push_back(double(c[b][0] - t0) / 1e3);
+      last_start = std::max(last_start, double(c[b][0] - t0) / 1e3);
       by_sm.push_back({int(c[b][2]), double(c[b][1] - t0) / 1e3});
       busy += double(c[b][1] - c[b][0]);
     }
   std::sort(ends.begin(), ends.end());
-  std::sort(starts.begin(), starts.end());
   std::sort(by_sm.begin(), by_sm.end());
   printf("%s: %d CTAs; kernel %.2f us; CTA starts: max %.2f us; CTA ends: min %.2f / 10%% %.2f / median %.2f / 90%% %.2f / "
          "max %.2f us; SMs busy %.1f %% of (CTAs x kernel)\n",
-         what, n, double(t1 - t0) / 1e3, starts.back(), ends.front(), ends[n / 10], ends[n / 2], ends[n * 9 / 10], ends.back(),
+         what, n, double(t1 - t0) / 1e3, last_start, ends.front(), ends[n / 10], ends[n / 2], ends[n * 9 / 10], ends.back(),
          100.0 * busy / (double(n) * double(t1 - t0)));
   printf("  end (us) by SM:");
   for (size_t i = 0; i < by_sm.size(); ++i) printf("%s%d:%.1f", i % 12 ? " " : "\n   ", by_sm[i].first, by_sm[i].second);
