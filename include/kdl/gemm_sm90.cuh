@@ -122,6 +122,25 @@ __device__ unsigned long long kdl_trace_cta[KDL_TRACE_CTAS][4];
 #define KDL_TRACE_AT(role, j, e) do {} while (0)
 #define KDL_TRACE_CTA(e, v) do {} while (0)
 #endif
+// KDL_TRACE_WAITS (with KDL_TRACE): the cycles each consumer's thread 0 waits on a stage's full barrier and the
+// producer's issuers on its empty barrier, summed per k-tile index over the units of every launch, with the count
+// (docs/perf-notes.md v31). Two global atomics per wait: they slow the producer, so compare such builds only
+// with each other.
+#if defined(KDL_TRACE) && defined(KDL_TRACE_WAITS)
+__device__ unsigned long long kdl_trace_wait[KDL_TRACE_CTAS][3][2][128];
+#define KDL_TRACE_T0(v) const unsigned long long v = clock64()
+#define KDL_TRACE_WAIT(role, kt, t0)                                                              \
+  do {                                                                                            \
+    if (blockIdx.x < KDL_TRACE_CTAS) {                                                            \
+      const int k_ = (kt) < 127 ? (kt) : 127;                                                     \
+      atomicAdd(&kdl_trace_wait[blockIdx.x][role][0][k_], (unsigned long long)(clock64() - (t0))); \
+      atomicAdd(&kdl_trace_wait[blockIdx.x][role][1][k_], 1ull);                                  \
+    }                                                                                             \
+  } while (0)
+#else
+#define KDL_TRACE_T0(v) do {} while (0)
+#define KDL_TRACE_WAIT(role, kt, t0) do {} while (0)
+#endif
 #ifdef KDL_TRACE
 __device__ __forceinline__ unsigned long long kdl_globaltimer() {
   unsigned long long t;
@@ -655,7 +674,9 @@ struct GemmSm90 {
           // issue remains (the divisions and parameter loads, ~90 dependent instructions in the fprop loader,
           // docs/perf-notes.md v18, otherwise lay between a stage's release and its refill).
           const auto load = AGather::template prepare<TileA, TileB>(P.gather, w.batch, w.tm * TileM, w.tn * TileN, kt, rm, rn);
+          KDL_TRACE_T0(tw_);
           sm90::mbarrier_wait(empty_bar(ring.stage), ring.phase ^ 1u);
+          KDL_TRACE_WAIT(2, kt, tw_);
           sm90::mbarrier_arrive_expect_tx(full, (uint32_t)kStageBytes);
           AGather::template issue<TileA, TileB>(P.gather, load, stage_a(ring.stage), stage_b(ring.stage), full, mask_b,
                                                 mask_a);
@@ -758,7 +779,9 @@ struct GemmSm90 {
             if (dyn && kt == w.kt_end - 1) ticket = atomicAdd(P.tickets, 1);  // the next unit's
             // A fresh barrier counts as having completed the phase before its first, so the
             // first pass over the ring (parity 1) does not wait.
+            KDL_TRACE_T0(tw_);
             sm90::mbarrier_wait(empty_bar(ring.stage), ring.phase ^ 1u);
+            KDL_TRACE_WAIT(2, kt, tw_);
             if (kt == w.kt_begin) KDL_TRACE_AT(2, j, 1);
             if (kt == w.kt_end - 1) KDL_TRACE_AT(2, j, 2);
             uint64_t* const full = full_bar(ring.stage);
@@ -891,7 +914,9 @@ struct GemmSm90 {
           }
         }
         for (; kt < w.kt_end; ++kt) {
+          KDL_TRACE_T0(tw_);
           sm90::mbarrier_wait(full_bar(ring.stage), ring.phase);
+          if (wg_thread == 0) KDL_TRACE_WAIT(consumer, kt, tw_);
           if (kt == w.kt_begin && wg_thread == 0) KDL_TRACE_AT(consumer, j, 1);
           // A gathered A was written through the generic proxy (cp.async); wgmma reads through the async one.
           if constexpr (kGather) sm90::fence_proxy_async_shared();

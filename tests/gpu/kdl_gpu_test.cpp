@@ -644,12 +644,29 @@ struct CaseBuffers {
   }
 };
 
+// An sm90a kernel that takes its tiles in run-time order (kdl::GemmSm90's dynamic_order: a workspace of exactly
+// 16 bytes whose first word is the ticket counter, zeroed by run) ends with one ticket per unit plus one per CTA
+// (each CTA's last ticket is past the end and stops it): the counter proves that the tickets' ring ran and that
+// every CTA left it. `unitsLo` .. `unitsHi`: the units the problem can have (a conv's M runs over the images as
+// one or per image). Nothing to check for any other workspace.
+void checkTickets(const std::string& label, size_t wsBytes, int32_t counter, int64_t unitsLo, int64_t unitsHi) {
+  if (wsBytes != 16) return;
+  int dev = 0, sms = 0;
+  KDL_CUDA_CHECK(cudaGetDevice(&dev));
+  KDL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int64_t lo = unitsLo + std::min<int64_t>(unitsLo, sms), hi = unitsHi + std::min<int64_t>(unitsHi, sms);
+  const bool ok = counter >= lo && counter <= hi;
+  report(ok, label + " tiles in run-time order: ticket counter " + std::to_string(counter) +
+                 (ok ? "" : ", expected " + (lo == hi ? std::to_string(lo) : std::to_string(lo) + " .. " + std::to_string(hi))) +
+                 " (units + CTAs)");
+}
+
 // Runs one launch (`launch(workspace, bytes)` returns the kernel's kdl code) with a workspace of wsBytes
 // filled with 0xff, waits for it (a hang stops the suite) and copies the outputs back to the host. False,
 // with the case reported and its buffers released, when the launch fails.
 template <class Launch>
 bool launchAndFetch(Harness& h, const std::vector<ArgRole>& roles, CaseBuffers& cb, const std::string& label,
-                    size_t wsBytes, const Launch& launch) {
+                    size_t wsBytes, const Launch& launch, int32_t* wsWord0 = nullptr) {
   void* ws = wsBytes ? deviceAllocFilled(wsBytes, 0xff) : nullptr;
   const int rc = launch(ws, wsBytes);
   if (rc != KDL_OK) {
@@ -663,6 +680,8 @@ bool launchAndFetch(Harness& h, const std::vector<ArgRole>& roles, CaseBuffers& 
     std::printf("%d passed, %d failed\n", gStats.passed, gStats.failed);
     std::exit(1);
   }
+  if (wsWord0 && ws && wsBytes >= sizeof(int32_t))
+    KDL_CUDA_CHECK(cudaMemcpy(wsWord0, ws, sizeof(int32_t), cudaMemcpyDeviceToHost));
   if (ws) cudaFree(ws);
   for (size_t i = 0; i < roles.size(); ++i) {
     Buffer& b = cb.bufs[i];
@@ -839,10 +858,17 @@ void runCase(Harness& h, const KernelUnderTest& k, const Case& c) {
     cb.release();
     return;
   }
-  if (!launchAndFetch(h, k.args, cb, label, k.entry.workspaceSize(&shape), [&](void* ws, size_t wsBytes) {
-        return k.entry.run(&shape, cb.args.data(), (int32_t)cb.args.size(), ws, wsBytes, nullptr);
-      }))
+  const size_t wsBytes = k.entry.workspaceSize(&shape);
+  int32_t tickets = -1;
+  if (!launchAndFetch(h, k.args, cb, label, wsBytes, [&](void* ws, size_t bytes) {
+        return k.entry.run(&shape, cb.args.data(), (int32_t)cb.args.size(), ws, bytes, nullptr);
+      }, &tickets))
     return;
+  if (c.split == 1) {
+    const int64_t tm = k.spec->tile.value[0], tn = k.spec->tile.value[1];
+    const int64_t units = ((c.m + tm - 1) / tm) * ((c.n + tn - 1) / tn) * c.batch;
+    checkTickets(label, wsBytes, tickets, units, units);
+  }
 
   // Reference accumulator, from the values the kernel multiplies: fp8 operands dequantised to f32
   // with their block scales, f32 / tf32 operands converted to tf32 as the kernel's path reads them
@@ -1198,6 +1224,14 @@ std::vector<Case> casesFor(const KernelUnderTest& k, bool quick, bool tiny) {
       Case c4{127, 269, roundUp(1024, al)};
       c4.split = 2;
       cs.push_back(c4);
+    }
+    // A cooperative sm90a kernel without clusters on a DRAM-bound problem of over 4 tiles per SM: its tiles in
+    // run-time order (the tickets' ring in shared memory, under compute-sanitizer too), as in the full set below.
+    if (k.spec->arch.value == Arch::SM90a && k.spec->schedule.value == Schedule::Cooperative &&
+        k.spec->cluster.value == std::array<int, 3>{1, 1, 1}) {
+      Case d{(int64_t)k.spec->tile.value[0] * 48 - 5, (int64_t)k.spec->tile.value[1] * 12 - 3, roundUp(64, al)};
+      d.note = "tiles in run-time order (DRAM-bound, 4+ tiles per SM)";
+      cs.push_back(d);
     }
     return cs;
   }
@@ -1610,10 +1644,17 @@ void runConvCase(Harness& h, const ConvUnderTest& k, const ConvCase& c) {
     cb.release();
     return;
   }
-  if (!launchAndFetch(h, k.args, cb, label, k.entry.workspaceSize(&shape), [&](void* ws, size_t wsBytes) {
-        return k.entry.run(&shape, cb.args.data(), nargs, ws, wsBytes, nullptr);
-      }))
+  const size_t wsBytes = k.entry.workspaceSize(&shape);
+  int32_t tickets = -1;
+  if (!launchAndFetch(h, k.args, cb, label, wsBytes, [&](void* ws, size_t bytes) {
+        return k.entry.run(&shape, cb.args.data(), nargs, ws, bytes, nullptr);
+      }, &tickets))
     return;
+  if (k.kind == ConvKind::Fprop && c.split == 1) {  // the fprop's GEMM: M = n*p*q (or p*q per image), N = k
+    const int64_t tm = k.spec->tile.value[0], tn = k.spec->tile.value[1], pq = c.d.p() * c.d.q();
+    const int64_t tilesN = (c.d.k + tn - 1) / tn;
+    checkTickets(label, wsBytes, tickets, (c.d.n * pq + tm - 1) / tm * tilesN, c.d.n * ((pq + tm - 1) / tm) * tilesN);
+  }
 
   const Buffer* in0 = bufferOf(k.args, cb, Role::A);
   const Buffer* in1 = bufferOf(k.args, cb, Role::B);
@@ -1785,7 +1826,10 @@ std::vector<ConvCase> convCasesFor(const ConvUnderTest& k, bool quick, bool tiny
   // An sm90a fprop on a DRAM-bound problem of over 4 x 132 tiles (22 images of 56 x 56 pixels, a 1x1 filter where
   // the kernel's is not fixed): kdl::GemmSm90 takes its tiles in run-time order (atomic tickets through the
   // workspace, dynamic_order), cooperative kernels without clusters on a 132-SM H100.
-  if (k.spec->arch.value == Arch::SM90a && k.kind == ConvKind::Fprop && !tiny) {
+  // (In the tiny set only for cooperative kernels without clusters, the ones that take the tickets: their ring
+  // under compute-sanitizer.)
+  if (k.spec->arch.value == Arch::SM90a && k.kind == ConvKind::Fprop &&
+      (!tiny || (k.spec->schedule.value == Schedule::Cooperative && k.spec->cluster.value == std::array<int, 3>{1, 1, 1}))) {
     ConvCase c;
     c.d = dimsOf(P{22, 56, 56, 5 * a, 9 * a, 1, 1, 0, 0, 1, 1, 1, 1, "", false});
     c.note = "tiles in run-time order (DRAM-bound, 4+ tiles per SM)";

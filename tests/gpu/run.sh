@@ -69,7 +69,8 @@ fi
 # column-major D with a row-major C (transposed, strided reads).
 # sm90a set (--tiny sizes: 127x269, 1x7, a padded batch, split-K): clusters, pingpong, extra outputs,
 # fp8 with scales, block scales, split-K, a column-major D with a row-major C, the held-stage epilogue (cooperative
-# 128x256 and 256x128 without clusters; their tiny sizes keep the fixed tile walk, not the tickets). racecheck on sm90a kernels is run and its report kept in
+# 128x256 and 256x128 without clusters), and for every cooperative kernel without clusters a DRAM-bound case of over 4
+# tiles per SM: its tiles in run-time order (the tickets' ring; kdl_gpu_test checks the ticket counter). racecheck on sm90a kernels is run and its report kept in
 # the log, but not counted: it does not follow mbarrier/TMA ordering, which the sm90a mainloop rests on.
 SANITIZED=(mx_bf16_bias_relu mx_bf16_amax mx_bf16_splitk4 mx_s8_saturate mx_tf32_bias_gelu mx_f16_scalar_z_amax mx_f16_leaky_clamp
            mx_f16_nn_rowC_colD)
@@ -77,7 +78,8 @@ SANITIZED_SM90=(h90_bf16_coop_128x256x64_c2x1 h90_f16_pp_64x256x64_c1x2 h90_bf16
                 h90_e4m3_block_128x128 h90_bf16_splitk4 h90_bf16_rowC_colD_bias
                 h90_bf16_coop_128x256x64 h90_bf16_coop_256x128x64)
 # conv set (--tiny sizes): an fprop with a [channel] bias, a fixed-stride (phased) dgrad, a serial split-K wgrad;
-# and the sm90a wgmma path's three (TMA im2col loaders): fprop, dgrad, split-K wgrad.
+# and the sm90a wgmma path's three (TMA im2col loaders): fprop (with a DRAM-bound 22-image case: the tickets), dgrad,
+# split-K wgrad.
 SANITIZED_CONV=(cv_bf16_fprop_bias_relu cv_f16_dgrad_3x3_s2 cv_f16_wgrad_splitk8
                 cv90_bf16_coop_bias_relu cv90_bf16_dgrad_coop_bias_relu cv90_bf16_wgrad_coop_split)
 SET=${KDL_SANITIZER_SET:-all}

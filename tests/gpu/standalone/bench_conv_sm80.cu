@@ -6,7 +6,8 @@
 //   s: cooperative candidates per shape; g: the dgrad and wgrad; 9: every sm90a fprop tile; p: pingpong tiles
 //   without and with clusters (2, 1) beside the cooperative 128x256 (docs/perf-notes.md v17); n: clusters (1, 2)
 //   (X shared by two filter tiles) and the stage loader's two steps (v22); x: the 1x1 in clusters along N (v23);
-//   y: the 1x1's tiles, schedules and clusters (v29); E: the 3x3 shapes' cooperative tiles in clusters (v30); L SHAPE: the cooperative 128x256 s4 fprop (the 1x1: 256x128)
+//   y: the 1x1's tiles, schedules and clusters (v29); E: the 3x3 shapes' cooperative tiles in clusters (v30); T: the
+//   conv benchmark's best sm90a fprop tiles on the four target shapes, one line each (v31); L SHAPE: the cooperative 128x256 s4 fprop (the 1x1: 256x128)
 //   launched back to back for ~5 s, beside cudnn_loop.py SHAPE, for the figure at the power cap (v29).
 #include <cuda_bf16.h>
 
@@ -113,6 +114,17 @@ int main(int argc, char** argv) {
       bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 4, kdl::Sm90Schedule::Cooperative, 1, 1, 1, 1, E>>("sm90a 256x128 coop s4", ConvKind::Fprop, s);
     else
       bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 4, kdl::Sm90Schedule::Cooperative, 3, 3, 1, 1, E>>("sm90a 128x256 coop s4", ConvKind::Fprop, s);
+    return 0;
+  }
+  if (argc > 1 && argv[1][0] == 'T') {  // the benchmark's best sm90a fprop tiles on the four target shapes
+    constexpr auto Co = kdl::Sm90Schedule::Cooperative, Pp = kdl::Sm90Schedule::Pingpong;
+    using E = StoreEpilogue<__nv_bfloat16>;
+    for (int i : {0, 2})
+      bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 4, Co, 3, 3, 1, 1, E>>("sm90a 128x256 coop s4", ConvKind::Fprop, shapes[i]);
+    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 128, 4, Co, 3, 3, 1, 1, E>>("sm90a 256x128 coop s4", ConvKind::Fprop, shapes[0]);
+    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 64, 5, Co, 3, 3, 1, 1, E>>("sm90a 256x64 coop s5", ConvKind::Fprop, shapes[1]);
+    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 64, 8, Pp, 3, 3, 1, 1, E>>("sm90a 128x64 ping s8", ConvKind::Fprop, shapes[1]);
+    bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 256, 64, 4, Co, 1, 1, 0, 0, E>>("sm90a 256x64 coop s4", ConvKind::Fprop, shapes[3]);
     return 0;
   }
   if (argc > 1 && argv[1][0] == 's') {  // sm90a cooperative candidates per shape (stages 3 and 4), tiles across images

@@ -7,7 +7,8 @@
 // Modes: g GEMM 4096^3 bf16 cooperative 128x256 s4, h GEMM 8192x1024x8192 the same, c conv fprop
 // N32 C256 56x56 K256 cooperative 128x256 s4; with the CTAs' end times on the global timer (analyse_ctas) only:
 // u the 1x1 cooperative 256x128 s4, p the 1x1 pingpong 128x128 s5, k K64 cooperative 256x64 s5, d K512 128x256 s4. The stamps cost a few tens of cycles each (read against a
-// build without them, not as absolute time).
+// build without them, not as absolute time). With -DKDL_TRACE_WAITS also the barrier waits by k-tile: the consumers'
+// full-barrier and the producer's empty-barrier waits (perf-notes v31; their atomics slow the producer).
 #define KDL_TRACE 1
 #define KDL_TEST_SM90 1
 #define main kdl_bench_conv_main_unused
@@ -93,6 +94,24 @@ static void analyse(const char* what) {
     printf("  producer: next unit's first empty wait %.0f / %.0f; its first load issued %.0f / %.0f cycles before this unit's "
            "mainloop end\n",
            median(pwait), mean(pwait), median(plead), mean(plead));
+#ifdef KDL_TRACE_WAITS
+  {  // full-barrier waits of the consumers and empty-barrier waits of the producer, by k-tile, over every launch's units
+    static unsigned long long wt[KDL_TRACE_CTAS][3][2][128];
+    CK(cudaMemcpyFromSymbol(wt, kdl_trace_wait, sizeof(wt)));
+    for (int role = 0; role < 3; role += 2) {
+      double tot = 0;
+      printf("  %s waits by k-tile (mean cycles per unit):", role ? "producer empty" : "consumer 0 full");
+      for (int k = 0; k < 128; ++k) {
+        double c = 0, n = 0;
+        for (int b = 0; b < KDL_TRACE_CTAS; ++b) c += double(wt[b][role][0][k]), n += double(wt[b][role][1][k]);
+        if (n == 0) continue;
+        tot += c / n;
+        printf("%s%d:%.0f", k % 12 ? " " : "\n   ", k, c / n);
+      }
+      printf("\n   total %.0f cycles per unit\n", tot);
+    }
+  }
+#endif
   // one CTA's units in full
   const int b = 7;
   printf("  CTA %d: unit: [c0 top, ready, ml end, epi end] [c1 ...] relative to c0's first top\n", b);
@@ -150,6 +169,12 @@ int main(int argc, char** argv) {
   for (const char* m = modes; *m; ++m) {
     static Tr zero;
     CK(cudaMemcpyToSymbol(kdl_trace, zero, sizeof(zero)));
+#ifdef KDL_TRACE_WAITS
+    {
+      static unsigned long long wz[KDL_TRACE_CTAS][3][2][128];
+      CK(cudaMemcpyToSymbol(kdl_trace_wait, wz, sizeof(wz)));
+    }
+#endif
     if (*m == 'g' || *m == 'h') {
       const int M = *m == 'g' ? 4096 : 8192, N = *m == 'g' ? 4096 : 1024, K = *m == 'g' ? 4096 : 8192;
       Bufs b = bench_setup({{M, N, K}}, 64u << 20);
@@ -179,6 +204,7 @@ int main(int argc, char** argv) {
         analyse_ctas("conv K64 coop 256x64 s5");
       } else {
         bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 4, Co, 3, 3, 1, 1, E>>("coop 128x256 s4", ConvKind::Fprop, big);
+        analyse("conv K512 coop 128x256 s4");
         analyse_ctas("conv K512 coop 128x256 s4");
       }
     }
