@@ -15,6 +15,7 @@ fake_cuda.c, LD_PRELOADed, answers its CUDA runtime calls on host memory (one co
 device), so kdl_gpu_test runs every conv case, rejection and host-thread run of the fake kernels; it must
 pass them all and fail the FAKE_CONV_BUG=1 / =2 fakes.
 """
+import csv
 import os
 import shutil
 import subprocess
@@ -95,6 +96,63 @@ def kdl_gpu_test_smoke(kdlc, exe, cuda_include):
     return 1 if failures else 0
 
 
+def plot_bars_check():
+    """bench/conv_plot.py's bars on rows made up to tell them apart: a sustained row with a higher ratio than the
+    paired ones (not a bar), the non-chosen cuDNN algorithm before the anchor (the anchor is the hatched bar)."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import conv_plot
+    keys = ["case", "op", "impl", "kernel", "arch", "split", "ms", "tflops", "cudnn_ms", "ratio", "status"]
+    made = [("c1", "fprop", "cuDNN", "cudnn (autotuned)", "", "", "0.2", "500.0", "", "", "ok"),
+            ("c1", "fprop", "cuDNN", "cudnn (heuristic)", "", "", "0.1", "700.0", "", "", "ok (the anchor)"),
+            ("c1", "fprop", "kdl", "k_big", "sm90a", "1", "0.104", "690.0", "0.100", "0.96", "ok"),
+            ("c1", "fprop", "kdl", "k_small", "sm90a", "1", "0.2", "350.0", "0.1", "0.5", "ok"),
+            ("c1", "fprop", "kdl sustained", "k_big", "sm90a", "1", "0.110", "650.0", "0.115", "1.04", "ok"),
+            ("c1", "fprop", "kdl", "k_old", "sm80", "1", "0.2", "350.0", "0.1", "0.5", "ok")]
+    cases, got = conv_plot.bars([dict(zip(keys, r)) for r in made])
+    # main() end to end on those rows with a stand-in for matplotlib (CI has none): the plot step of
+    # bench/conv_run.sh must not fail on a table the benchmark writes.
+    import types
+
+    class Stub:
+        def __init__(self, n=0):
+            self.n = n
+
+        def __getattr__(self, name):
+            if name in ("get_x", "get_width"):
+                return lambda: 0.0
+            return lambda *a, **k: Stub(len(a[0]) if name == "bar" and a else 0)
+
+        def __iter__(self):
+            return iter([Stub() for _ in range(self.n)])
+
+    mpl, pyplot = types.ModuleType("matplotlib"), types.ModuleType("matplotlib.pyplot")
+    mpl.use = lambda *a, **k: None
+    mpl.pyplot = pyplot
+    pyplot.subplots = lambda *a, **k: (Stub(), Stub())
+    saved = {m: sys.modules.get(m) for m in ("matplotlib", "matplotlib.pyplot")}
+    sys.modules.update({"matplotlib": mpl, "matplotlib.pyplot": pyplot})
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "t.csv")
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(keys)
+            w.writerows(made)
+        try:
+            rc, err = conv_plot.main(["conv_plot.py", path, os.path.join(tmp, "t.png")]), ""
+        except Exception as e:  # noqa: BLE001 -- any failure of the plot step is the finding
+            rc, err = None, repr(e)
+    for m, mod in saved.items():
+        if mod is None:
+            sys.modules.pop(m, None)
+        else:
+            sys.modules[m] = mod
+    check(rc == 0, f"conv_plot.py main() plots a benchmark table (matplotlib stubbed): rc={rc} {err}")
+    want = {("c1", "KDL sm90a"): 690.0, ("c1", "KDL sm80"): 350.0, ("c1", "cuDNN alone"): 700.0,
+            ("c1", "cuDNN (paired)"): 690.0 * 0.104 / 0.100}
+    check(cases == ["c1"] and all(abs(got.get(k, -1) - v) < 1e-9 for k, v in want.items()),
+          f"conv_plot.py's bars: each path's best paired kernel (not the sustained row), cuDNN's anchor alone: {got}")
+
+
 def main(argv):
     if len(argv) >= 4 and argv[2] == "--kdl-gpu-test":
         inc = argv[argv.index("--cuda-include") + 1] if "--cuda-include" in argv else "/usr/local/cuda/include"
@@ -102,6 +160,7 @@ def main(argv):
     if len(argv) != 2:
         print(__doc__)
         return 2
+    plot_bars_check()
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -161,6 +220,26 @@ def main(argv):
               f"conv_bench.py --sustain runs the path's best kernel beside cuDNN back to back and reports it:\n{table[-2500:]}")
         check(os.path.exists(os.path.join(outdir, "conv_bench.csv")) and os.path.exists(os.path.join(outdir, "conv_bench.json")),
               "conv_bench.csv and conv_bench.json written")
+        if os.path.exists(csv_path):
+            # The plot's bars (bench/conv_plot.py, no matplotlib needed for them): each path's best kernel from the
+            # paired rows only (a sustained row, whose ratio may be higher, is not a bar), cuDNN alone the anchor.
+            sys.path.insert(0, os.path.join(ROOT, "bench"))
+            import conv_plot
+            rows = list(csv.DictReader(open(csv_path)))
+            cases, got = conv_plot.bars(rows)
+            bad = []
+            for c in cases:
+                kdl = [r for r in rows if r["case"] == c and r["impl"] == "kdl" and r["status"] == "ok"]
+                for arch in {r["arch"] for r in kdl}:
+                    mine = [r for r in kdl if r["arch"] == arch]
+                    want = float(max(mine, key=lambda r: (float(r["ratio"] or 0), float(r["tflops"])))["tflops"])
+                    if got.get((c, f"KDL {arch}")) != want:
+                        bad.append(f"{c} KDL {arch}: bar {got.get((c, f'KDL {arch}'))}, best paired row {want}")
+                anchor = [r for r in rows if r["case"] == c and r["impl"] == "cuDNN" and "anchor" in r["status"]]
+                if anchor and got.get((c, "cuDNN alone")) != float(anchor[0]["tflops"]):
+                    bad.append(f"{c} cuDNN alone: bar {got.get((c, 'cuDNN alone'))}, anchor {anchor[0]['tflops']}")
+            check(cases and not bad and "kdl sustained" in open(csv_path).read(),
+                  "conv_plot.py's bars are the paired rows' best kernel per path and cuDNN's anchor:\n" + "\n".join(bad))
     print(f"{len(failures)} failed")
     return 1 if failures else 0
 
