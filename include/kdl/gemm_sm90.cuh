@@ -1547,8 +1547,8 @@ struct GemmSm90 {
   // Workspace: partial-sum slots (TileM x TileN f32 / s32 each), then one int semaphore per tile that adds
   // slices (reduce_slices). Split-K: a semaphore per output tile and a slot per slice but the last
   // (fan-in); stream-K tail: a semaphore and a slot per CTA tile of the tail (added in turn).
+  // (Never asked for a problem in run-time order: workspace_size returns first, run() has no stream-K tail then.)
   static size_t sems_of(const GemmProblem& p, int sms) {
-    if (dynamic_order(p, sms)) return 0;  // no stream-K tail
     return p.split_k > 1 ? (size_t)tiles_total(p) : (size_t)stream_k_groups(p, sms) * kClusterSize;
   }
   // Whether run() hands out p's units in run-time order (kDyn; with a workspace, which holds the counter):

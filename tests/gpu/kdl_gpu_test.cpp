@@ -1209,6 +1209,15 @@ void runFallback(Harness& h, const KernelUnderTest& k) {
 
 // ---- the size matrix -----------------------------------------------------------------------------
 
+// DRAM-bound (a short K) in 48 x 12 tiles of the kernel's own size, odd edges: over 4 tiles per SM of a 132-SM
+// H100, so a cooperative kernel without clusters takes them in run-time order (dynamic_order: atomic tickets
+// through the poisoned workspace; checkTickets reads the counter after the run).
+Case runTimeOrderCase(const KernelUnderTest& k, int64_t al) {
+  Case d{(int64_t)k.spec->tile.value[0] * 48 - 5, (int64_t)k.spec->tile.value[1] * 12 - 3, roundUp(64, al)};
+  d.note = "tiles in run-time order (DRAM-bound, 4+ tiles per SM)";
+  return d;
+}
+
 std::vector<Case> casesFor(const KernelUnderTest& k, bool quick, bool tiny) {
   std::vector<Case> cs;
   const int64_t al = k.kQuantum();
@@ -1228,11 +1237,8 @@ std::vector<Case> casesFor(const KernelUnderTest& k, bool quick, bool tiny) {
     // A cooperative sm90a kernel without clusters on a DRAM-bound problem of over 4 tiles per SM: its tiles in
     // run-time order (the tickets' ring in shared memory, under compute-sanitizer too), as in the full set below.
     if (k.spec->arch.value == Arch::SM90a && k.spec->schedule.value == Schedule::Cooperative &&
-        k.spec->cluster.value == std::array<int, 3>{1, 1, 1}) {
-      Case d{(int64_t)k.spec->tile.value[0] * 48 - 5, (int64_t)k.spec->tile.value[1] * 12 - 3, roundUp(64, al)};
-      d.note = "tiles in run-time order (DRAM-bound, 4+ tiles per SM)";
-      cs.push_back(d);
-    }
+        k.spec->cluster.value == std::array<int, 3>{1, 1, 1})
+      cs.push_back(runTimeOrderCase(k, al));
     return cs;
   }
   const std::vector<int64_t> mn = quick ? std::vector<int64_t>{1, 127, 269} : std::vector<int64_t>{1, 7, 127, 269, 1000};
@@ -1308,12 +1314,7 @@ std::vector<Case> casesFor(const KernelUnderTest& k, bool quick, bool tiny) {
     Case c{(int64_t)k.spec->tile.value[0] * 18 - 5, (int64_t)k.spec->tile.value[1] * 11 - 3, roundUp(1024, al)};
     c.note = "stream-K tail on 132 SMs";
     cs.push_back(c);
-    // DRAM-bound (a short K) in 48 x 12 tiles of the kernel's own size, odd edges: over 4 tiles per SM of a
-    // 132-SM H100, so a cooperative kernel without clusters takes them in run-time order (dynamic_order: atomic
-    // tickets through the poisoned workspace).
-    Case d{(int64_t)k.spec->tile.value[0] * 48 - 5, (int64_t)k.spec->tile.value[1] * 12 - 3, roundUp(64, al)};
-    d.note = "tiles in run-time order (DRAM-bound, 4+ tiles per SM)";
-    cs.push_back(d);
+    cs.push_back(runTimeOrderCase(k, al));
   }
   if (!quick) {
     Case c{1000, 1000 + 24, roundUp(512, al), 2};
