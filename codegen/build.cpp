@@ -212,25 +212,34 @@ void compileWith(const CompileContext& cx, CompileJob& j, const std::vector<std:
   j.seconds += secondsSince(t0);
 }
 
-// Compiles j's kernel. An sm90a kernel that ptxas reports losing performance (a spill, most often, near
-// the consumers' register budget, where ptxas is not monotone) is compiled a second time with
-// kSm90CheckedEpilogueFlag: the TMA-store epilogue without its straight-line interior chunks, and fp8
-// promotion one k-tile at a time, which need a few more registers. The second object is kept when its report is clean (j.note says so); otherwise
+// Compiles j's kernel. A kernel that ptxas reports losing performance (a spill, most often, near the
+// register budget, where ptxas is not monotone and lowering's estimate of the epilogue's registers can
+// miss) is compiled again with each of retryFlags() in turn -- on sm90a the checked TMA-store epilogue
+// (without its straight-line interior chunks, fp8 promotion one k-tile at a time), then the staged
+// epilogue capped at 4 and 2 columns per call, alone and with the checked one; on the other targets the
+// two caps -- until one report is clean; that object is kept (j.note says how it was built). Otherwise
 // the first one's report stands and the gate refuses it.
 void compileOne(const CompileContext& cx, CompileJob& j) {
-  std::vector<std::string> flags = nvccFlagsFor(cx.req, *j.kernel);
+  const std::vector<std::string> flags = nvccFlagsFor(cx.req, *j.kernel);
   compileWith(cx, j, flags);
-  if (j.status != 0 || !wantsCheckedEpilogueRetry(j.ptxas, j.kernel->gencode) || interrupted()) return;
-  CompileJob second = j;
-  second.output.clear();
-  flags.push_back(kSm90CheckedEpilogueFlag);
-  compileWith(cx, second, flags);
-  if (second.status == 0 && second.ptxas.problems.empty()) {
-    second.note = checkedEpilogueNote(j.ptxas);
-    j = std::move(second);
-  } else {
-    j.seconds = second.seconds;
+  if (j.status != 0 || !wantsRetry(j.ptxas)) return;
+  double seconds = j.seconds;
+  for (const std::vector<std::string>& extra : retryFlags(j.kernel->gencode)) {
+    if (interrupted()) break;
+    CompileJob again = j;
+    again.output.clear();
+    again.seconds = 0;
+    std::vector<std::string> f = flags;
+    f.insert(f.end(), extra.begin(), extra.end());
+    compileWith(cx, again, f);
+    seconds += again.seconds;
+    if (again.status == 0 && again.ptxas.problems.empty()) {
+      again.note = retryNote(j.ptxas, extra);
+      j = std::move(again);
+      break;
+    }
   }
+  j.seconds = seconds;
 }
 
 void reportJob(const CompileJob& j, size_t done, size_t total, const Progress& progress) {
@@ -410,19 +419,22 @@ int runGatedCompile(const GatedCompile& c, const Progress& progress) {
   int status = runProcess(argv, compilerEnvironment(""), output);
   if (interrupted()) return 128 + InterruptGuard::signal();
   PtxasReport report = parsePtxasReport(output, status == 0 && gencodeProducesSass(gencode));
-  // As `kdlc build` does (compileOne): an sm90a kernel with a performance loss gets a second compile with
-  // the checked epilogue, kept when ptxas reports it clean.
-  if (status == 0 && wantsCheckedEpilogueRetry(report, gencode)) {
-    std::vector<std::string> second = argv;
-    second.push_back(kSm90CheckedEpilogueFlag);
-    std::string output2;
-    const int status2 = runProcess(second, compilerEnvironment(""), output2);
-    if (interrupted()) return 128 + InterruptGuard::signal();
-    PtxasReport report2 = parsePtxasReport(output2, status2 == 0);
-    if (status2 == 0 && report2.problems.empty()) {
-      progress("kdlc: note: " + checkedEpilogueNote(report));
-      output = std::move(output2);
-      report = std::move(report2);
+  // As `kdlc build` does (compileOne): a kernel with a performance loss gets the later tries (retryFlags),
+  // the first clean one kept.
+  if (status == 0 && wantsRetry(report)) {
+    for (const std::vector<std::string>& extra : retryFlags(gencode)) {
+      std::vector<std::string> again = argv;
+      again.insert(again.end(), extra.begin(), extra.end());
+      std::string output2;
+      const int status2 = runProcess(again, compilerEnvironment(""), output2);
+      if (interrupted()) return 128 + InterruptGuard::signal();
+      PtxasReport report2 = parsePtxasReport(output2, status2 == 0);
+      if (status2 == 0 && report2.problems.empty()) {
+        progress("kdlc: note: " + retryNote(report, extra));
+        output = std::move(output2);
+        report = std::move(report2);
+        break;
+      }
     }
   }
   std::string shown = status == 0 ? report.otherOutput : output;

@@ -55,21 +55,36 @@ bool gencodeProducesSass(const std::vector<std::string>& gencode) {
   return false;
 }
 
-bool wantsCheckedEpilogueRetry(const PtxasReport& first, const std::vector<std::string>& gencode) {
-  if (first.problems.empty()) return false;
+bool wantsRetry(const PtxasReport& first) { return !first.problems.empty(); }
+
+const std::vector<std::vector<std::string>>& retryFlags(const std::vector<std::string>& gencode) {
+  const std::string w4 = std::string("-D") + kEpilogueMaxWidthMacro + "=4";
+  const std::string w2 = std::string("-D") + kEpilogueMaxWidthMacro + "=2";
+  static const std::vector<std::vector<std::string>> sm90a{
+      {kSm90CheckedEpilogueFlag}, {w4}, {w4, kSm90CheckedEpilogueFlag}, {w2}, {w2, kSm90CheckedEpilogueFlag}};
+  static const std::vector<std::vector<std::string>> others{{w4}, {w2}};
   for (const std::string& g : gencode)
-    if (g.find("sm_90a") != std::string::npos || g.find("compute_90a") != std::string::npos) return true;
-  return false;
+    if (g.find("sm_90a") != std::string::npos || g.find("compute_90a") != std::string::npos) return sm90a;
+  return others;
 }
 
-std::string checkedEpilogueNote(const PtxasReport& first) {
+std::string retryNote(const PtxasReport& first, const std::vector<std::string>& flags) {
   std::string problems;
   for (const std::string& p : first.problems) {
     if (!problems.empty()) problems += "; ";
     problems += p.size() > 160 ? p.substr(0, 157) + "..." : p;
   }
-  return "the straight-line epilogue lost performance in ptxas (" + problems + "); built with the checked one (" +
-         kSm90CheckedEpilogueFlag + ")";
+  bool checked = false, narrowed = false;
+  std::string joined;
+  for (const std::string& f : flags) {
+    checked = checked || f == kSm90CheckedEpilogueFlag;
+    narrowed = narrowed || f.find(kEpilogueMaxWidthMacro) != std::string::npos;
+    joined += (joined.empty() ? "" : " ") + f;
+  }
+  const std::string what = checked && narrowed ? "the checked one and a narrower staged epilogue"
+                           : narrowed          ? "a narrower staged epilogue"
+                                               : "the checked one";
+  return "the epilogue lost performance in ptxas (" + problems + "); built with " + what + " (" + joined + ")";
 }
 
 PtxasReport parsePtxasReport(const std::string& nvccOutput, bool expectSass) {

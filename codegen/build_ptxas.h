@@ -54,13 +54,23 @@ bool gencodeProducesSass(const std::vector<std::string>& gencode);
 // straight-line interior chunks (include/kdl/gemm_sm90.cuh, kEpiWhole) and fp8 promotion one k-tile at a
 // time (kPairPromote), a few registers lighter.
 inline constexpr const char* kSm90CheckedEpilogueFlag = "-DKDL_SM90_EPILOGUE_CHECKED";
+// The macro that caps the staged epilogue's vector width (columns per Epilogue::apply call; include/kdl/
+// gemm_sm80.cuh, EpilogueVectorWidth): the later tries, for a kernel whose epilogue lowering's register
+// estimate let through at a width where ptxas spills (it is not monotone near the consumers' budget).
+inline constexpr const char* kEpilogueMaxWidthMacro = "KDL_EPILOGUE_MAX_VECTOR_WIDTH";
 
-// Whether a successful compile for `gencode` whose report is `first` gets that second try: an sm90a
-// target (kdl::GemmSm90) and a performance loss.
-bool wantsCheckedEpilogueRetry(const PtxasReport& first, const std::vector<std::string>& gencode);
+// Whether a successful compile whose report is `first` gets the later tries: a performance loss.
+bool wantsRetry(const PtxasReport& first);
 
-// The note printed when the second try is kept, quoting the first report's problems on one line.
-std::string checkedEpilogueNote(const PtxasReport& first);
+// The extra nvcc flags of each later try for a kernel compiled for `gencode`, in order (the first one
+// whose report is clean is kept): for an sm90a target (kdl::GemmSm90) the checked epilogue, the staged
+// epilogue capped at 4 columns per call, both, 2 columns, 2 and checked; for the others (the multistage
+// path) 4 columns, then 2.
+const std::vector<std::vector<std::string>>& retryFlags(const std::vector<std::string>& gencode);
+
+// The note printed when a later try is kept, quoting the first report's problems on one line and
+// naming the try's flags.
+std::string retryNote(const PtxasReport& first, const std::vector<std::string>& flags);
 
 // The report of a library, one line per function and target, then every kernel's notes:
 //   kernel  target  regs  spill-st  spill-ld  stack  smem  barriers  ptxas-ms  function

@@ -50,10 +50,19 @@ namespace detail {
 template <class X, class Y> struct is_same_t { static constexpr bool value = false; };
 template <class X> struct is_same_t<X, X> { static constexpr bool value = true; };
 
-// Epilogue vector width: Epilogue::kVectorWidth when declared, else 8.
-template <class E, class = void> struct EpilogueVectorWidth { static constexpr int value = 8; };
-template <class E> struct EpilogueVectorWidth<E, decltype((void)E::kVectorWidth)> {
+// Epilogue vector width: Epilogue::kVectorWidth when declared, else 8; at most KDL_EPILOGUE_MAX_VECTOR_WIDTH
+// (`kdlc build`'s later tries of an sm90a kernel that ptxas reports spilling: codegen/build_ptxas.h).
+#ifndef KDL_EPILOGUE_MAX_VECTOR_WIDTH
+#define KDL_EPILOGUE_MAX_VECTOR_WIDTH 16
+#endif
+template <class E, class = void> struct EpilogueVectorWidthDeclared { static constexpr int value = 8; };
+template <class E> struct EpilogueVectorWidthDeclared<E, decltype((void)E::kVectorWidth)> {
   static constexpr int value = E::kVectorWidth;
+};
+template <class E> struct EpilogueVectorWidth {
+  static constexpr int value = EpilogueVectorWidthDeclared<E>::value < KDL_EPILOGUE_MAX_VECTOR_WIDTH
+                                   ? EpilogueVectorWidthDeclared<E>::value
+                                   : KDL_EPILOGUE_MAX_VECTOR_WIDTH;
 };
 
 __device__ __forceinline__ void sem_wait(const int* sem, int value) {

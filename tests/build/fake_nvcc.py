@@ -16,8 +16,8 @@ $FAKE_PTXAS_ONLY when that is set:
   none        no report at all (as if a launcher had swallowed it)
   warning     a ptxas warning that is not a performance loss (must not fail the build)
 Every call appends one JSON line (argv, pid, pgid, the NVCC_*_FLAGS, TMPDIR) to $FAKE_NVCC_LOG.
-FAKE_PTXAS_CLEAN_WITH=FLAG: no trouble when FLAG is on the command line (kdlc's second try of an sm90a
-kernel, -DKDL_SM90_EPILOGUE_CHECKED).
+FAKE_PTXAS_CLEAN_WITH=FLAG: no trouble when FLAG is on the command line (kdlc's later tries of an sm90a
+kernel: -DKDL_SM90_EPILOGUE_CHECKED, -DKDL_EPILOGUE_MAX_VECTOR_WIDTH=N).
 FAKE_NVCC_SLEEP=S sleeps S seconds (in a child `sleep`, as nvcc runs cicc/ptxas) before compiling;
 FAKE_NVCC_TMPFILE=1 leaves a file in $TMPDIR while it works, as nvcc does."""
 import json, os, re, shlex, subprocess, sys

@@ -765,9 +765,10 @@ def case_ptxas_gate(tmp):
 
 def case_ptxas_gate_sm90a_retry(tmp):
     """An sm90a kernel whose first compile ptxas reports spilling is compiled again with
-    -DKDL_SM90_EPILOGUE_CHECKED (the checked epilogue) and kept when that one is clean, by `kdlc build`
-    and by `kdlc ptxas-gate`; an sm80 kernel gets no second try, and a second try that spills too
-    leaves the first report's refusal."""
+    -DKDL_SM90_EPILOGUE_CHECKED (the checked epilogue), then with the staged epilogue capped at 4 and 2
+    columns per call (-DKDL_EPILOGUE_MAX_VECTOR_WIDTH), alone and with the checked one, and the first
+    clean try is kept, by `kdlc build` and by `kdlc ptxas-gate`; an sm80 kernel gets no second try, and
+    tries that all spill leave the first report's refusal."""
     env = base_env(tmp)
     flag = "-DKDL_SM90_EPILOGUE_CHECKED"
     k90 = ("kernel k90 {\n  op = gemm; arch = sm90a;\n  A : bf16 row; B : bf16 col; D : bf16 row;\n"
@@ -801,30 +802,50 @@ def case_ptxas_gate_sm90a_retry(tmp):
     r = build(spec, out, cache_env)
     check(r.returncode == 0 and "(cached)" in r.stderr and "built with the checked one" in r.stderr,
           "retry from the cache", r.stderr)
-    # The second try spills too: refused with the first compile's report.
+    # Clean only with the staged epilogue at 4 columns per call: the third compile (after the checked one) is kept.
+    w4 = "-DKDL_EPILOGUE_MAX_VECTOR_WIDTH=4"
+    env4 = dict(env, FAKE_PTXAS="spill", FAKE_PTXAS_ONLY="k90", FAKE_PTXAS_CLEAN_WITH=w4,
+                FAKE_NVCC_LOG=os.path.join(tmp, "log4"))
+    r = build(spec, out, env4, "--no-cache")
+    check(r.returncode == 0, f"the narrower-epilogue retry: exit {r.returncode}", r.stderr)
+    check(f"built with a narrower staged epilogue ({w4})" in r.stderr, "the narrower retry is not reported", r.stderr)
+    argvs = k90_compiles(env4)
+    check(len(argvs) == 3 and flag in argvs[1] and w4 in argvs[2] and flag not in argvs[2],
+          "k90: first, checked, then 4 columns", str(argvs))
+    # Every try spills: refused with the first compile's report, after the first compile and the five later tries.
     env2 = dict(env, FAKE_PTXAS="spill", FAKE_PTXAS_ONLY="k90", FAKE_NVCC_LOG=os.path.join(tmp, "log2"))
     r = build(spec, out, env2, "--no-cache")
-    check(r.returncode == 1 and "kernel `k90` (k90.cu)" in r.stderr and "built with the checked one" not in r.stderr,
-          f"both tries spill: exit {r.returncode}", r.stderr)
-    check(len(k90_compiles(env2)) == 2, "both tries spill: two compiles of k90", str(k90_compiles(env2)))
-    # An sm80-path kernel is not retried.
+    check(r.returncode == 1 and "kernel `k90` (k90.cu)" in r.stderr and "built with" not in r.stderr,
+          f"every try spills: exit {r.returncode}", r.stderr)
+    check(len(k90_compiles(env2)) == 6, "every try spills: six compiles of k90", str(k90_compiles(env2)))
+    # An sm80-path kernel gets the narrower-epilogue tries only (4, then 2 columns per call), never the sm90a flag.
     env3 = dict(env, FAKE_PTXAS="spill", FAKE_PTXAS_ONLY="k80", FAKE_PTXAS_CLEAN_WITH=flag,
                 FAKE_NVCC_LOG=os.path.join(tmp, "log3"))
     r = build(spec, out, env3, "--no-cache")
     check(r.returncode == 1 and "kernel `k80` (k80.cu)" in r.stderr, f"sm80 spill: exit {r.returncode}", r.stderr)
-    check(len(k80_compiles(env3)) == 1, "an sm80 kernel was compiled twice", str(k80_compiles(env3)))
+    argvs = k80_compiles(env3)
+    check(len(argvs) == 3 and all(flag not in a for a in argvs) and w4 in argvs[1]
+          and "-DKDL_EPILOGUE_MAX_VECTOR_WIDTH=2" in argvs[2], "an sm80 kernel: first, 4 columns, 2 columns", str(argvs))
+    env5 = dict(env, FAKE_PTXAS="spill", FAKE_PTXAS_ONLY="k80", FAKE_PTXAS_CLEAN_WITH=w4,
+                FAKE_NVCC_LOG=os.path.join(tmp, "log5"))
+    r = build(spec, out, env5, "--no-cache")
+    check(r.returncode == 0 and f"built with a narrower staged epilogue ({w4})" in r.stderr,
+          f"sm80 spill, clean at 4 columns: exit {r.returncode}", r.stderr)
+    check(len(k80_compiles(env5)) == 2, "sm80, clean at 4 columns: two compiles", str(k80_compiles(env5)))
     # kdlc ptxas-gate (kdl_add_kernels) does the same.
     src = write(os.path.join(tmp, "g", "k90.cu"), "int x;\n")
     obj = os.path.join(tmp, "g", "k90.o")
     for gencode, clean_with, expect in [("-gencode=arch=compute_90a,code=sm_90a", flag, 0),
+                                        ("-gencode=arch=compute_90a,code=sm_90a", "-DKDL_EPILOGUE_MAX_VECTOR_WIDTH=2", 0),
                                         ("-gencode=arch=compute_90a,code=sm_90a", "", 1),
-                                        ("-gencode=arch=compute_80,code=sm_80", flag, 1)]:
+                                        ("-gencode=arch=compute_80,code=sm_80", flag, 1),
+                                        ("-gencode=arch=compute_80,code=sm_80", "-DKDL_EPILOGUE_MAX_VECTOR_WIDTH=4", 0)]:
         e = dict(env, FAKE_PTXAS="spill", FAKE_PTXAS_CLEAN_WITH=clean_with, FAKE_NVCC_LOG=os.path.join(tmp, "logg"))
         r = subprocess.run([KDLC, "ptxas-gate", "--", FAKE_NVCC, gencode, "-Xptxas", "-v", "-c", src, "-o", obj],
                            env=e, capture_output=True, text=True)
         check(r.returncode == expect, f"ptxas-gate {gencode} clean_with={clean_with!r}: exit {r.returncode}", r.stderr)
         if expect == 0:
-            check("built with the checked one" in r.stderr and os.path.exists(obj), "ptxas-gate: the retry", r.stderr)
+            check(f"({clean_with})" in r.stderr and os.path.exists(obj), "ptxas-gate: the retry", r.stderr)
 
 
 def case_nvcc_flags(tmp):
@@ -857,27 +878,27 @@ def find_real_nvcc():
 
 
 def case_nvcc_spill(tmp):
-    """Real nvcc: a kernel `check` accepts but whose accumulators cannot fit in registers (f32 256x256
-    tile on 8 warps: 256 accumulators per thread) is refused for its spills; a clean one is built
-    and its report written."""
+    """Real nvcc: a kernel `check` accepts, compiled with device debug info (--nvcc-flag=-G) so that ptxas
+    spills (check refuses every tile measured to spill: codegen/lower_tiling.cpp), is refused for its
+    spills after its later tries; with --allow-ptxas-warnings it is built and its report written."""
     nvcc = find_real_nvcc()
     if not nvcc:
         print("SKIP: nvcc not found")
         return
     env = base_env(tmp)
     spec = write(os.path.join(tmp, "big.kdl"), "kernel kbig {\n  op = gemm; arch = sm80;\n  A : f32 row; B : f32 col; "
-                 "D : f32 row;\n  tile = (256, 256, 32); stages = 2;\n}\n")
+                 "D : f32 row;\n  tile = (128, 128, 32); stages = 2;\n}\n")
     out = os.path.join(tmp, "out")
-    r = build(spec, out, env, nvcc=nvcc)
+    r = build(spec, out, env, "--nvcc-flag=-G", nvcc=nvcc)
     check(r.returncode == 1, f"the spilling kernel was built (exit {r.returncode})", r.stderr)
-    check("kernel `kbig` (kbig.cu)" in r.stderr and "sm_80 spills registers for void kdl::gemm_sm80_kernel<" in r.stderr
+    check("kernel `kbig` (kbig.cu)" in r.stderr and "sm_80 spills registers for " in r.stderr
           and "bytes spill stores" in r.stderr, "the spill is not reported", r.stderr)
     check(not os.path.exists(os.path.join(out, "libbig.so")), "a library was written")
     # From the cache, the same answer.
-    r = build(spec, out, env, nvcc=nvcc)
+    r = build(spec, out, env, "--nvcc-flag=-G", nvcc=nvcc)
     check(r.returncode == 1 and "(cached)" in r.stderr and "bytes spill stores" in r.stderr,
           "the cached spilling kernel was not refused", r.stderr)
-    r = build(spec, out, env, "--allow-ptxas-warnings", nvcc=nvcc)
+    r = build(spec, out, env, "--nvcc-flag=-G", "--allow-ptxas-warnings", nvcc=nvcc)
     check(r.returncode == 0 and os.path.exists(os.path.join(out, "libbig.so")), "--allow-ptxas-warnings", r.stderr)
     rows = ptxas_table(out, "big")
     check(any(int(x["spill-st"]) > 0 for x in rows), "the report does not show the spill", str(rows))
