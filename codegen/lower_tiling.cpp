@@ -71,6 +71,63 @@ std::string warpProblem(const KernelPlan& p, int wm, int wn) {
 // (with 4, i.e. 64 x 64 warp tiles, ptxas spills: 255 registers on sm_90).
 bool wantsEightWarps(const KernelPlan& p) { return p.tileM * p.tileN >= (p.conv() ? 128 * 128 : 128 * 256); }
 
+// A multistage fprop or dgrad keeps its gathers' per-row pixel coordinates and pointers in registers beside
+// the accumulators; with a 64 x 64 warp tile (8 warps on 128 x 256 or 256 x 128: 128 f32 accumulators per
+// thread) that exceeds the 255 registers of a thread, and ptxas spills, except on the fprop with at most 2 of
+// A's (X's) 16-byte rows per thread. Measured with `kdlc build` (ptxas's gate, its narrower-epilogue tries
+// included) on sm_80 and sm_90, no epilogue: fprop 128 x 256 x 32 clean; fprop 256 x 128 x 32 (4 rows of X
+// per thread), 128 x 256 x 64 and 256 x 128 x 64 spill, so does every dgrad with such a warp tile (8-380
+// bytes); the wgrad (no per-row pixel state) builds. "" when the tile is fine.
+std::string convRegisterProblem(const KernelPlan& p) {
+  if (p.path != KernelPath::ConvSm80 || p.warpTileM * p.warpTileN < 64 * 64) return "";
+  const std::string kind = p.convKind();
+  if (kind == "Wgrad") return "";
+  const int rowsA = p.tileM * p.tileK * p.a.elementBytes / 16 / p.threads;  // A's 16-byte rows per thread
+  if (kind == "Fprop" && rowsA <= 2) return "";
+  return fmt::format("tile {} x {} x {} of a {} on the multistage path runs 8 warps of {} x {} ({} f32 accumulators "
+                     "per thread) beside the gathers' per-row pixel coordinates and pointers{}: more than the 255 "
+                     "registers of a thread (ptxas spills); use 128 x 128, 256 x 64 or 64 x 256{}",
+                     p.tileM, p.tileN, p.tileK, kind == "Fprop" ? "conv2d_fprop" : "conv2d_dgrad", p.warpTileM,
+                     p.warpTileN, p.warpTileM * p.warpTileN / 32,
+                     kind == "Fprop" ? fmt::format(" ({} rows of X per thread; 2 fit: 128 x 256 x 32)", rowsA) : "",
+                     kind == "Fprop" && p.arch == Arch::SM90a
+                         ? ", or the wgmma path (`schedule = cooperative`)"
+                         : "");
+}
+
+// The multistage mainloop's registers (255 per thread): each thread keeps its warp tile's accumulators
+// (warp tile M x N / 32 f32 or s32), two k-steps of fragments and its copies' addresses. Measured with
+// `kdlc build` (ptxas's gate) on sm_80 and sm_90, f16 / tf32 / s8, no epilogue: every tile of 256
+// accumulators per thread (256 x 256 on 8 warps) spills 1.3-3.6 KB; with 128 (64 x 64 warp tiles) what
+// spills (64-100 bytes) is a K-contiguous operand of more than 8 16-byte copies per thread and stage -- B of
+// 64 x 256 or A of 256 x 64 on 4 warps with 128-byte rows (16 each), in any layout of the other operand --
+// while 128 x 128 on 4 warps (8 and 8), 128 x 256 and 256 x 128 on 8 warps (4 and 8), the same tiles with
+// 64-byte rows, and MN-contiguous operands of 16 build clean. The convolutions' gathers keep more per row
+// (convRegisterProblem). "" when the tile fits.
+std::string multistageRegisterProblem(const KernelPlan& p) {
+  const int accumulators = p.warpTileM * p.warpTileN / 32;
+  const std::string tile = fmt::format("tile {} x {} x {}", p.tileM, p.tileN, p.tileK);
+  if (accumulators > 128)
+    return fmt::format("{} runs {} warps of {} x {}: {} accumulator registers per thread, more than the 128 the "
+                       "multistage path keeps beside its fragments and copies (255 per thread: ptxas spills); use a "
+                       "tile of at most 128 x 256 or 256 x 128",
+                       tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, accumulators);
+  if (p.path == KernelPath::ConvSm80) return convRegisterProblem(p);
+  if (accumulators < 128) return "";
+  for (const auto& [o, rows] : {std::pair<const OperandPlan&, int>{p.a, p.tileM}, {p.b, p.tileN}}) {
+    const CopierShape c = copierShape(o, rows, p.tileK);
+    const int copies = c.bytes / 16 / p.threads;
+    if (c.contigK && copies > 8)
+      return fmt::format("{} runs {} warps of {} x {} (128 accumulator registers per thread) and the mainloop's {} "
+                         "tile ({} x {}, K-contiguous) takes {} 16-byte copies per thread and stage: more than the 255 "
+                         "registers of a thread hold (ptxas spills; 8 fit); use tile K = {} or a tile of 128 x 128 or "
+                         "larger",
+                         tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, o.name, rows, p.tileK, copies,
+                         p.tileK / 2);
+  }
+  return "";
+}
+
 WarpChoice chooseWarps(const KernelPlan& p) {
   // Fewer warps when the tile is too small for the preferred count.
   std::vector<int> counts = wantsEightWarps(p) ? std::vector<int>{8, 4, 2, 1} : std::vector<int>{4, 2, 1, 8};
@@ -141,6 +198,10 @@ bool lowerTiling(Lowering& l) {
   p.warpTileM = p.tileM / p.warpsM;
   p.warpTileN = p.tileN / p.warpsN;
   p.threads = p.warpsM * p.warpsN * 32;
+  if (std::string problem = multistageRegisterProblem(p); !problem.empty()) {
+    l.unsupported(s.tile.loc, problem);
+    return false;
+  }
   l.decide("warps",
            fmt::format("{} x {} = {} warps, {} threads; warp tile {} x {} ({} x {} mma tiles of {}x{})", p.warpsM,
                        p.warpsN, p.warpsM * p.warpsN, p.threads, p.warpTileM, p.warpTileN, p.warpTileM / 16,
