@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""The promise behind `kdlc check`, tested on many generated specs: every GEMM kernel that passes
-`kdlc check` is accepted by `kdlc emit` and its emitted .cu compiles with nvcc (for its own arch: the
-gencode flags of its manifest). `check` refuses what this version cannot generate ([unsupported]: the
+"""The promise behind `kdlc check`, tested on many generated specs: every kernel (GEMM or convolution)
+that passes `kdlc check` is accepted by `kdlc emit` and its emitted .cu compiles with nvcc (for its own
+arch); with --gate, `kdlc build` builds it (ptxas's gate: no spills, its later tries included). `check` refuses what this version cannot generate ([unsupported]: the
 sm90a table of codegen/support_sm90.cpp, split_k = stream_k), so nothing that passes it may fail later.
 
 Random kernels over the whole space of dtypes, layouts (of A and B, and of C, D and Z), tiles, stages,
-alignments, split-K and epilogues on the sm80 path, and of types, tiles, schedules, clusters, raster,
-split-K and `fallback = sm80` on the sm90a path (many of them invalid or not generated on purpose) go
+alignments, split-K and epilogues on the sm80 path, of types, tiles, schedules, clusters, raster,
+split-K and `fallback = sm80` on the sm90a path, and convolutions (fprop, dgrad, wgrad; filter, stride,
+residual, [channel] epilogues, extra outputs, amax; both paths) (many of them invalid or not generated on purpose) go
 through `kdlc check` one by one; the valid ones are
 emitted, and a sample of them (half sm90a when there are some) is compiled. Usage:
   check_implies_compile.py --kdlc KDLC --include INCLUDE_DIR [--count N] [--compile N] [--seed S] [--nvcc NVCC]
+                           [--gate]
 It never passes without testing the promise: it fails when no random kernel passed `check` (or none
 was compiled), and exits 77 (ctest's SKIP_RETURN_CODE) with "SKIP: ..." when nvcc is missing.
 """
@@ -80,7 +82,65 @@ def random_sm90_kernel(rng, i):
     return "kernel k%04d {\n  %s\n}\n" % (i, "\n  ".join(body))
 
 
+# Convolution epilogues: {out} is the op's output tensor (Y, X or W), {lay} its layout; [channel] inputs,
+# the residual, extra outputs of the output's shape, amax.
+CONV_EPILOGUES = [
+    None,
+    "input bias : f32 [channel]; {out} = relu(acc + bias);",
+    "input scale : f32 [channel]; input shift : f32 [channel]; {out} = acc * scale + shift;",
+    "input bias : f32 [channel]; {out} = gelu(acc + bias) + residual; output Z : f32 {lay} = acc; "
+    "output amax : f32 = max(abs({out}));",
+    "param a = 0.5; {out} = silu(a * acc) + residual; output Z : bf16 {lay} = relu(acc);",
+    "input sc : f32 []; input bias : bf16 [channel]; {out} = tanh(acc * sc + bias); output Z1 : f16 {lay} = acc; "
+    "output Z2 : f32 {lay} = sigmoid(acc); output amax : f32 = max(abs({out}));",
+]
+
+
+def random_conv_kernel(rng, i):
+    """A convolution (fprop, dgrad, wgrad) on the multistage path or on sm90a's wgmma schedules."""
+    op = rng.choice(["conv2d_fprop", "conv2d_fprop", "conv2d_dgrad", "conv2d_wgrad"])
+    sm90 = rng.random() < 0.6
+    dt = rng.choice(["bf16", "f16", "bf16", "f16", "f32", "e4m3"] if rng.random() < 0.2 else ["bf16", "f16"])
+    names = {"conv2d_fprop": ("X", "W", "Y"), "conv2d_dgrad": ("Y", "W", "X"), "conv2d_wgrad": ("Y", "X", "W")}[op]
+    layout = {"X": "nhwc", "Y": "nhwc", "W": "krsc"}
+    out_name = names[2]
+    out_dt = rng.choice([dt, dt, "f32", "bf16", "f16"]) if dt in ("bf16", "f16") else dt
+    residual = rng.random() < 0.4
+    body = ["op = %s;" % op, "arch = %s;" % ("sm90a" if sm90 else rng.choice(["sm80", "sm86", "sm89"]))]
+    body.append("%s : %s %s;" % (names[0], dt, layout[names[0]]))
+    body.append("%s : %s %s;" % (names[1], dt, layout[names[1]]))
+    if residual:
+        body.append("residual : %s %s;" % (out_dt, layout[out_name]))
+    body.append("%s : %s %s;" % (out_name, out_dt, layout[out_name]))
+    if rng.random() < 0.6:
+        body.append("filter = (%d, %d);" % rng.choice([(1, 1), (3, 3), (3, 3), (5, 5), (7, 7), (1, 3)]))
+    if rng.random() < 0.4:
+        body.append("stride = (%d, %d);" % rng.choice([(1, 1), (2, 2), (2, 2), (1, 2)]))
+    if sm90:
+        schedule = rng.choice(["cooperative", "cooperative", "pingpong", "auto", "multistage"])
+        body.append("schedule = %s;" % schedule)
+        if rng.random() < 0.7:
+            tm, tn = rng.choice([(128, 256), (256, 128), (128, 128), (64, 256), (128, 64), (256, 64), (64, 128)])
+            body.append("tile = (%d, %d, %d);" % (tm, tn, 64 if rng.random() < 0.85 else 32))
+        if rng.random() < 0.3:
+            body.append("cluster = %s;" % rng.choice(["(2, 1, 1)", "(1, 2, 1)", "(2, 2, 1)"]))
+    elif rng.random() < 0.6:
+        body.append("tile = (%d, %d, %d);" % (rng.choice([64, 128, 256]), rng.choice([64, 128, 256]), rng.choice([32, 64])))
+    if rng.random() < 0.4:
+        body.append("stages = %s;" % rng.choice(["auto", 2, 3, 4, 5]))
+    if op == "conv2d_wgrad" and rng.random() < 0.6:
+        body.append("split_k = serial(%d);" % rng.choice([2, 4, 8]))
+    epi = rng.choice(CONV_EPILOGUES)
+    if epi:
+        if "residual" in epi and not residual:
+            epi = epi.replace(" + residual", "")
+        body.append("epilogue { %s }" % epi.format(out=out_name, lay=layout[out_name]))
+    return "kernel k%04d {\n  %s\n}\n" % (i, "\n  ".join(body))
+
+
 def random_kernel(rng, i):
+    if rng.random() < 0.25:
+        return random_conv_kernel(rng, i)
     if rng.random() < 0.35:
         return random_sm90_kernel(rng, i)
     dt = rng.choice(DTYPES)
@@ -132,6 +192,9 @@ def main():
     ap.add_argument("--compile", type=int, default=4)
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--nvcc", default=None, help="default: $KDL_NVCC, $CUDACXX, PATH, /usr/local/cuda/bin/nvcc")
+    ap.add_argument("--gate", action="store_true",
+                    help="compile the sample with `kdlc build` (ptxas's gate: no spills, its later tries included) "
+                         "instead of plain nvcc")
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     print("seed %d (replay with --seed %d)" % (seed, seed))
@@ -190,6 +253,18 @@ def finish(args, rng, valid, failures):
     for i, src, out, is_sm90 in sample:
         cu = os.path.join(out, "k%04d.cu" % i)
         t0 = time.time()
+        if args.gate:
+            # `kdlc build` finds nvcc as a user's build would ($KDL_NVCC, $CUDACXX, PATH); point it at this one.
+            env = dict(os.environ, KDL_NVCC=nvcc)
+            cc = run([args.kdlc, "build", os.path.join(os.path.dirname(out), "k%04d.kdl" % i), "-o", out + "-lib",
+                      "--no-cache"], env=env)
+            if cc.returncode != 0:
+                print("FAIL k%04d: passes check, but `kdlc build` fails (ptxas's gate)\n%s\n%s"
+                      % (i, src, cc.stdout[-4000:]))
+                compile_failures += 1
+            else:
+                print("ok k%04d builds (%.1f s)" % (i, time.time() - t0))
+            continue
         # sm_80 for the sm80 path (the flags of every arch are covered elsewhere); sm_90a for kdl::GemmSm90
         gencode = "-gencode=arch=compute_90a,code=sm_90a" if is_sm90 else "-gencode=arch=compute_80,code=sm_80"
         cc = run([nvcc, "-std=c++17", "-O3", gencode, "-I" + args.include,
