@@ -51,6 +51,7 @@ std::string copierProblem(const OperandPlan& o, const CopierShape& c, int thread
 struct WarpChoice {
   int wm = 0, wn = 0;
   std::string problem;
+  bool registers = false;  // every arrangement the copiers allow needs more registers than a thread has
 };
 
 // Why (wm, wn) warps cannot run the tile, or "".
@@ -99,10 +100,13 @@ std::string convRegisterProblem(const KernelPlan& p) {
 // (warp tile M x N / 32 f32 or s32), two k-steps of fragments and its copies' addresses. Measured with
 // `kdlc build` (ptxas's gate) on sm_80 and sm_90, f16 / tf32 / s8, no epilogue: every tile of 256
 // accumulators per thread (256 x 256 on 8 warps) spills 1.3-3.6 KB; with 128 (64 x 64 warp tiles) what
-// spills (64-100 bytes) is a K-contiguous operand of more than 8 16-byte copies per thread and stage -- B of
-// 64 x 256 or A of 256 x 64 on 4 warps with 128-byte rows (16 each), in any layout of the other operand --
-// while 128 x 128 on 4 warps (8 and 8), 128 x 256 and 256 x 128 on 8 warps (4 and 8), the same tiles with
-// 64-byte rows, and MN-contiguous operands of 16 build clean. The convolutions' gathers keep more per row
+// spills (44-850 bytes) is a K-contiguous operand of more than 8 copies per thread and stage (16 bytes each,
+// or the operand's alignment when smaller) -- B of 64 x 256 or A of 256 x 64 on 4 warps with 128-byte rows
+// (16 each), in any layout of the other operand; s8 256 x 64 x 64 with A aligned to 8 bytes (16 copies of 8);
+// 128 x 128 on 4 warps aligned to 2 or 4 f16 elements or 1 tf32 (16-32 copies) -- while 128 x 128 on 4 warps
+// (8 and 8), 128 x 256 and 256 x 128 on 8 warps (4 and 8), the same tiles with 64-byte rows, and
+// MN-contiguous operands of 16 build clean. chooseWarps takes 8 warps where 4 would spill (64 x 32 warp
+// tiles, 64 accumulators: all of the above build clean there). The convolutions' gathers keep more per row
 // (convRegisterProblem). "" when the tile fits.
 std::string multistageRegisterProblem(const KernelPlan& p) {
   const int accumulators = p.warpTileM * p.warpTileN / 32;
@@ -116,23 +120,27 @@ std::string multistageRegisterProblem(const KernelPlan& p) {
   if (accumulators < 128) return "";
   for (const auto& [o, rows] : {std::pair<const OperandPlan&, int>{p.a, p.tileM}, {p.b, p.tileN}}) {
     const CopierShape c = copierShape(o, rows, p.tileK);
-    const int copies = c.bytes / 16 / p.threads;
+    const int copyBytes = std::min(16, o.align * o.elementBytes);  // one cp.async: the operand's alignment
+    const int copies = c.bytes / copyBytes / p.threads;
     if (c.contigK && copies > 8)
       return fmt::format("{} runs {} warps of {} x {} (128 accumulator registers per thread) and the mainloop's {} "
-                         "tile ({} x {}, K-contiguous) takes {} 16-byte copies per thread and stage: more than the 255 "
-                         "registers of a thread hold (ptxas spills; 8 fit); use tile K = {} or a tile of 128 x 128 or "
-                         "larger",
-                         tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, o.name, rows, p.tileK, copies,
-                         p.tileK / 2);
+                         "tile ({} x {}, K-contiguous) takes {} {}-byte copies per thread and stage: more than the "
+                         "255 registers of a thread hold (ptxas spills; 8 fit); use {}a smaller tile (128 x 128 runs "
+                         "8 warps of 64 x 32)",
+                         tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, o.name, rows, p.tileK, copies, copyBytes,
+                         copyBytes < 16 ? "a wider alignment (16 bytes) or " : "");
   }
   return "";
 }
 
 WarpChoice chooseWarps(const KernelPlan& p) {
-  // Fewer warps when the tile is too small for the preferred count.
-  std::vector<int> counts = wantsEightWarps(p) ? std::vector<int>{8, 4, 2, 1} : std::vector<int>{4, 2, 1, 8};
+  // Fewer warps when the tile is too small for the preferred count; more when the preferred count's warp tiles
+  // would need more registers than a thread has (multistageRegisterProblem: e.g. 128 x 128 with operands aligned
+  // below 16 bytes, whose copies on 4 warps spill, runs on 8).
+  std::vector<int> counts = wantsEightWarps(p) ? std::vector<int>{8, 4, 2, 1} : std::vector<int>{4, 8, 2, 1};
   WarpChoice best;
-  std::string firstProblem;
+  std::string firstProblem, registerProblem;
+  double registerScore = 1e9;
   for (int warps : counts) {
     double bestScore = 1e9;
     for (int wm = 1; wm <= warps; wm *= 2) {
@@ -142,8 +150,22 @@ WarpChoice chooseWarps(const KernelPlan& p) {
         if (firstProblem.empty()) firstProblem = problem;
         continue;
       }
+      KernelPlan q = p;
+      q.warpsM = wm;
+      q.warpsN = wn;
+      q.warpTileM = p.tileM / wm;
+      q.warpTileN = p.tileN / wn;
+      q.threads = wm * wn * 32;
       // the squarest warp tile reuses fragments best; ties go to more warps along M
       double score = std::fabs(std::log2(double(p.tileM / wm) / double(p.tileN / wn)));
+      if (std::string r = multistageRegisterProblem(q); !r.empty()) {
+        if (warps == counts[0] && score < registerScore - 1e-9) {  // the preferred count's squarest: the message
+          registerScore = score;
+          registerProblem = r;
+        }
+        if (registerProblem.empty()) registerProblem = r;
+        continue;
+      }
       if (score < bestScore - 1e-9) {
         bestScore = score;
         best.wm = wm;
@@ -152,7 +174,8 @@ WarpChoice chooseWarps(const KernelPlan& p) {
     }
     if (best.wm) return best;
   }
-  best.problem = firstProblem;
+  best.registers = !registerProblem.empty();
+  best.problem = best.registers ? registerProblem : firstProblem;
   return best;
 }
 
@@ -189,8 +212,9 @@ bool lowerTiling(Lowering& l) {
 
   WarpChoice wc = chooseWarps(p);
   if (!wc.wm) {
-    l.unsupported(s.tile.loc, fmt::format("tile {} cannot be generated on the sm80 path: {}", rangeText(s.tile.value),
-                                          wc.problem));
+    l.unsupported(s.tile.loc, wc.registers ? wc.problem
+                                           : fmt::format("tile {} cannot be generated on the sm80 path: {}",
+                                                         rangeText(s.tile.value), wc.problem));
     return false;
   }
   p.warpsM = wc.wm;
@@ -198,15 +222,15 @@ bool lowerTiling(Lowering& l) {
   p.warpTileM = p.tileM / p.warpsM;
   p.warpTileN = p.tileN / p.warpsN;
   p.threads = p.warpsM * p.warpsN * 32;
-  if (std::string problem = multistageRegisterProblem(p); !problem.empty()) {
-    l.unsupported(s.tile.loc, problem);
-    return false;
-  }
   l.decide("warps",
            fmt::format("{} x {} = {} warps, {} threads; warp tile {} x {} ({} x {} mma tiles of {}x{})", p.warpsM,
                        p.warpsN, p.warpsM * p.warpsN, p.threads, p.warpTileM, p.warpTileN, p.warpTileM / 16,
                        p.warpTileN / 8, 16, 8),
-           !wantsEightWarps(p) ? "4 warps; the squarest warp tile that the copiers and the epilogue divide evenly"
+           !wantsEightWarps(p) && p.warpsM * p.warpsN == 8
+               ? "8 warps: on 4, 128 accumulators per thread beside this tile's copies (narrow alignment or long "
+                 "K-contiguous rows) would need more registers than a thread has; the squarest warp tile that the "
+                 "copiers and the epilogue divide evenly"
+           : !wantsEightWarps(p) ? "4 warps; the squarest warp tile that the copiers and the epilogue divide evenly"
            : p.conv() && p.tileM * p.tileN < 128 * 256
                ? "8 warps: a convolution's gathers hold each row's pixel in registers beside the accumulators, and "
                  "64 x 64 warp tiles would spill; the squarest warp tile that the copiers and the epilogue divide evenly"

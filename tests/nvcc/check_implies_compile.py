@@ -107,8 +107,10 @@ def random_conv_kernel(rng, i):
     out_dt = rng.choice([dt, dt, "f32", "bf16", "f16"]) if dt in ("bf16", "f16") else dt
     residual = rng.random() < 0.4
     body = ["op = %s;" % op, "arch = %s;" % ("sm90a" if sm90 else rng.choice(["sm80", "sm86", "sm89"]))]
-    body.append("%s : %s %s;" % (names[0], dt, layout[names[0]]))
-    body.append("%s : %s %s;" % (names[1], dt, layout[names[1]]))
+    # `align` on the gathered inputs now and then (2, 4 or 8 elements; the default is 16 bytes' worth).
+    align = " align %d" % rng.choice([2, 4, 8]) if rng.random() < 0.2 else ""
+    body.append("%s : %s %s%s;" % (names[0], dt, layout[names[0]], align))
+    body.append("%s : %s %s%s;" % (names[1], dt, layout[names[1]], align))
     if residual:
         body.append("residual : %s %s;" % (out_dt, layout[out_name]))
     body.append("%s : %s %s;" % (out_name, out_dt, layout[out_name]))

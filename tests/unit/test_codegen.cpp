@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -432,6 +433,7 @@ TEST_CASE("every sm80 configuration: validation, lowering and the templates' sha
   }
   const Arch archs[] = {Arch::SM80, Arch::SM86, Arch::SM89, Arch::SM90a};
   size_t lowered = 0;
+  std::set<std::string> registerRefused;  // configurations (all stages) lowering refuses for their registers
   for (const auto& [config, proto] : byConfig) {
     for (Arch arch : archs) {
       std::string stem = fmt::format("g_{}_{}_s", name(arch), config);
@@ -445,9 +447,16 @@ TEST_CASE("every sm80 configuration: validation, lowering and the templates' sha
         std::vector<KernelPlan> plans = lower({s}, ld);
         bool validationAccepts = accepted.count(stem + std::to_string(stages)) > 0;
         INFO(stem << stages << ": " << (ld.all().empty() ? std::string() : ld.all()[0].message));
+        ++lowered;
+        // Lowering refuses the tiles whose registers ptxas spills (codegen/lower_tiling.cpp), whatever the stages:
+        // no shared memory to compare.
+        if (plans.empty() && !ld.all().empty() && contains(ld.all()[0].message, "registers")) {
+          CHECK(ld.all()[0].kind == DiagKind::Unsupported);
+          registerRefused.insert(stem);
+          continue;
+        }
         // the validator's limit check and lowering's agree, both ways
         REQUIRE(plans.size() == (validationAccepts ? 1u : 0u));
-        ++lowered;
         if (!validationAccepts) {
           CHECK(contains(ld.all().at(0).message, "bytes of shared memory"));
           continue;
@@ -470,11 +479,17 @@ TEST_CASE("every sm80 configuration: validation, lowering and the templates' sha
         CHECK(contains(decision(p, "stages")->why, fmt::format("{} B of shared memory per block", p.smemBytes)));
       }
       // `stages = auto` is the deepest pipeline that fits, at most 4
+      if (registerRefused.count(stem)) continue;
       if (largestFit) CHECK(autoStages == std::min(4, largestFit));
       else CHECK(autoStages == 0);
     }
   }
   CHECK(lowered == byConfig.size() * 4 * 7);
+  // 256 x 256 (256 accumulators per thread) is among them, 128 x 128 is not.
+  CHECK(std::any_of(registerRefused.begin(), registerRefused.end(),
+                    [](const std::string& s) { return contains(s, "_256x256x"); }));
+  CHECK(std::none_of(registerRefused.begin(), registerRefused.end(),
+                     [](const std::string& s) { return contains(s, "_128x128x"); }));
 }
 
 TEST_CASE("the manifest's smem_bytes is what the launch asks for, and path names the template", "[codegen][smem][path]") {
