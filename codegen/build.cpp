@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fmt/format.h>
 #include <mutex>
@@ -226,18 +227,24 @@ void compileOne(const CompileContext& cx, CompileJob& j) {
   double seconds = j.seconds;
   for (const std::vector<std::string>& extra : retryFlags(j.kernel->gencode)) {
     if (interrupted()) break;
+    // Each try writes its own object: the first one's stays where it is until a try is clean, so the object
+    // on disk is always the one whose report is published (--allow-ptxas-warnings links the first).
     CompileJob again = j;
     again.output.clear();
     again.seconds = 0;
+    again.object = j.object + ".try";
     std::vector<std::string> f = flags;
     f.insert(f.end(), extra.begin(), extra.end());
     compileWith(cx, again, f);
     seconds += again.seconds;
-    if (again.status == 0 && again.ptxas.problems.empty()) {
+    const bool clean = again.status == 0 && again.ptxas.problems.empty();
+    if (clean && ::rename(again.object.c_str(), j.object.c_str()) == 0) {
+      again.object = j.object;
       again.note = retryNote(j.ptxas, extra);
       j = std::move(again);
       break;
     }
+    ::unlink(again.object.c_str());
   }
   j.seconds = seconds;
 }
@@ -422,19 +429,28 @@ int runGatedCompile(const GatedCompile& c, const Progress& progress) {
   // As `kdlc build` does (compileOne): a kernel with a performance loss gets the later tries (retryFlags),
   // the first clean one kept.
   if (status == 0 && wantsRetry(report)) {
+    // Each try writes OBJECT.kdl-try, renamed over the first object when its report is clean: the object left is
+    // always the one whose report is published.
+    const std::string tryObject = object + ".kdl-try";
     for (const std::vector<std::string>& extra : retryFlags(gencode)) {
       std::vector<std::string> again = argv;
+      for (size_t i = 0; i + 1 < again.size(); ++i)
+        if (again[i] == "-o") again[i + 1] = tryObject;
       again.insert(again.end(), extra.begin(), extra.end());
       std::string output2;
       const int status2 = runProcess(again, compilerEnvironment(""), output2);
-      if (interrupted()) return 128 + InterruptGuard::signal();
+      if (interrupted()) {
+        ::unlink(tryObject.c_str());
+        return 128 + InterruptGuard::signal();
+      }
       PtxasReport report2 = parsePtxasReport(output2, status2 == 0);
-      if (status2 == 0 && report2.problems.empty()) {
+      if (status2 == 0 && report2.problems.empty() && ::rename(tryObject.c_str(), object.c_str()) == 0) {
         progress("kdlc: note: " + retryNote(report, extra));
         output = std::move(output2);
         report = std::move(report2);
         break;
       }
+      ::unlink(tryObject.c_str());
     }
   }
   std::string shown = status == 0 ? report.otherOutput : output;

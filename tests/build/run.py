@@ -817,7 +817,14 @@ def case_ptxas_gate_sm90a_retry(tmp):
     r = build(spec, out, env2, "--no-cache")
     check(r.returncode == 1 and "kernel `k90` (k90.cu)" in r.stderr and "built with" not in r.stderr,
           f"every try spills: exit {r.returncode}", r.stderr)
-    check(len(k90_compiles(env2)) == 6, "every try spills: six compiles of k90", str(k90_compiles(env2)))
+    argvs = k90_compiles(env2)
+    check(len(argvs) == 6, "every try spills: six compiles of k90", str(argvs))
+    # The later tries write their own objects (the first compile's stays the one built, e.g. with
+    # --allow-ptxas-warnings), and none is left behind.
+    outs = [a[a.index("-o") + 1] for a in argvs]
+    check(not outs[0].endswith(".try") and all(o == outs[0] + ".try" for o in outs[1:]),
+          "the tries' objects are not their own", str(outs))
+    check(not any(f.endswith(".try") for _, _, fs in os.walk(out) for f in fs), "a try's object was left behind")
     # An sm80-path kernel gets the narrower-epilogue tries only (4, then 2 columns per call), never the sm90a flag.
     env3 = dict(env, FAKE_PTXAS="spill", FAKE_PTXAS_ONLY="k80", FAKE_PTXAS_CLEAN_WITH=flag,
                 FAKE_NVCC_LOG=os.path.join(tmp, "log3"))
@@ -846,6 +853,7 @@ def case_ptxas_gate_sm90a_retry(tmp):
         check(r.returncode == expect, f"ptxas-gate {gencode} clean_with={clean_with!r}: exit {r.returncode}", r.stderr)
         if expect == 0:
             check(f"({clean_with})" in r.stderr and os.path.exists(obj), "ptxas-gate: the retry", r.stderr)
+        check(not os.path.exists(obj + ".kdl-try"), "ptxas-gate left a try's object behind")
 
 
 def case_nvcc_flags(tmp):
