@@ -82,11 +82,11 @@ bool wantsEightWarps(const KernelPlan& p) { return p.tileM * p.tileN >= (p.conv(
 std::string convRegisterProblem(const KernelPlan& p) {
   if (p.path != KernelPath::ConvSm80) return "";
   const std::string kind = p.convKind();
-  if (kind == "Wgrad") return "";
-  // The gathers' copies: each keeps its pixel's offsets and masks. Measured (f16, aligned to 2, 4 and 8
+  // The loads' copies: each of a gather keeps its pixel's offsets and masks. Measured (f16, aligned to 2, 4 and 8
   // elements, 64 x 64 to 128 x 128, tile K 32 and 64, no epilogue): the fprop and the dgrad spill (100-1200
   // bytes) where an operand takes 16 or more copies per thread and stage, and the dgrad with 4-byte copies also
-  // where A and B take 16 together beside 64 accumulators (12 bytes); everything else builds.
+  // where A and B take 16 together beside 64 accumulators (12 bytes); everything else builds. The wgrad too
+  // (256 x 128 x 64 aligned to 2 elements: 32 and 16 copies beside 128 accumulators, 248-644 bytes).
   const int accumulators = p.warpTileM * p.warpTileN / 32;
   int copies[2], copyBytes = 16;
   for (int i = 0; i < 2; ++i) {
@@ -97,13 +97,14 @@ std::string convRegisterProblem(const KernelPlan& p) {
   }
   if (std::max(copies[0], copies[1]) >= 16 ||
       (kind == "Dgrad" && copyBytes <= 4 && accumulators >= 64 && copies[0] + copies[1] >= 16))
-    return fmt::format("tile {} x {} x {} of a {} on the multistage path runs {} warps whose gathers take {} and {} "
-                       "{}-byte copies per thread and stage (A and B), each keeping its pixel's offsets and masks: "
-                       "more than the 255 registers of a thread hold (ptxas spills); use a wider alignment (16 bytes) "
-                       "or tile K = {}",
-                       p.tileM, p.tileN, p.tileK, kind == "Fprop" ? "conv2d_fprop" : "conv2d_dgrad",
+    return fmt::format("tile {} x {} x {} of a {} on the multistage path runs {} warps whose loads take {} and {} "
+                       "{}-byte copies per thread and stage (A and B), a gather's each keeping its pixel's offsets and "
+                       "masks: more than the 255 registers of a thread hold (ptxas spills); use a wider alignment "
+                       "(16 bytes) or tile K = {}",
+                       p.tileM, p.tileN, p.tileK,
+                       kind == "Fprop" ? "conv2d_fprop" : kind == "Dgrad" ? "conv2d_dgrad" : "conv2d_wgrad",
                        p.warpsM * p.warpsN, copies[0], copies[1], copyBytes, p.tileK / 2);
-  if (p.warpTileM * p.warpTileN < 64 * 64) return "";
+  if (kind == "Wgrad" || p.warpTileM * p.warpTileN < 64 * 64) return "";
   const int rowsA = p.tileM * p.tileK * p.a.elementBytes / 16 / p.threads;  // A's 16-byte rows per thread
   if (kind == "Fprop" && rowsA <= 2) return "";
   return fmt::format("tile {} x {} x {} of a {} on the multistage path runs 8 warps of {} x {} ({} f32 accumulators "
