@@ -140,6 +140,18 @@ std::string multistageRegisterProblem(const KernelPlan& p) {
                        tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, accumulators);
   if (p.path == KernelPath::ConvSm80) return convRegisterProblem(p);
   if (accumulators < 128) return "";
+  // Both operands MN-contiguous, 8 copies each (128 x 128 x 64 f16, A column-major and B row-major, 4 warps):
+  // 8 bytes of spills on sm_80 (sm_90 clean), with or without an epilogue.
+  {
+    const CopierShape ca = copierShape(p.a, p.tileM, p.tileK), cb = copierShape(p.b, p.tileN, p.tileK);
+    const int na = ca.bytes / std::min(16, p.a.align * p.a.elementBytes) / p.threads;
+    const int nb = cb.bytes / std::min(16, p.b.align * p.b.elementBytes) / p.threads;
+    if (!ca.contigK && !cb.contigK && na >= 8 && nb >= 8)
+      return fmt::format("{} runs {} warps of {} x {} (128 accumulator registers per thread) and both mainloop tiles "
+                         "are MN-contiguous with {} and {} copies per thread and stage: more than the 255 registers of "
+                         "a thread hold on sm_80 (ptxas spills); use a smaller tile (128 x 128 runs 8 warps of 64 x 32)",
+                         tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, na, nb);
+  }
   for (const auto& [o, rows] : {std::pair<const OperandPlan&, int>{p.a, p.tileM}, {p.b, p.tileN}}) {
     const CopierShape c = copierShape(o, rows, p.tileK);
     const int copyBytes = std::min(16, o.align * o.elementBytes);  // one cp.async: the operand's alignment
