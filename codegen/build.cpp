@@ -223,7 +223,7 @@ void compileWith(const CompileContext& cx, CompileJob& j, const std::vector<std:
 void compileOne(const CompileContext& cx, CompileJob& j) {
   const std::vector<std::string> flags = nvccFlagsFor(cx.req, *j.kernel);
   compileWith(cx, j, flags);
-  if (j.status != 0 || !wantsRetry(j.ptxas)) return;
+  if (j.status != 0 || j.ptxas.problems.empty()) return;
   double seconds = j.seconds;
   for (const std::vector<std::string>& extra : retryFlags(j.kernel->gencode)) {
     if (interrupted()) break;
@@ -428,7 +428,7 @@ int runGatedCompile(const GatedCompile& c, const Progress& progress) {
   PtxasReport report = parsePtxasReport(output, status == 0 && gencodeProducesSass(gencode));
   // As `kdlc build` does (compileOne): a kernel with a performance loss gets the later tries (retryFlags),
   // the first clean one kept.
-  if (status == 0 && wantsRetry(report)) {
+  if (status == 0 && !report.problems.empty()) {
     // Each try writes OBJECT.kdl-try, renamed over the first object when its report is clean: the object left is
     // always the one whose report is published.
     const std::string tryObject = object + ".kdl-try";

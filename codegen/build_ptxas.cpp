@@ -55,11 +55,9 @@ bool gencodeProducesSass(const std::vector<std::string>& gencode) {
   return false;
 }
 
-bool wantsRetry(const PtxasReport& first) { return !first.problems.empty(); }
-
 const std::vector<std::vector<std::string>>& retryFlags(const std::vector<std::string>& gencode) {
-  const std::string w4 = std::string("-D") + kEpilogueMaxWidthMacro + "=4";
-  const std::string w2 = std::string("-D") + kEpilogueMaxWidthMacro + "=2";
+  static const std::string w4 = std::string("-D") + kEpilogueMaxWidthMacro + "=4";
+  static const std::string w2 = std::string("-D") + kEpilogueMaxWidthMacro + "=2";
   static const std::vector<std::vector<std::string>> sm90a{
       {kSm90CheckedEpilogueFlag}, {w4}, {w4, kSm90CheckedEpilogueFlag}, {w2}, {w2, kSm90CheckedEpilogueFlag}};
   static const std::vector<std::vector<std::string>> others{{w4}, {w2}};

@@ -59,10 +59,8 @@ inline constexpr const char* kSm90CheckedEpilogueFlag = "-DKDL_SM90_EPILOGUE_CHE
 // estimate let through at a width where ptxas spills (it is not monotone near the consumers' budget).
 inline constexpr const char* kEpilogueMaxWidthMacro = "KDL_EPILOGUE_MAX_VECTOR_WIDTH";
 
-// Whether a successful compile whose report is `first` gets the later tries: a performance loss.
-bool wantsRetry(const PtxasReport& first);
-
-// The extra nvcc flags of each later try for a kernel compiled for `gencode`, in order (the first one
+// The extra nvcc flags of each later try (for a successful compile whose report shows a performance loss) for a
+// kernel compiled for `gencode`, in order (the first one
 // whose report is clean is kept): for an sm90a target (kdl::GemmSm90) the checked epilogue, the staged
 // epilogue capped at 4 columns per call, both, 2 columns, 2 and checked; for the others (the multistage
 // path) 4 columns, then 2.

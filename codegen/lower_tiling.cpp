@@ -26,6 +26,12 @@ CopierShape copierShape(const OperandPlan& o, int tileMN, int tileK) {
   c.bytes = c.rows * c.rowBytes;
   return c;
 }
+// One cp.async of the operand: its alignment's bytes, at most 16.
+int copyBytesOf(const OperandPlan& o) { return std::min(16, o.align * o.elementBytes); }
+// The copies per thread and stage that fill the operand's tile of `rows` rows (M or N) by `threads` threads.
+int copiesPerThread(const OperandPlan& o, int rows, int tileK, int threads) {
+  return copierShape(o, rows, tileK).bytes / copyBytesOf(o) / threads;
+}
 
 // Why an operand's copier cannot be instantiated with `threads`, or "".
 std::string copierProblem(const OperandPlan& o, const CopierShape& c, int threads) {
@@ -88,13 +94,9 @@ std::string convRegisterProblem(const KernelPlan& p) {
   // where A and B take 16 together beside 64 accumulators (12 bytes); everything else builds. The wgrad too
   // (256 x 128 x 64 aligned to 2 elements: 32 and 16 copies beside 128 accumulators, 248-644 bytes).
   const int accumulators = p.warpTileM * p.warpTileN / 32;
-  int copies[2], copyBytes = 16;
-  for (int i = 0; i < 2; ++i) {
-    const OperandPlan& o = i == 0 ? p.a : p.b;
-    copyBytes = std::min(copyBytes, std::min(16, o.align * o.elementBytes));
-    copies[i] = (i == 0 ? p.tileM : p.tileN) * p.tileK * o.elementBytes / std::min(16, o.align * o.elementBytes) /
-                p.threads;
-  }
+  const int copies[2] = {copiesPerThread(p.a, p.tileM, p.tileK, p.threads),
+                         copiesPerThread(p.b, p.tileN, p.tileK, p.threads)};
+  const int copyBytes = std::min(copyBytesOf(p.a), copyBytesOf(p.b));
   if (std::max(copies[0], copies[1]) >= 16 ||
       (kind == "Dgrad" && copyBytes <= 4 && accumulators >= 64 && copies[0] + copies[1] >= 16))
     return fmt::format("tile {} x {} x {} of a {} on the multistage path runs {} warps whose loads take {} and {} "
@@ -143,20 +145,18 @@ std::string multistageRegisterProblem(const KernelPlan& p) {
   // Both operands MN-contiguous, 8 copies each (128 x 128 x 64 f16, A column-major and B row-major, 4 warps):
   // 8 bytes of spills on sm_80 (sm_90 clean), with or without an epilogue.
   {
-    const CopierShape ca = copierShape(p.a, p.tileM, p.tileK), cb = copierShape(p.b, p.tileN, p.tileK);
-    const int na = ca.bytes / std::min(16, p.a.align * p.a.elementBytes) / p.threads;
-    const int nb = cb.bytes / std::min(16, p.b.align * p.b.elementBytes) / p.threads;
-    if (!ca.contigK && !cb.contigK && na >= 8 && nb >= 8)
+    const int na = copiesPerThread(p.a, p.tileM, p.tileK, p.threads);
+    const int nb = copiesPerThread(p.b, p.tileN, p.tileK, p.threads);
+    if (!p.a.contigK && !p.b.contigK && na >= 8 && nb >= 8)
       return fmt::format("{} runs {} warps of {} x {} (128 accumulator registers per thread) and both mainloop tiles "
                          "are MN-contiguous with {} and {} copies per thread and stage: more than the 255 registers of "
                          "a thread hold on sm_80 (ptxas spills); use a smaller tile (128 x 128 runs 8 warps of 64 x 32)",
                          tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, na, nb);
   }
   for (const auto& [o, rows] : {std::pair<const OperandPlan&, int>{p.a, p.tileM}, {p.b, p.tileN}}) {
-    const CopierShape c = copierShape(o, rows, p.tileK);
-    const int copyBytes = std::min(16, o.align * o.elementBytes);  // one cp.async: the operand's alignment
-    const int copies = c.bytes / copyBytes / p.threads;
-    if (c.contigK && copies > 8)
+    const int copyBytes = copyBytesOf(o);
+    const int copies = copiesPerThread(o, rows, p.tileK, p.threads);
+    if (o.contigK && copies > 8)
       return fmt::format("{} runs {} warps of {} x {} (128 accumulator registers per thread) and the mainloop's {} "
                          "tile ({} x {}, K-contiguous) takes {} {}-byte copies per thread and stage: more than the "
                          "255 registers of a thread hold (ptxas spills; 8 fit); use {}a smaller tile (128 x 128 runs "
