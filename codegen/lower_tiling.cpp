@@ -84,7 +84,8 @@ bool wantsEightWarps(const KernelPlan& p) { return p.tileM * p.tileN >= (p.conv(
 // A's (X's) 16-byte rows per thread. Measured with `kdlc build` (ptxas's gate, its narrower-epilogue tries
 // included) on sm_80 and sm_90, no epilogue: fprop 128 x 256 x 32 clean; fprop 256 x 128 x 32 (4 rows of X
 // per thread), 128 x 256 x 64 and 256 x 128 x 64 spill, so does every dgrad with such a warp tile (8-380
-// bytes); the wgrad (no per-row pixel state) builds. "" when the tile is fine.
+// bytes); the wgrad (no per-row pixel state) builds, but for the cases of its own branch below. "" when the tile
+// is fine.
 std::string convRegisterProblem(const KernelPlan& p) {
   if (p.path != KernelPath::ConvSm80) return "";
   const std::string kind = p.convKind();
@@ -106,7 +107,33 @@ std::string convRegisterProblem(const KernelPlan& p) {
                        p.tileM, p.tileN, p.tileK,
                        kind == "Fprop" ? "conv2d_fprop" : kind == "Dgrad" ? "conv2d_dgrad" : "conv2d_wgrad",
                        p.warpsM * p.warpsN, copies[0], copies[1], copyBytes, p.tileK / 2);
-  if (kind == "Wgrad" || p.warpTileM * p.warpTileN < 64 * 64) return "";
+  if (kind == "Wgrad") {
+    // The wgrad with 128 accumulators per thread (128 x 256 or 256 x 128 on 8 warps of 64 x 64). Measured with
+    // `kdlc build` (ptxas's gate, its narrower-epilogue tries included) on sm_80 and sm_90a, bf16, tile K 32 and
+    // 64, epilogues from none to a residual, [] and [channel] inputs, two extra outputs and an amax, split-K, fixed
+    // strides and 3 x 3 filters: both build (128 x 256 at the 4-column epilogue) but where the filter is fixed at
+    // 1 x 1 (the tap loop folded away: 4-8 bytes of spills on 128 x 256 x 64, 256 x 128 x 64 and, on sm_80,
+    // 128 x 256 x 32) and where an operand takes 8 copies narrower than 16 bytes per thread and stage (256 x 128 x
+    // 32 aligned to 4 elements: 32-36 bytes).
+    if (accumulators < 128) return "";
+    const std::string head = fmt::format("tile {} x {} x {} of a conv2d_wgrad on the multistage path runs {} warps of "
+                                         "{} x {} ({} f32 accumulators per thread)",
+                                         p.tileM, p.tileN, p.tileK, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN,
+                                         accumulators);
+    if (p.filterR == 1 && p.filterS == 1)
+      return head + " with the filter fixed at 1 x 1: more than the 255 registers of a thread hold (ptxas spills); use "
+                    "128 x 128, or leave the filter a run-time argument";
+    for (int i = 0; i < 2; ++i) {
+      const OperandPlan& o = i == 0 ? p.a : p.b;
+      if (copyBytesOf(o) < 16 && copies[i] >= 8)
+        return head + fmt::format(" and {}'s ({}'s) loads take {} {}-byte copies per thread and stage: more than the "
+                                  "255 registers of a thread hold (ptxas spills); use a wider alignment (16 bytes) or "
+                                  "128 x 128",
+                                  o.name, (i == 0 ? p.argA : p.argB).name, copies[i], copyBytesOf(o));
+    }
+    return "";
+  }
+  if (p.warpTileM * p.warpTileN < 64 * 64) return "";
   const int rowsA = p.tileM * p.tileK * p.a.elementBytes / 16 / p.threads;  // A's 16-byte rows per thread
   if (kind == "Fprop" && rowsA <= 2) return "";
   return fmt::format("tile {} x {} x {} of a {} on the multistage path runs 8 warps of {} x {} ({} f32 accumulators "
