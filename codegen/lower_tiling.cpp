@@ -135,7 +135,18 @@ std::string convRegisterProblem(const KernelPlan& p) {
   }
   if (p.warpTileM * p.warpTileN < 64 * 64) return "";
   const int rowsA = p.tileM * p.tileK * p.a.elementBytes / 16 / p.threads;  // A's 16-byte rows per thread
-  if (kind == "Fprop" && rowsA <= 2) return "";
+  if (kind == "Fprop" && rowsA <= 2) {
+    // ... unless the filter's width is fixed at 1 (1 x 1, 3 x 1, 5 x 1: 4 bytes of spills on sm_80 and sm_90a at
+    // every epilogue width; 1 x 2, 1 x 3, 3 x 3, 7 x 7 and a run-time filter build, measured through `kdlc build`).
+    if (p.filterS != 1) return "";
+    return fmt::format("tile {} x {} x {} of a conv2d_fprop on the multistage path runs {} warps of {} x {} ({} f32 "
+                       "accumulators per thread) with the filter's width fixed at 1 ({} x {}): more than the 255 "
+                       "registers of a thread hold (ptxas spills); use 128 x 128, 256 x 64 or 64 x 256, or leave the "
+                       "filter a run-time argument{}",
+                       p.tileM, p.tileN, p.tileK, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN,
+                       p.warpTileM * p.warpTileN / 32, p.filterR, p.filterS,
+                       p.arch == Arch::SM90a ? ", or the wgmma path (`schedule = cooperative`)" : "");
+  }
   return fmt::format("tile {} x {} x {} of a {} on the multistage path runs 8 warps of {} x {} ({} f32 accumulators "
                      "per thread) beside the gathers' per-row pixel coordinates and pointers{}: more than the 255 "
                      "registers of a thread (ptxas spills); use 128 x 128, 256 x 64 or 64 x 256{}",
