@@ -78,6 +78,18 @@ std::string warpProblem(const KernelPlan& p, int wm, int wn) {
 // (with 4, i.e. 64 x 64 warp tiles, ptxas spills: 255 registers on sm_90).
 bool wantsEightWarps(const KernelPlan& p) { return p.tileM * p.tileN >= (p.conv() ? 128 * 128 : 128 * 256); }
 
+WarpChoice chooseWarps(const KernelPlan& p);
+
+// ", or tile K = N" where half the tile's K is a valid tile K on which some arrangement of warps fits the
+// registers (a refusal's suggestion must not be refused in turn), else "".
+std::string halfTileKSuggestion(const KernelPlan& p) {
+  KernelPlan q = p;
+  q.tileK = p.tileK / 2;
+  const int kBytes = q.tileK * q.a.elementBytes;
+  if (p.tileK % 2 || kBytes % 32 || kBytes < 64 || chooseWarps(q).wm == 0) return "";
+  return fmt::format(" or tile K = {}", q.tileK);
+}
+
 // A multistage fprop or dgrad keeps its gathers' per-row pixel coordinates and pointers in registers beside
 // the accumulators; with a 64 x 64 warp tile (8 warps on 128 x 256 or 256 x 128: 128 f32 accumulators per
 // thread) that exceeds the 255 registers of a thread, and ptxas spills, except on the fprop with at most 2 of
@@ -103,10 +115,10 @@ std::string convRegisterProblem(const KernelPlan& p) {
     return fmt::format("tile {} x {} x {} of a {} on the multistage path runs {} warps whose loads take {} and {} "
                        "{}-byte copies per thread and stage (A and B), a gather's each keeping its pixel's offsets and "
                        "masks: more than the 255 registers of a thread hold (ptxas spills); use a wider alignment "
-                       "(16 bytes) or tile K = {}",
+                       "(16 bytes){}",
                        p.tileM, p.tileN, p.tileK,
                        kind == "Fprop" ? "conv2d_fprop" : kind == "Dgrad" ? "conv2d_dgrad" : "conv2d_wgrad",
-                       p.warpsM * p.warpsN, copies[0], copies[1], copyBytes, p.tileK / 2);
+                       p.warpsM * p.warpsN, copies[0], copies[1], copyBytes, halfTileKSuggestion(p));
   if (kind == "Wgrad") {
     // The wgrad with 128 accumulators per thread (128 x 256 or 256 x 128 on 8 warps of 64 x 64). Measured with
     // `kdlc build` (ptxas's gate, its narrower-epilogue tries included) on sm_80 and sm_90a, bf16, tile K 32 and
