@@ -343,8 +343,10 @@ bool lowerSm90Epilogue(Lowering& l) {
   // Measured past the estimate too: an extra output laid out unlike D (stored element by element, strided across
   // the kernel's rows) beside 128 accumulator registers spills 64-116 bytes at every width and with the checked
   // epilogue (`kdlc build`'s later tries): cooperative 128 x 256 and 256 x 128 (bf16, e4m3; f32 and bf16 outputs),
-  // pingpong 128 x 128; with 64 (cooperative 128 x 128) it builds, and so does C read transposed.
-  if (r.accumulators >= 128 && p.spec.epilogue.outputs.size() > 1) {
+  // pingpong 128 x 128; with 64 (cooperative 128 x 128) it builds -- fp8 promotion's temporary accumulator beside
+  // them included (e4m3 128 x 128 x 128, promotion = 1) -- and so does C read transposed.
+  const int wgmmaAccumulators = rowsPerConsumer(p) / 64 * p.tileN / 2;  // without promotion's temporary
+  if (wgmmaAccumulators >= 128 && p.spec.epilogue.outputs.size() > 1) {
     const Operand* D = p.spec.operand("D");
     for (size_t i = 1; i < p.spec.epilogue.outputs.size(); ++i) {
       const EpiOutput& o = p.spec.epilogue.outputs[i];
@@ -354,7 +356,7 @@ bool lowerSm90Epilogue(Lowering& l) {
                                 "registers per consumer thread, it needs more registers than setmaxnreg gives (ptxas "
                                 "spills at every epilogue width); declare it {} like D, or use a tile with 64 "
                                 "accumulators per consumer thread (e.g. cooperative 128 x 128)",
-                                o.name, layoutWord(o.layout), r.accumulators, layoutWord(D->layout)));
+                                o.name, layoutWord(o.layout), wgmmaAccumulators, layoutWord(D->layout)));
       return false;
     }
   }
