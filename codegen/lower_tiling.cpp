@@ -148,11 +148,12 @@ std::string convRegisterProblem(const KernelPlan& p) {
   if (p.warpTileM * p.warpTileN < 64 * 64) return "";
   const int rowsA = p.tileM * p.tileK * p.a.elementBytes / 16 / p.threads;  // A's 16-byte rows per thread
   if (kind == "Fprop" && rowsA <= 2) {
-    // ... unless the filter's width is fixed at 1 (1 x 1, 3 x 1, 5 x 1: 4 bytes of spills on sm_80 and sm_90a at
-    // every epilogue width; 1 x 2, 1 x 3, 3 x 3, 7 x 7 and a run-time filter build, measured through `kdlc build`).
-    if (p.filterS != 1) return "";
+    // ... unless the filter is fixed 1 wide in either dimension (1 x 1, 3 x 1, 5 x 1: 4 bytes of spills on sm_80
+    // and sm_90a at every epilogue width; 1 x 3 with a residual and an extra output, on sm_90; measured through
+    // `kdlc build`, where 2 x 2, 3 x 3, 5 x 5, 7 x 7 and a run-time filter build with the same epilogues).
+    if (p.filterR == 0 || (p.filterR != 1 && p.filterS != 1)) return "";
     return fmt::format("tile {} x {} x {} of a conv2d_fprop on the multistage path runs {} warps of {} x {} ({} f32 "
-                       "accumulators per thread) with the filter's width fixed at 1 ({} x {}): more than the 255 "
+                       "accumulators per thread) with the filter fixed 1 wide ({} x {}): more than the 255 "
                        "registers of a thread hold (ptxas spills); use 128 x 128, 256 x 64 or 64 x 256, or leave the "
                        "filter a run-time argument{}",
                        p.tileM, p.tileN, p.tileK, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN,
