@@ -346,11 +346,10 @@ bool lowerSm90Epilogue(Lowering& l) {
   // pingpong 128 x 128; with 64 (cooperative 128 x 128) it builds -- fp8 promotion's temporary accumulator beside
   // them included (e4m3 128 x 128 x 128, promotion = 1) -- and so does C read transposed.
   const int wgmmaAccumulators = rowsPerConsumer(p) / 64 * p.tileN / 2;  // without promotion's temporary
-  if (wgmmaAccumulators >= 128 && p.spec.epilogue.outputs.size() > 1) {
-    const Operand* D = p.spec.operand("D");
+  if (const Operand* D = p.spec.operand("D"); D && wgmmaAccumulators >= 128) {  // a GEMM (a conv's outputs share a layout)
     for (size_t i = 1; i < p.spec.epilogue.outputs.size(); ++i) {
       const EpiOutput& o = p.spec.epilogue.outputs[i];
-      if (o.kind != EpiOutput::Kind::Tensor || !D || o.layout == D->layout) continue;
+      if (o.kind != EpiOutput::Kind::Tensor || o.layout == D->layout) continue;
       l.unsupported(o.loc,
                     fmt::format("output `{}` is {}-major, unlike D: stored element by element, beside {} accumulator "
                                 "registers per consumer thread, it needs more registers than setmaxnreg gives (ptxas "

@@ -116,9 +116,7 @@ std::string convRegisterProblem(const KernelPlan& p) {
                        "{}-byte copies per thread and stage (A and B), a gather's each keeping its pixel's offsets and "
                        "masks: more than the 255 registers of a thread hold (ptxas spills); use a wider alignment "
                        "(16 bytes){}",
-                       p.tileM, p.tileN, p.tileK,
-                       kind == "Fprop" ? "conv2d_fprop" : kind == "Dgrad" ? "conv2d_dgrad" : "conv2d_wgrad",
-                       p.warpsM * p.warpsN, copies[0], copies[1], copyBytes, halfTileKSuggestion(p));
+                       p.tileM, p.tileN, p.tileK, opWord(p.spec.op.value), p.warpsM * p.warpsN, copies[0], copies[1], copyBytes, halfTileKSuggestion(p));
   if (kind == "Wgrad") {
     // The wgrad with 128 accumulators per thread (128 x 256 or 256 x 128 on 8 warps of 64 x 64). Measured with
     // `kdlc build` (ptxas's gate, its narrower-epilogue tries included) on sm_80 and sm_90a, bf16, tile K 32 and
@@ -163,7 +161,7 @@ std::string convRegisterProblem(const KernelPlan& p) {
   return fmt::format("tile {} x {} x {} of a {} on the multistage path runs 8 warps of {} x {} ({} f32 accumulators "
                      "per thread) beside the gathers' per-row pixel coordinates and pointers{}: more than the 255 "
                      "registers of a thread (ptxas spills); use 128 x 128, 256 x 64 or 64 x 256{}",
-                     p.tileM, p.tileN, p.tileK, kind == "Fprop" ? "conv2d_fprop" : "conv2d_dgrad", p.warpTileM,
+                     p.tileM, p.tileN, p.tileK, opWord(p.spec.op.value), p.warpTileM,
                      p.warpTileN, p.warpTileM * p.warpTileN / 32,
                      kind == "Fprop" ? fmt::format(" ({} rows of X per thread; 2 fit: 128 x 256 x 32)", rowsA) : "",
                      kind == "Fprop" && p.arch == Arch::SM90a
