@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "dsl/diagnostics.h"
+#include "dsl/eval/raw_kernel.h"
 #include "dsl/source.h"
 #include "dsl/spec.h"
 
@@ -33,6 +34,11 @@ std::string defaultTorchNamespace(const std::string& stem);
 // Lowers every spec; specs this version cannot generate yet get an [unsupported] error at the field
 // that makes them so, and no plan.
 std::vector<KernelPlan> lower(const std::vector<KernelSpec>& specs, DiagEngine& diags);
+
+// codegen/suggest_tile.cpp: for every kernel of `raw` with an error (reported from diagnostic `firstDiag` on) at
+// its own `tile`, the nearest tile on which the kernel alone passes validation and lowering, as a note on that
+// error ("`tile = (M, N, K);` passes `kdlc check` for kernel `k` ..."); none where no tile does.
+void noteAcceptedTiles(const EvalResult& raw, DiagEngine& diags, size_t firstDiag = 0);
 
 // Renders plans as text for `kdlc list --plan`: each decision with its reason.
 std::string renderPlans(const std::vector<KernelPlan>& plans);

@@ -99,8 +99,9 @@ std::pair<std::string, std::string> snippet(std::string_view line, size_t begin,
 
 }  // namespace
 
+// `withSnippet`: the source line and caret under the header (not for a note at the place just shown).
 static void renderOne(std::string& out, const SourceManager& sm, SourceLoc loc, Severity sev,
-                      const std::string& message, const char* id, bool color) {
+                      const std::string& message, const char* id, bool color, bool withSnippet = true) {
   const char* bold = color ? "\x1b[1m" : "";
   const char* reset = color ? "\x1b[0m" : "";
   const char* sevColor = !color ? "" : sev == Severity::Error ? "\x1b[1;31m" : sev == Severity::Warning ? "\x1b[1;35m" : "\x1b[1;36m";
@@ -111,7 +112,7 @@ static void renderOne(std::string& out, const SourceManager& sm, SourceLoc loc, 
   out += fmt::format("{}{}:{} {}", sevColor, severityName(sev), reset, printable(message));
   if (id) out += fmt::format(" [{}]", id);
   out += '\n';
-  if (!loc.valid()) return;
+  if (!loc.valid() || !withSnippet) return;
   std::string_view line = sm.lineText(loc.file, loc.line);
   if (line.size() > 400) return;  // an enormous line helps nobody
   std::string gutter = fmt::format("{:>5}", loc.line);
@@ -124,7 +125,11 @@ std::string renderText(const SourceManager& sm, const DiagEngine& diags, bool co
   std::string out;
   for (const Diagnostic& d : diags.sorted()) {
     renderOne(out, sm, d.loc, d.severity, d.message, diagId(d.kind), color);
-    for (const DiagNote& n : d.notes) renderOne(out, sm, n.loc, Severity::Note, n.message, nullptr, color);
+    SourceLoc shown = d.loc;  // a note at the place whose line was just shown does not repeat it
+    for (const DiagNote& n : d.notes) {
+      renderOne(out, sm, n.loc, Severity::Note, n.message, nullptr, color, !(n.loc == shown));
+      shown = n.loc;
+    }
   }
   if (diags.capped())
     out += fmt::format("kdlc: note: too many errors; stopped after the first {} (raise the cap with --max-errors)\n",

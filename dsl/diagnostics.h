@@ -49,6 +49,8 @@ class DiagEngine {
   // Diagnostics in source order (stable for equal locations).
   std::vector<Diagnostic> sorted() const;
   const std::vector<Diagnostic>& all() const { return diags_; }
+  // The i-th kept diagnostic (i < all().size()), for a pass that adds notes afterwards.
+  Diagnostic& at(size_t i) { return diags_[i]; }
   size_t errorCap() const { return errorCap_; }
   // True once more errors than the cap were reported (the rest are counted, not kept).
   bool capped() const { return errorCount_ > errorCap_; }

@@ -8,6 +8,7 @@ static FrontendResult finish(EvalResult raw, DiagEngine& diags) {
   FrontendResult r;
   r.kernelsProduced = raw.kernels.size();
   r.specs = validate(raw, diags);
+  r.raw = std::move(raw);
   return r;
 }
 

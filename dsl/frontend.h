@@ -14,6 +14,7 @@ namespace kdl {
 struct FrontendResult {
   std::vector<KernelSpec> specs;  // the kernels that validated
   size_t kernelsProduced = 0;     // kernels the script produced, valid or not
+  EvalResult raw;                 // those kernels as evaluated (codegen::noteAcceptedTiles re-validates one)
 };
 
 FrontendResult runFrontend(SourceManager& sm, const std::string& path, DiagEngine& diags,

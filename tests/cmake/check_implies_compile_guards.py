@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """tests/nvcc/check_implies_compile.py must never pass without testing its promise:
   * when no random kernel passes `kdlc check` (here: a kdlc whose check rejects everything), it fails;
+  * when a refusal's suggested tile is refused in turn (a kdlc that suggests and refuses everything), it fails;
   * when nvcc is missing, it says SKIP and exits 77 (ctest's SKIP_RETURN_CODE), never 0.
 Usage: check_implies_compile_guards.py --kdlc KDLC --include INCLUDE_DIR"""
 import argparse
@@ -37,6 +38,16 @@ def main():
         rc, out = run(["--kdlc", rejecting, "--include", a.include, "--count", "5", "--seed", "1"])
         expect(rc == 1 and "FAIL: none of the 5 random kernels passed" in out,
                "no kernel passing check is a failure (exit %d)" % rc, out)
+        # A kdlc that refuses every kernel and suggests a tile it refuses in turn.
+        suggesting = os.path.join(tmp, "kdlc-suggests-refused")
+        with open(suggesting, "w") as f:
+            f.write("#!/bin/sh\necho 'error: rejected [test]'\n"
+                    "echo 'x.kdl:1:1: note: `tile = (128, 128, 64);` passes `kdlc check` for kernel `k0000` (the nearest tile "
+                    "that does)'\nexit 1\n")
+        os.chmod(suggesting, 0o755)
+        rc, out = run(["--kdlc", suggesting, "--include", a.include, "--count", "5", "--seed", "1"])
+        expect(rc == 1 and "which it refuses in turn" in out,
+               "a suggested tile that check refuses is a failure (exit %d)" % rc, out)
         missing = os.path.join(tmp, "no-such-nvcc")
         rc, out = run(["--kdlc", a.kdlc, "--include", a.include, "--count", "80", "--seed", "1", "--nvcc", missing])
         expect(rc == 77 and out.splitlines()[-1].startswith("SKIP: nvcc not found"),

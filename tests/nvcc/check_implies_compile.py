@@ -9,7 +9,9 @@ alignments, split-K and epilogues on the sm80 path, of types, tiles, schedules, 
 split-K and `fallback = sm80` on the sm90a path, and convolutions (fprop, dgrad, wgrad; filter, stride,
 residual, [channel] epilogues, extra outputs, amax; both paths) (many of them invalid or not generated on purpose) go
 through `kdlc check` one by one; the valid ones are
-emitted, and a sample of them (half sm90a when there are some) is compiled. Usage:
+emitted, and a sample of them (half sm90a when there are some) is compiled. Where `check` refuses a kernel's
+tile and its note names the nearest tile that passes (codegen/suggest_tile.cpp), that tile must pass `check`,
+and the kernel with it joins the valid ones. Usage:
   check_implies_compile.py --kdlc KDLC --include INCLUDE_DIR [--count N] [--compile N] [--seed S] [--nvcc NVCC]
                            [--gate]
 It never passes without testing the promise: it fails when no random kernel passed `check` (or none
@@ -18,6 +20,7 @@ was compiled), and exits 77 (ctest's SKIP_RETURN_CODE) with "SKIP: ..." when nvc
 import argparse
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +28,9 @@ import tempfile
 import time
 
 SKIP = 77  # ctest's SKIP_RETURN_CODE for this test
+# The note on a refused tile (codegen/suggest_tile.cpp) and the spec line it replaces.
+SUGGESTION = re.compile(r"note: `(tile = \(\d+, \d+, \d+\);)` passes `kdlc check` for kernel `[^`]+`")
+TILE_LINE = re.compile(r"tile = \([^)]*\);")
 
 DTYPES = ["f16", "bf16", "tf32", "f32", "s8"]
 OUT_DTYPES = {"f16": ["f16", "f32", "bf16"], "bf16": ["bf16", "f32"], "tf32": ["f32", "bf16"],
@@ -204,6 +210,17 @@ def main():
     work = tempfile.mkdtemp(prefix="kdl-check-emit-")
     failures = 0
     valid = []
+    suggested = 0
+
+    def emit(i, src, path, tag):
+        out = os.path.join(work, "out%04d%s" % (i, tag))
+        em = run([args.kdlc, "emit", path, "-o", out])
+        if em.returncode != 0:
+            print("FAIL k%04d%s: passes `kdlc check` but `kdlc emit` rejects it\n%s\n%s" % (i, tag, src, em.stdout))
+            return 1
+        valid.append((i, src, out, "arch = sm90a" in src, path))
+        return 0
+
     for i in range(args.count):
         src = random_kernel(rng, i)
         path = os.path.join(work, "k%04d.kdl" % i)
@@ -215,16 +232,28 @@ def main():
             failures += 1
             continue
         if chk.returncode == 1:
+            # A refused tile's note names a tile that passes `check` for that kernel: it must (and then the
+            # kernel joins the ones whose emit and compile are tested).
+            for m in SUGGESTION.finditer(chk.stdout):
+                suggested += 1
+                fixed = TILE_LINE.sub(m.group(1), src, count=1)
+                spath = os.path.join(work, "k%04ds.kdl" % i)
+                with open(spath, "w") as f:
+                    f.write(fixed)
+                again = run([args.kdlc, "check", spath])
+                if fixed == src or again.returncode != 0:
+                    print("FAIL k%04d: `kdlc check` suggests `%s`, which it refuses in turn\n%s\n%s\n%s"
+                          % (i, m.group(1), src, chk.stdout, again.stdout))
+                    failures += 1
+                    continue
+                failures += emit(i, fixed, spath, "s")
             continue
-        out = os.path.join(work, "out%04d" % i)
-        em = run([args.kdlc, "emit", path, "-o", out])
-        if em.returncode != 0:
-            print("FAIL k%04d: passes `kdlc check` but `kdlc emit` rejects it\n%s\n%s" % (i, src, em.stdout))
-            failures += 1
-            continue
-        valid.append((i, src, out, "arch = sm90a" in src))
-    print("%d of %d random kernels pass check (%d of them sm90a); all of them emit: %s"
-          % (len(valid), args.count, sum(v[3] for v in valid), failures == 0))
+        failures += emit(i, src, path, "")
+    n_fixed = sum(v[4].endswith("s.kdl") for v in valid)
+    print("%d of %d random kernels pass check (%d of them sm90a), and %d refused ones with the tile their refusal "
+          "suggested (%d suggestions); all of them emit: %s"
+          % (len(valid) - n_fixed, args.count, sum(v[3] for v in valid if not v[4].endswith("s.kdl")), n_fixed,
+             suggested, failures == 0))
     verdict = finish(args, rng, valid, failures)
     shutil.rmtree(work, ignore_errors=True)
     return verdict
@@ -244,21 +273,25 @@ def finish(args, rng, valid, failures):
         print("SKIP: nvcc not found (%s); %d kernels passed check and emit, none was compiled"
               % (args.nvcc or "$KDL_NVCC, $CUDACXX, PATH, /usr/local/cuda/bin/nvcc", len(valid)))
         return SKIP
-    sm90 = [v for v in valid if v[3]]
-    others = [v for v in valid if not v[3]]
-    n90 = min(len(sm90), args.compile // 2)
-    sample = rng.sample(sm90, n90) + rng.sample(others, min(len(others), args.compile - n90))
+    # A fifth of the sample from the kernels with a suggested tile (at most), the rest as before: half sm90a.
+    fixed = [v for v in valid if v[4].endswith("s.kdl")]
+    n_fixed = min(len(fixed), args.compile // 5)
+    sample = rng.sample(fixed, n_fixed)
+    sm90 = [v for v in valid if v[3] and v not in fixed]
+    others = [v for v in valid if not v[3] and v not in fixed]
+    n90 = min(len(sm90), (args.compile - n_fixed) // 2)
+    sample += rng.sample(sm90, n90) + rng.sample(others, min(len(others), args.compile - n_fixed - n90))
     if not sample:
         print("FAIL: --compile %d: no kernel compiled, so the compile half of the promise is untested" % args.compile)
         return 1
     compile_failures = 0
-    for i, src, out, is_sm90 in sample:
+    for i, src, out, is_sm90, path in sample:
         cu = os.path.join(out, "k%04d.cu" % i)
         t0 = time.time()
         if args.gate:
             # `kdlc build` finds nvcc as a user's build would ($KDL_NVCC, $CUDACXX, PATH); point it at this one.
             env = dict(os.environ, KDL_NVCC=nvcc)
-            cc = run([args.kdlc, "build", os.path.join(os.path.dirname(out), "k%04d.kdl" % i), "-o", out + "-lib",
+            cc = run([args.kdlc, "build", path, "-o", out + "-lib",
                       "--no-cache"], env=env)
             if cc.returncode != 0:
                 print("FAIL k%04d: passes check, but `kdlc build` fails (ptxas's gate)\n%s\n%s"

@@ -163,9 +163,11 @@ static int runCheck(Args& args) {
         if (tree) std::cout << kdl::ast::dump(*tree);
       }
     }
+    const size_t first = diags.all().size();
     kdl::FrontendResult r = kdl::runFrontend(sm, f, diags, o.limits);
     if (emitWhat == std::string("specs")) std::cout << kdl::renderSpecsText(sm, r.specs);
     checkGenerable(r.specs, diags);
+    kdl::codegen::noteAcceptedTiles(r.raw, diags, first);
   }
   return reportDiagnostics(sm, diags, o);
 }
@@ -200,6 +202,7 @@ static int runList(Args& args) {
   kdl::FrontendResult r = kdl::runFrontend(sm, files[0], diags, o.limits);
   std::vector<kdl::codegen::KernelPlan> plans;
   if (plan && !diags.hasErrors()) plans = kdl::codegen::lower(r.specs, diags);
+  kdl::codegen::noteAcceptedTiles(r.raw, diags);
   const bool listed = !plan && !diags.hasErrors();
   if (json) {
     std::string array = plan ? kdl::codegen::renderPlansJson(plans)
