@@ -48,6 +48,16 @@ if(Python3_FOUND)
                        SKIP_RETURN_CODE 77)
 endif()
 
+# The GPU suite's random kernels (tests/gpu/random_specs.py): the spec it writes for the GPU machine passes
+# `kdlc check` as a whole, with kernels of both paths and both ops in it.
+if(Python3_FOUND)
+  add_test(NAME "gpu suite: random_specs.py writes a spec of random kernels check accepts"
+           COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/gpu/random_specs.py
+                   --kdlc $<TARGET_FILE:kdlc> --count 30 --seed 7 --out ${CMAKE_BINARY_DIR}/random-specs/random.kdl)
+  set_tests_properties("gpu suite: random_specs.py writes a spec of random kernels check accepts" PROPERTIES
+                       LABELS "cpu;python" PASS_REGULAR_EXPRESSION "wrote .*: 30 kernels \\([1-9][0-9]* sm90a, [1-9][0-9]* convolutions")
+endif()
+
 # kdl_add_kernels in real CMake projects (imports, names, OUTPUT_DIR, compiler launchers) and the
 # guards of the tests above.
 add_subdirectory(tests/cmake)

@@ -142,6 +142,20 @@ void checkConvSupported(const KernelSpec& s, const Unsupported& unsupported) {
   for (const Operand& o : s.operands)
     if (o.name != "residual") tensors.push_back(&o);
   const Operand& in0 = *tensors[0];
+  // The wgmma conv path loads both inputs with TMA (im2col or tiled boxes), which needs every pointer and
+  // stride of them 16-byte aligned: the kernel's can_implement asks 8 elements (kdl::Conv2dSm90Fprop's Checks),
+  // so a spec that promises less would be refused at run time on strides its alignment allows.
+  if (wgmma)
+    for (const Operand* o : {tensors[0], tensors[1]}) {
+      const int bytes = o->align * static_cast<int>(bytesOf(o->dtype));
+      if (bytes % 16)
+        unsupported(o->alignLoc.valid() ? o->alignLoc : o->loc,
+                    fmt::format("align {} ({} bytes) for `{}`: the sm90a conv path loads {} and {} with TMA, which needs "
+                                "16-byte aligned pointers and strides; use align {} (the default), or `schedule = "
+                                "multistage` for {}-byte aligned tensors",
+                                o->align, bytes, o->name, tensors[0]->name, tensors[1]->name,
+                                16 / bytesOf(o->dtype), bytes));
+    }
   // The validator gives both inputs one type (and an f32 accumulator to 16-bit ones).
   if (in0.dtype != DType::F16 && in0.dtype != DType::BF16)
     unsupported(in0.loc, fmt::format("{} inputs of a convolution are not generated yet; the conv template gathers f16 "

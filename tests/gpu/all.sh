@@ -5,13 +5,15 @@
 # (KDL_BUDGET_S, default 530 s: a 600 s call with room to copy $OUT back). Each step gets what is left
 # minus a reserve for the steps after it, under `timeout`; a step cut short says so in the summary.
 #   $OUT/summary.txt        what passed, failed, was not built, the sanitizer verdicts, the bench table
-#   $OUT/build-kernels.log, gpu_tests.log, torch_tests.log, conv_tests.log, sanitizer.log, bench.{log,md,csv,png},
+#   $OUT/build-kernels.log, gpu_tests.log, random_tests.log + random.kdl, torch_tests.log, conv_tests.log,
+#   sanitizer.log, bench.{log,md,csv,png},
 #   conv_bench.{log,md,csv,json}
 # Env: KDL_SUITE_ARGS (extra kdl_gpu_test arguments, e.g. --quick), KDL_SUITE_JOBS (parallel suite
 # processes, default 6: 190 s on the H100 machine's 16 cores, where 3 ran past the step's budget after the
 # kernel build), KDL_CONV_ARGS (extra test_conv_cudnn.py arguments, e.g. --quick), KDL_SANITIZER_SET
 # (default sm90a,conv), KDL_BENCH_SPECS (bench spec filter, default all),
-# KDL_SKIP=suite,torch,conv,sanitizer,convbench,bench (steps to leave out).
+# KDL_RANDOM_SEED / KDL_RANDOM_COUNT (the random kernels' step), KDL_SKIP=suite,random,torch,conv,sanitizer,
+# convbench,bench (steps to leave out).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export OUT=${OUT:-out/all}
@@ -27,8 +29,8 @@ skipped() { [[ ",${KDL_SKIP:-}," == *",$1,"* ]]; }
 # What each step typically takes on the H100 machine (s), in the order they run: a step's reserve for the
 # steps after it counts only those not skipped, so that KDL_SKIP with a small budget does not starve the
 # kernel build (a 400 s budget with torch and bench skipped used to leave the build 70 s).
-STEPS=(build suite torch conv sanitizer convbench bench)
-declare -A NEED=([build]=110 [suite]=190 [torch]=150 [conv]=15 [sanitizer]=15 [convbench]=20 [bench]=150)
+STEPS=(build suite random torch conv sanitizer convbench bench)
+declare -A NEED=([build]=110 [suite]=190 [random]=120 [torch]=150 [conv]=15 [sanitizer]=15 [convbench]=20 [bench]=150)
 # reserve_after STEP FIXED_S: min(FIXED_S, the typical time of the steps after STEP that will run).
 reserve_after() {
   local after=0 seen=0 s
@@ -73,6 +75,15 @@ if ! skipped suite; then
   grep "^FAIL" "$OUT/gpu_tests.log" | head -40 | tee -a "$SUMMARY"
   echo "sm90a kernels tested: $(grep -c "^PASS h90_.* info:" "$OUT/gpu_tests.log") GEMM, $(grep -c "^PASS cv90_.* info:" "$OUT/gpu_tests.log") conv" |
     tee -a "$SUMMARY"
+fi
+
+# 2a. Random kernels that `kdlc check` accepts, built and run like the suite's (tests/gpu/random_run.sh; a fresh
+#     seed each run unless KDL_RANDOM_SEED, KDL_RANDOM_COUNT kernels, default 30).
+if ! skipped random; then
+  OUT="$OUT" run_step "random" "$(reserve_after random 150)" tests/gpu/random_run.sh "${KDL_RANDOM_COUNT:-30}" >/dev/null 2>&1 ||
+    status=1
+  grep -E "^random_specs: (seed|wrote)|^random: |passed, .* failed" "$OUT/random_tests.log" 2>/dev/null | tee -a "$SUMMARY"
+  grep "^FAIL" "$OUT/random_tests.log" 2>/dev/null | head -20 | tee -a "$SUMMARY"
 fi
 
 # 2b. The PyTorch tests: kdl.load of the samples and shared examples, every op against PyTorch's result.

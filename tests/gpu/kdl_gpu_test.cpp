@@ -131,7 +131,11 @@ double outEps(DType t) {
 // Tolerances of one compared output: relative Frobenius error and max-abs error relative to max|ref|.
 struct Tolerance {
   double rel, maxRel;
-  bool exact;  // integer output: every element equal (ties of the reference may go either way)
+  bool exact;  // integer output: every element equal, but for one off where the value lies near a rounding tie
+  // An integer output's tie: the unrounded reference within 1e-3 + tieRel x its largest magnitude + accAbs of a
+  // half, where the kernel's f32 arithmetic may round the other way (tieRel: the accumulator's relative error; 0
+  // for integer operands, whose accumulation is exact).
+  double tieRel = 0;
   // What the tensor cores' f32 accumulation may add to any element, in absolute terms (set by the
   // case from K and the operands: accumulationAllowance); 0 where the relative terms cover it.
   double accAbs = 0;
@@ -189,7 +193,8 @@ Tolerance toleranceFor(DType in, DType out, const EpiNode* tree, const Epilogue&
   if (tree) collectCasts(*tree, castEps);
   for (const EpiLet& l : epi.lets) collectCasts(l.value, castEps);
   Tolerance t;
-  t.exact = !isFloatType(out) && castEps == 0 && (in == DType::S8 || in == DType::U8);
+  t.exact = !isFloatType(out) && castEps == 0;
+  t.tieRel = in == DType::S8 || in == DType::U8 ? 0 : acc;
   const double e = outEps(out);
   if (isFloatType(out)) {
     t.rel = std::max(acc, 2 * e + castEps);  // bf16 out: 7.8e-3; f16: 9.8e-4; f32 out: 1e-5
@@ -198,6 +203,7 @@ Tolerance toleranceFor(DType in, DType out, const EpiNode* tree, const Epilogue&
     t.accAbs = accAbs;
   } else {
     t.rel = t.maxRel = std::max(acc, castEps);
+    if (t.exact) t.accAbs = accAbs;  // widens the tie only (integer operands: 0)
   }
   return t;
 }
@@ -515,6 +521,12 @@ CompareResult compareTensor(const std::string& what, const Buffer& out, const st
   int64_t nan = 0, unwritten = 0, oob = 0, mismatches = 0, firstBad = -1;
   std::vector<uint8_t> poison(eb, (uint8_t)poisonByte(t));
   const bool colMajor = out.layout == Layout::Col;
+  double tieSlack = 1e-3;  // f32 vs fp64 on a near-tie (Tolerance::tieRel)
+  if (unrounded && tol.exact) {
+    double maxU = 0;
+    for (double u : *unrounded) maxU = std::max(maxU, std::fabs(u));
+    tieSlack += tol.tieRel * maxU + tol.accAbs;
+  }
   auto offsetOf = [&](int64_t b, int64_t m, int64_t n) {
     return (size_t)(b * out.batchStride + (colMajor ? n * out.ld + m : m * out.ld + n));
   };
@@ -544,7 +556,7 @@ CompareResult compareTensor(const std::string& what, const Buffer& out, const st
           bool tie = false;
           if (unrounded && d == 1) {
             const double u = (*unrounded)[(size_t)((b * M + m) * N + n)];
-            tie = std::fabs(std::fabs(u - std::trunc(u)) - 0.5) < 1e-3;  // f32 vs fp64 on a near-tie
+            tie = std::fabs(std::fabs(u - std::trunc(u)) - 0.5) < tieSlack;
           }
           if (d != 0 && !tie) {
             ++mismatches;
@@ -956,7 +968,7 @@ void runCase(Harness& h, const KernelUnderTest& k, const Case& c) {
     if (r.role == Role::D || r.role == Role::OutTensor) {
       const size_t o = r.role == Role::D ? 0 : (size_t)r.index;
       const Tolerance tol = toleranceFor(inType, r.dtype, &k.epi.outputs[o].value, k.epi, accAbs, fp8Chunk);
-      const CompareResult cr = compareTensor(r.name, cb.bufs[i], ref.outputs[o], o == 0 ? &ref.unrounded0 : nullptr,
+      const CompareResult cr = compareTensor(r.name, cb.bufs[i], ref.outputs[o], ref.unrounded[o].empty() ? nullptr : &ref.unrounded[o],
                                              c.m, c.n, c.batch, tol, 1e-3 * accNorm, 1e-3 * accMax);
       ok &= cr.ok;
       text += " " + cr.text;
@@ -1705,7 +1717,7 @@ void runConvCase(Harness& h, const ConvUnderTest& k, const ConvCase& c) {
     if (r.role == Role::D || r.role == Role::OutTensor) {
       const size_t o = r.role == Role::D ? 0 : (size_t)r.index;
       const Tolerance tol = toleranceFor(k.in0->dtype, r.dtype, &k.epi.outputs[o].value, k.epi, accAbs);
-      const CompareResult cr = compareTensor(r.name, cb.bufs[i], ref.outputs[o], o == 0 ? &ref.unrounded0 : nullptr,
+      const CompareResult cr = compareTensor(r.name, cb.bufs[i], ref.outputs[o], ref.unrounded[o].empty() ? nullptr : &ref.unrounded[o],
                                              outShape.rows, outShape.cols, outShape.batch, tol, 1e-3 * accNorm,
                                              1e-3 * accMax);
       ok &= cr.ok;
@@ -2289,6 +2301,27 @@ int selfTest() {
     d.host.set((size_t)(1 * d.ld + 3), 0.0);  // padding of column 1
     const CompareResult cr = compareTensor("D", d, ref, nullptr, M, N, 1, exact, 0, 0);
     check(!cr.ok && cr.text.find("out-of-bounds-writes=1") != std::string::npos, "write into a column's padding");
+  }
+  // An integer output of f32 arithmetic (bf16 operands, s8 D): one off is accepted where the unrounded reference
+  // lies within the accumulator's error of a half (f32 and fp64 may round it either way), nowhere else.
+  {
+    const int64_t M = 1, N = 3;
+    Buffer d;
+    d.layout = Layout::Row, d.rows = M, d.cols = N, d.ld = N, d.batchStride = N;
+    d.host.dtype = DType::S8;
+    d.host.resize((size_t)N);
+    const std::vector<double> unrounded = {100.49999, -20.2, 7.0};
+    const std::vector<double> ref = {100, -20, 7};
+    const Tolerance tol = toleranceFor(DType::BF16, DType::S8, nullptr, Epilogue{});
+    check(tol.exact && tol.tieRel == 1e-5, "bf16 operands, s8 output: exact but for ties, at the accumulator's 1e-5");
+    d.host.set(0, 101), d.host.set(1, -20), d.host.set(2, 7);
+    check(compareTensor("D", d, ref, &unrounded, M, N, 1, tol, 0, 0).ok, "one off on a near-tie is accepted");
+    d.host.set(1, -21);
+    check(!compareTensor("D", d, ref, &unrounded, M, N, 1, tol, 0, 0).ok, "one off away from a tie is a mismatch");
+    const Tolerance s8 = toleranceFor(DType::S8, DType::S8, nullptr, Epilogue{});
+    d.host.set(1, -20);
+    check(s8.tieRel == 0 && compareTensor("D", d, ref, &unrounded, M, N, 1, s8, 0, 0).ok,
+          "s8 operands: exact accumulation, ties within 1e-3 only");
   }
   // The conv reference (conv_reference.h): hand-computed cases of each op, then fprop, dgrad and wgrad as
   // adjoints of each other on random integer tensors with strided, padded storage (NaN in the padding).

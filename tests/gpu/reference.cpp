@@ -330,7 +330,10 @@ EpilogueResult evalEpilogue(const EpilogueInputs& in, const std::vector<double>&
   r.amaxRounded.assign(nOut, 0.0);
   for (size_t i = 0; i < nOut; ++i)
     if (epi.outputs[i].kind != EpiOutput::Kind::AmaxReduction) r.outputs[i].resize(total);
-  r.unrounded0.resize(total);
+  r.unrounded.assign(nOut, {});
+  for (size_t i = 0; i < nOut; ++i)
+    if (epi.outputs[i].kind != EpiOutput::Kind::AmaxReduction && isInteger(epi.outputs[i].dtype))
+      r.unrounded[i].resize(total);
 
   const int64_t rowsTotal = batch * M;
   const int nth = (int)std::max<int64_t>(1, std::min<int64_t>(threads, rowsTotal));
@@ -353,7 +356,7 @@ EpilogueResult evalEpilogue(const EpilogueInputs& in, const std::vector<double>&
             outs[o] = v;
             outsR[o] = roundThrough(out.dtype, v);
             r.outputs[o][idx] = outsR[o];
-            if (o == 0) r.unrounded0[idx] = v;
+            if (!r.unrounded[o].empty()) r.unrounded[o][idx] = v;
           }
           for (size_t o = 0; o < nOut; ++o) {
             const EpiOutput& out = epi.outputs[o];

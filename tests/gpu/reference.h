@@ -94,7 +94,9 @@ struct EpilogueInputs {
 // amax[i] for AmaxReduction outputs (NaN-ignoring, like fmaxf; see also amaxRounded).
 struct EpilogueResult {
   std::vector<std::vector<double>> outputs;  // per Epilogue::outputs (empty for reductions)
-  std::vector<double> unrounded0;            // main output before its rounding (diagnostics)
+  // Per output of an integer type, its values before their rounding (empty for float outputs): where the kernel's
+  // f32 arithmetic and the fp64 reference fall on two sides of a rounding tie, the two differ by one.
+  std::vector<std::vector<double>> unrounded;
   std::vector<double> amax;                  // per Epilogue::outputs (0 for tensors): over unrounded values
   std::vector<double> amaxRounded;           // the same over values rounded through the referenced output's dtype
 };
