@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "codegen/lower_steps.h"
 
@@ -169,6 +170,33 @@ std::string convRegisterProblem(const KernelPlan& p) {
                          : "");
 }
 
+// What spills at any accumulator count (found by the GPU suite's random kernels, docs/perf-notes.md v34; measured
+// with `kdlc build` on sm_80, sm_86 and sm_90), on 4 warps: a K-contiguous operand of 32 copies per thread and
+// stage (8-76 bytes: s8 128 x 32 x 128 and 128 x 64 x 128 aligned to 4 bytes, 256 x 32 x 128 aligned to 8, B of
+// 32 x 128 x 128; f16 128 x 32 x 64 and 128 x 64 x 64 aligned to 2 elements), and 16 copies of both A and B at 4
+// bytes on 16-bit operands (f16 64 x 64 x 64 aligned to 2: 8-16 bytes; s8 64 x 64 x 128 alike builds). 16 of one
+// operand beside a few of the other build, and so do MN-contiguous operands of 32 4-byte copies. On 8 warps the same
+// counts build (s8 256 x 64 x 128 and 256 x 32 x 128 aligned to 4 bytes, f16 256 x 64 x 64 aligned to 2: 32 copies;
+// f16 128 x 128 x 64 aligned to 2 and tf32 128 x 128 x 32 aligned to 1: 16 and 16), so chooseWarps takes 8 where
+// these refuse 4 (each of the above builds there). "" when none applies.
+std::string copyRegisterProblem(const KernelPlan& p, const std::string& tile, int na, int nb) {
+  for (const auto& [o, rows, copies] :
+       {std::tuple<const OperandPlan&, int, int>{p.a, p.tileM, na}, {p.b, p.tileN, nb}})
+    if (p.threads == 128 && o.contigK && copies >= 32)
+      return fmt::format("{} runs {} warps and the mainloop's {} tile ({} x {}, K-contiguous) takes {} {}-byte copies "
+                         "per thread and stage: more than the registers of a thread hold beside its addresses (ptxas "
+                         "spills; 16 fit); use {}a smaller tile",
+                         tile, p.warpsM * p.warpsN, o.name, rows, p.tileK, copies, copyBytesOf(o),
+                         copyBytesOf(o) < 16 ? "a wider alignment (16 bytes) or " : "");
+  if (p.threads == 128 && p.a.elementBytes == 2 && p.a.contigK && p.b.contigK && na + nb >= 32 &&
+      std::max(copyBytesOf(p.a), copyBytesOf(p.b)) <= 4)
+    return fmt::format("{} runs {} warps and its K-contiguous A and B tiles take {} and {} 4-byte copies per thread and "
+                       "stage: more than the registers of a thread hold beside its addresses (ptxas spills; 32 in all "
+                       "fit); use a wider alignment (16 bytes) or a smaller tile",
+                       tile, p.warpsM * p.warpsN, na, nb);
+  return "";
+}
+
 // The multistage mainloop's registers (255 per thread): each thread keeps its warp tile's accumulators
 // (warp tile M x N / 32 f32 or s32), two k-steps of fragments and its copies' addresses. Measured with
 // `kdlc build` (ptxas's gate) on sm_80 and sm_90, f16 / tf32 / s8, no epilogue: every tile of 256
@@ -190,18 +218,20 @@ std::string multistageRegisterProblem(const KernelPlan& p) {
                        "tile of at most 128 x 256 or 256 x 128",
                        tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, accumulators);
   if (p.path == KernelPath::ConvSm80) return convRegisterProblem(p);
-  if (accumulators < 128) return "";
-  // Both operands MN-contiguous, 8 copies each (128 x 128 x 64 f16, A column-major and B row-major, 4 warps):
-  // 8 bytes of spills on sm_80 (sm_90 clean), with or without an epilogue.
-  {
-    const int na = copiesPerThread(p.a, p.tileM, p.tileK, p.threads);
-    const int nb = copiesPerThread(p.b, p.tileN, p.tileK, p.threads);
-    if (!p.a.contigK && !p.b.contigK && na >= 8 && nb >= 8)
-      return fmt::format("{} runs {} warps of {} x {} (128 accumulator registers per thread) and both mainloop tiles "
-                         "are MN-contiguous with {} and {} copies per thread and stage: more than the 255 registers of "
-                         "a thread hold on sm_80 (ptxas spills); use a smaller tile (128 x 128 runs 8 warps of 64 x 32)",
-                         tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, na, nb);
-  }
+  const int na = copiesPerThread(p.a, p.tileM, p.tileK, p.threads);
+  const int nb = copiesPerThread(p.b, p.tileN, p.tileK, p.threads);
+  if (accumulators < 128) return copyRegisterProblem(p, tile, na, nb);
+  // Both operands MN-contiguous with 16 or more copies per thread and stage in all (128 x 128 x 64 f16 on 4 warps,
+  // A column-major and B row-major: 8 and 8; 128 x 256 x 64 and 256 x 128 x 64 on 8 warps with the row-major
+  // operand aligned to 4 elements: 4 and 16, found by the GPU suite's random kernels): 4-8 bytes of spills on sm_80
+  // and sm_86 (sm_90 clean), with or without an epilogue; 4 and 8 (the same tiles aligned to 16 bytes) build.
+  if (!p.a.contigK && !p.b.contigK && na + nb >= 16)
+    return fmt::format("{} runs {} warps of {} x {} (128 accumulator registers per thread) and both mainloop tiles "
+                       "are MN-contiguous with {} and {} copies per thread and stage: more than the 255 registers of "
+                       "a thread hold on sm_80 (ptxas spills; 12 in all fit); use {}a smaller tile (128 x 128 runs 8 "
+                       "warps of 64 x 32)",
+                       tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, na, nb,
+                       std::min(copyBytesOf(p.a), copyBytesOf(p.b)) < 16 ? "a wider alignment (16 bytes) or " : "");
   for (const auto& [o, rows] : {std::pair<const OperandPlan&, int>{p.a, p.tileM}, {p.b, p.tileN}}) {
     const int copyBytes = copyBytesOf(o);
     const int copies = copiesPerThread(o, rows, p.tileK, p.threads);
@@ -213,7 +243,7 @@ std::string multistageRegisterProblem(const KernelPlan& p) {
                          tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, o.name, rows, p.tileK, copies, copyBytes,
                          copyBytes < 16 ? "a wider alignment (16 bytes) or " : "");
   }
-  return "";
+  return copyRegisterProblem(p, tile, na, nb);
 }
 
 WarpChoice chooseWarps(const KernelPlan& p) {
