@@ -29,7 +29,7 @@ skipped() { [[ ",${KDL_SKIP:-}," == *",$1,"* ]]; }
 # What each step typically takes on the H100 machine (s), in the order they run: a step's reserve for the
 # steps after it counts only those not skipped, so that KDL_SKIP with a small budget does not starve the
 # kernel build (a 400 s budget with torch and bench skipped used to leave the build 70 s).
-STEPS=(build suite random torch conv sanitizer convbench bench)
+STEPS=(build suite torch conv sanitizer random convbench bench)
 declare -A NEED=([build]=110 [suite]=190 [random]=120 [torch]=150 [conv]=15 [sanitizer]=15 [convbench]=20 [bench]=150)
 # reserve_after STEP FIXED_S: min(FIXED_S, the typical time of the steps after STEP that will run).
 reserve_after() {
@@ -77,15 +77,6 @@ if ! skipped suite; then
     tee -a "$SUMMARY"
 fi
 
-# 2a. Random kernels that `kdlc check` accepts, built and run like the suite's (tests/gpu/random_run.sh; a fresh
-#     seed each run unless KDL_RANDOM_SEED, KDL_RANDOM_COUNT kernels, default 30).
-if ! skipped random; then
-  OUT="$OUT" run_step "random" "$(reserve_after random 150)" tests/gpu/random_run.sh "${KDL_RANDOM_COUNT:-30}" >/dev/null 2>&1 ||
-    status=1
-  grep -E "^random_specs: (seed|wrote)|^random: |passed, .* failed" "$OUT/random_tests.log" 2>/dev/null | tee -a "$SUMMARY"
-  grep "^FAIL" "$OUT/random_tests.log" 2>/dev/null | head -20 | tee -a "$SUMMARY"
-fi
-
 # 2b. The PyTorch tests: kdl.load of the samples and shared examples, every op against PyTorch's result.
 if ! skipped torch; then
   OUT="$OUT" run_step "torch" "$(reserve_after torch 150)" tests/gpu/torch/run.sh >/dev/null 2>&1 || status=1
@@ -105,6 +96,16 @@ if ! skipped sanitizer; then
   KDL_SANITIZER_ONLY=1 KDL_SANITIZER_SET=${KDL_SANITIZER_SET:-sm90a,conv} OUT="$OUT" \
     run_step "sanitizer" "$(reserve_after sanitizer 110)" tests/gpu/run.sh >"$OUT/sanitizer.summary" 2>&1 || status=1
   grep -E "^== |SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|passed, |not found" "$OUT/sanitizer.summary" | tee -a "$SUMMARY"
+fi
+
+# 3a. Random kernels that `kdlc check` accepts, built and run like the suite's (tests/gpu/random_run.sh; a fresh
+#     seed each run unless KDL_RANDOM_SEED, KDL_RANDOM_COUNT kernels, default 30; after the
+#     suite and the sanitizer, so that it takes what they leave).
+if ! skipped random; then
+  OUT="$OUT" run_step "random" "$(reserve_after random 150)" tests/gpu/random_run.sh "${KDL_RANDOM_COUNT:-30}" >/dev/null 2>&1 ||
+    status=1
+  grep -E "^random_specs: (seed|wrote)|^random: |passed, .* failed" "$OUT/random_tests.log" 2>/dev/null | tee -a "$SUMMARY"
+  grep "^FAIL" "$OUT/random_tests.log" 2>/dev/null | head -20 | tee -a "$SUMMARY"
 fi
 
 # 3b. The conv benchmark beside cuDNN (bench/conv_bench.py).
