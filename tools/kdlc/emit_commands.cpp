@@ -324,19 +324,18 @@ int runEmit(Args& args, bool build) {
   kdl::SourceManager sm;
   kdl::DiagEngine diags(c.common.maxErrors);
   kdl::FrontendResult fr = kdl::runFrontend(sm, c.file, diags, c.common.limits);
-  if (diags.hasErrors()) {
+  // The input's errors, a refused tile's checked replacement noted on its error (codegen/suggest_tile.cpp).
+  auto refuse = [&] {
     cg::noteAcceptedTiles(fr.raw, diags);
     return reportDiagnostics(sm, diags, c.common);
-  }
+  };
+  if (diags.hasErrors()) return refuse();
   std::optional<std::vector<kdl::KernelSpec>> specs = selectSpecs(c, fr.specs);
   if (!specs) return kUsage;
   std::vector<cg::KernelPlan> plans = cg::lower(*specs, diags);
   if (c.torch)
     for (const cg::KernelPlan& p : plans) cg::checkTorchSupported(p.spec, diags);
-  if (diags.hasErrors()) {
-    cg::noteAcceptedTiles(fr.raw, diags);
-    return reportDiagnostics(sm, diags, c.common);
-  }
+  if (diags.hasErrors()) return refuse();
   if (build && plans.empty()) {
     reportDiagnostics(sm, diags, c.common);  // warnings, if any
     std::cerr << fmt::format("kdlc: error: {} defines no kernels; nothing to build\n", c.file);
