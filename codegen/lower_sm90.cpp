@@ -99,7 +99,8 @@ constexpr int kEpiloguePeerRegisters = 2;  // per cluster peer (its remote barri
 constexpr int kEpilogueWidths[] = {8, 4, 2};
 
 struct EpilogueRegisters {
-  int accumulators = 0;  // f32 / s32 accumulator registers live through the epilogue
+  int wgmma = 0;         // one wgmma accumulator's f32 / s32 registers (promotion's temporary not counted)
+  int accumulators = 0;  // f32 / s32 accumulator registers live through the epilogue (with that temporary)
   int rest = 0;          // everything else but the per-column values
   int perColumn = 0;     // values per column of an Epilogue::apply call
   std::string perColumnText;
@@ -109,7 +110,8 @@ struct EpilogueRegisters {
 EpilogueRegisters epilogueRegisters(const KernelPlan& p) {
   EpilogueRegisters r;
   const int mmaM = rowsPerConsumer(p) / 64;
-  r.accumulators = mmaM * p.tileN / 2 * (p.promoteEvery > 0 || p.blockScaling ? 2 : 1);
+  r.wgmma = mmaM * p.tileN / 2;
+  r.accumulators = r.wgmma * (p.promoteEvery > 0 || p.blockScaling ? 2 : 1);
   // Each cluster peer adds the registers of its remote empty-barrier arrivals.
   r.rest = kEpilogueRestRegisters + (p.clusterM * p.clusterN - 1) * kEpiloguePeerRegisters;
   const Epilogue& e = p.epilogue;
@@ -345,8 +347,7 @@ bool lowerSm90Epilogue(Lowering& l) {
   // epilogue (`kdlc build`'s later tries): cooperative 128 x 256 and 256 x 128 (bf16, e4m3; f32 and bf16 outputs),
   // pingpong 128 x 128; with 64 (cooperative 128 x 128) it builds -- fp8 promotion's temporary accumulator beside
   // them included (e4m3 128 x 128 x 128, promotion = 1) -- and so does C read transposed.
-  const int wgmmaAccumulators = rowsPerConsumer(p) / 64 * p.tileN / 2;  // without promotion's temporary
-  if (const Operand* D = p.spec.operand("D"); D && wgmmaAccumulators >= 128) {  // a GEMM (a conv's outputs share a layout)
+  if (const Operand* D = p.spec.operand("D"); D && r.wgmma >= 128) {  // a GEMM (a conv's outputs share a layout)
     for (size_t i = 1; i < p.spec.epilogue.outputs.size(); ++i) {
       const EpiOutput& o = p.spec.epilogue.outputs[i];
       if (o.kind != EpiOutput::Kind::Tensor || o.layout == D->layout) continue;
@@ -355,7 +356,7 @@ bool lowerSm90Epilogue(Lowering& l) {
                                 "registers per consumer thread, it needs more registers than setmaxnreg gives (ptxas "
                                 "spills at every epilogue width); declare it {} like D, or use a tile with 64 "
                                 "accumulators per consumer thread (e.g. cooperative 128 x 128)",
-                                o.name, layoutWord(o.layout), wgmmaAccumulators, layoutWord(D->layout)));
+                                o.name, layoutWord(o.layout), r.wgmma, layoutWord(D->layout)));
       return false;
     }
   }

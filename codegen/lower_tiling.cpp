@@ -180,15 +180,16 @@ std::string convRegisterProblem(const KernelPlan& p) {
 // f16 128 x 128 x 64 aligned to 2 and tf32 128 x 128 x 32 aligned to 1: 16 and 16), so chooseWarps takes 8 where
 // these refuse 4 (each of the above builds there). "" when none applies.
 std::string copyRegisterProblem(const KernelPlan& p, const std::string& tile, int na, int nb) {
+  if (p.threads != 128) return "";
   for (const auto& [o, rows, copies] :
        {std::tuple<const OperandPlan&, int, int>{p.a, p.tileM, na}, {p.b, p.tileN, nb}})
-    if (p.threads == 128 && o.contigK && copies >= 32)
+    if (o.contigK && copies >= 32)
       return fmt::format("{} runs {} warps and the mainloop's {} tile ({} x {}, K-contiguous) takes {} {}-byte copies "
                          "per thread and stage: more than the registers of a thread hold beside its addresses (ptxas "
                          "spills; 16 fit); use {}a smaller tile",
                          tile, p.warpsM * p.warpsN, o.name, rows, p.tileK, copies, copyBytesOf(o),
                          copyBytesOf(o) < 16 ? "a wider alignment (16 bytes) or " : "");
-  if (p.threads == 128 && p.a.elementBytes == 2 && p.a.contigK && p.b.contigK && na + nb >= 32 &&
+  if (p.a.elementBytes == 2 && p.a.contigK && p.b.contigK && na + nb >= 32 &&
       std::max(copyBytesOf(p.a), copyBytesOf(p.b)) <= 4)
     return fmt::format("{} runs {} warps and its K-contiguous A and B tiles take {} and {} 4-byte copies per thread and "
                        "stage: more than the registers of a thread hold beside its addresses (ptxas spills; 32 in all "
@@ -232,9 +233,9 @@ std::string multistageRegisterProblem(const KernelPlan& p) {
                        "warps of 64 x 32)",
                        tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, na, nb,
                        std::min(copyBytesOf(p.a), copyBytesOf(p.b)) < 16 ? "a wider alignment (16 bytes) or " : "");
-  for (const auto& [o, rows] : {std::pair<const OperandPlan&, int>{p.a, p.tileM}, {p.b, p.tileN}}) {
+  for (const auto& [o, rows, copies] :
+       {std::tuple<const OperandPlan&, int, int>{p.a, p.tileM, na}, {p.b, p.tileN, nb}}) {
     const int copyBytes = copyBytesOf(o);
-    const int copies = copiesPerThread(o, rows, p.tileK, p.threads);
     if (o.contigK && copies > 8)
       return fmt::format("{} runs {} warps of {} x {} (128 accumulator registers per thread) and the mainloop's {} "
                          "tile ({} x {}, K-contiguous) takes {} {}-byte copies per thread and stage: more than the "

@@ -97,11 +97,9 @@ void noteAcceptedTiles(const EvalResult& raw, DiagEngine& diags, size_t firstDia
     if (!own) continue;
     std::optional<Tile> found;
     RawKernel trial = k;
-    RawField* tf = nullptr;
-    for (RawField& f : trial.fields)
-      if (f.name == "tile") tf = &f;
+    Value& tried = trial.fields[static_cast<size_t>(field - k.fields.data())].value;
     for (const Tile& t : candidates(*refused)) {
-      tf->value = Value::tuple({Value::integer(t[0]), Value::integer(t[1]), Value::integer(t[2])});
+      tried = Value::tuple({Value::integer(t[0]), Value::integer(t[1]), Value::integer(t[2])});
       if (errorsOf(trial).empty()) {
         found = t;
         break;

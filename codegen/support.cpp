@@ -148,13 +148,13 @@ void checkConvSupported(const KernelSpec& s, const Unsupported& unsupported) {
   if (wgmma)
     for (const Operand* o : {tensors[0], tensors[1]}) {
       const int bytes = o->align * static_cast<int>(bytesOf(o->dtype));
-      if (bytes % 16)
+      if (bytes % kSm90OperandAlignBytes)
         unsupported(o->alignLoc.valid() ? o->alignLoc : o->loc,
                     fmt::format("align {} ({} bytes) for `{}`: the sm90a conv path loads {} and {} with TMA, which needs "
-                                "16-byte aligned pointers and strides; use align {} (the default), or `schedule = "
+                                "{}-byte aligned pointers and strides; use align {} (the default), or `schedule = "
                                 "multistage` for {}-byte aligned tensors",
-                                o->align, bytes, o->name, tensors[0]->name, tensors[1]->name,
-                                16 / bytesOf(o->dtype), bytes));
+                                o->align, bytes, o->name, tensors[0]->name, tensors[1]->name, kSm90OperandAlignBytes,
+                                kSm90OperandAlignBytes / bytesOf(o->dtype), bytes));
     }
   // The validator gives both inputs one type (and an f32 accumulator to 16-bit ones).
   if (in0.dtype != DType::F16 && in0.dtype != DType::BF16)

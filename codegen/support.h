@@ -91,6 +91,10 @@ std::string renderSm90Table();
 // each kernel a configuration that is on), for the nvcc test of the table (tests/nvcc/tests.cmake).
 std::string sm90TableSpecs();
 
+// The sm90a path loads its mainloop operands by TMA, which needs 16-byte aligned pointers and strides (rows):
+// the GEMM's A and B, a wgmma convolution's two inputs.
+constexpr int kSm90OperandAlignBytes = 16;
+
 // Whether the kernel runs a wgmma schedule (the sm90a path) rather than the multistage one.
 inline bool isWgmmaSchedule(Schedule s) { return s == Schedule::Cooperative || s == Schedule::Pingpong; }
 

@@ -78,8 +78,6 @@ constexpr bool kSm90BlockScaling = kOn;
 constexpr int kSm90MaxAccumRegs = 128;
 // Promotion (and block scales) keeps a second accumulator beside it: at most 64 registers each.
 constexpr int kSm90MaxAccumRegsPromoted = 64;
-// A and B are loaded by TMA, which needs 16-byte aligned rows.
-constexpr int kSm90OperandAlignBytes = 16;
 
 // ---- words --------------------------------------------------------------------------------------------
 

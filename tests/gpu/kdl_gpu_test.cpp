@@ -657,6 +657,14 @@ struct CaseBuffers {
   }
 };
 
+// The SMs of the current device (what a persistent kernel's grid and its tickets count).
+int currentDeviceSms() {
+  int dev = 0, sms = 0;
+  KDL_CUDA_CHECK(cudaGetDevice(&dev));
+  KDL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return sms;
+}
+
 // An sm90a kernel that takes its tiles in run-time order (kdl::GemmSm90's dynamic_order: a workspace of exactly
 // 16 bytes whose first word is the ticket counter, zeroed by run) ends with one ticket per unit plus one per CTA
 // (each CTA's last ticket is past the end and stops it): the counter proves that the tickets' ring ran and that
@@ -671,9 +679,7 @@ void checkTickets(const std::string& label, size_t wsBytes, int32_t counter, int
     report(true, label + " tiles in the fixed order (run() found the problem not DRAM-bound: ticket counter untouched)");
     return;
   }
-  int dev = 0, sms = 0;
-  KDL_CUDA_CHECK(cudaGetDevice(&dev));
-  KDL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int sms = currentDeviceSms();
   const int64_t lo = unitsLo + std::min<int64_t>(unitsLo, sms), hi = unitsHi + std::min<int64_t>(unitsHi, sms);
   const bool ok = counter >= lo && counter <= hi;
   report(ok, label + " tiles in run-time order: ticket counter " + std::to_string(counter) +
@@ -1861,9 +1867,7 @@ std::vector<ConvCase> convCasesFor(const ConvUnderTest& k, bool quick, bool tiny
     ConvCase c;
     c.d = dimsOf(P{22, 56, 56, 5 * a, 9 * a, 1, 1, 0, 0, 1, 1, 1, 1, "", false});
     // A filter the kernel fixes shrinks p x q (1 x 3: 56 x 54): more images until the tiles are 4 per SM again.
-    int dev = 0, sms = 0;
-    KDL_CUDA_CHECK(cudaGetDevice(&dev));
-    KDL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const int sms = currentDeviceSms();
     const int64_t tm = k.spec->tile.value[0], tilesN = (c.d.k + k.spec->tile.value[1] - 1) / k.spec->tile.value[1];
     while ((c.d.n * c.d.p() * c.d.q() + tm - 1) / tm * tilesN < 4 * sms + 4) ++c.d.n;
     c.note = "tiles in run-time order (DRAM-bound, 4+ tiles per SM)";

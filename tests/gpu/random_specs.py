@@ -54,10 +54,10 @@ def main():
                 f.write(src)
             r = check(a.kdlc, path)
             if r.returncode == 1:
-                m = gen.SUGGESTION.search(r.stdout)
-                if not m:
+                fixes = gen.suggested_specs(src, r.stdout)
+                if not fixes:
                     continue
-                src = gen.TILE_LINE.sub(m.group(1), src, count=1)
+                src = fixes[0][1]
                 with open(path, "w") as f:
                     f.write(src)
                 r = check(a.kdlc, path)

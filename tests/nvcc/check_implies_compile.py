@@ -32,6 +32,11 @@ SKIP = 77  # ctest's SKIP_RETURN_CODE for this test
 SUGGESTION = re.compile(r"note: `(tile = \(\d+, \d+, \d+\);)` passes `kdlc check` for kernel `[^`]+`")
 TILE_LINE = re.compile(r"tile = \([^)]*\);")
 
+
+def suggested_specs(src, check_output):
+    """(the suggested tile line, src with it) for each tile note in `kdlc check`'s output on src."""
+    return [(m.group(1), TILE_LINE.sub(m.group(1), src, count=1)) for m in SUGGESTION.finditer(check_output)]
+
 DTYPES = ["f16", "bf16", "tf32", "f32", "s8"]
 OUT_DTYPES = {"f16": ["f16", "f32", "bf16"], "bf16": ["bf16", "f32"], "tf32": ["f32", "bf16"],
               "f32": ["f32"], "s8": ["s8", "s32", "f32", "bf16"]}
@@ -234,16 +239,15 @@ def main():
         if chk.returncode == 1:
             # A refused tile's note names a tile that passes `check` for that kernel: it must (and then the
             # kernel joins the ones whose emit and compile are tested).
-            for m in SUGGESTION.finditer(chk.stdout):
+            for line, fixed in suggested_specs(src, chk.stdout):
                 suggested += 1
-                fixed = TILE_LINE.sub(m.group(1), src, count=1)
                 spath = os.path.join(work, "k%04ds.kdl" % i)
                 with open(spath, "w") as f:
                     f.write(fixed)
                 again = run([args.kdlc, "check", spath])
                 if fixed == src or again.returncode != 0:
                     print("FAIL k%04d: `kdlc check` suggests `%s`, which it refuses in turn\n%s\n%s\n%s"
-                          % (i, m.group(1), src, chk.stdout, again.stdout))
+                          % (i, line, src, chk.stdout, again.stdout))
                     failures += 1
                     continue
                 failures += emit(i, fixed, spath, "s")
