@@ -146,6 +146,18 @@ std::string convRegisterProblem(const KernelPlan& p) {
   }
   if (p.warpTileM * p.warpTileN < 64 * 64) return "";
   const int rowsA = p.tileM * p.tileK * p.a.elementBytes / 16 / p.threads;  // A's 16-byte rows per thread
+  if (kind == "Fprop" && rowsA <= 2 && copyBytes < 16)
+    // ... but only with 16-byte copies: X or W aligned below 16 bytes (8-byte copies: 4 and 8 per thread and stage)
+    // spills 8-76 bytes on sm_80 and sm_90 with any filter, fixed or not, and any stride (measured through `kdlc
+    // build`, no epilogue; found by the GPU suite's random kernels).
+    return fmt::format("tile {} x {} x {} of a conv2d_fprop on the multistage path runs {} warps of {} x {} ({} f32 "
+                       "accumulators per thread) and its loads take {} {}-byte copies of X and {} {}-byte copies of W per "
+                       "thread and stage, a gather's each keeping its pixel's offsets and masks: more than the 255 registers of "
+                       "a thread hold (ptxas spills); use a wider alignment (16 bytes), or 128 x 128, 256 x 64 or "
+                       "64 x 256{}",
+                       p.tileM, p.tileN, p.tileK, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN,
+                       p.warpTileM * p.warpTileN / 32, copies[0], copyBytesOf(p.a), copies[1], copyBytesOf(p.b),
+                       p.arch == Arch::SM90a ? ", or the wgmma path (`schedule = cooperative`)" : "");
   if (kind == "Fprop" && rowsA <= 2) {
     // ... unless the filter is fixed 1 wide in either dimension (1 x 1, 3 x 1, 5 x 1: 4 bytes of spills on sm_80
     // and sm_90a at every epilogue width; 1 x 3 with a residual and an extra output, on sm_90; measured through

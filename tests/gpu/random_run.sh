@@ -7,6 +7,7 @@
 #   $OUT/random.kdl         the spec, for a replay (kdl_gpu_test --seed N $OUT/random.kdl LIB)
 # Usage (GPU machine, .carry/gpu carried with kdlc in it: KDL_KERNELS_ON_GPU_MACHINE=1 tests/gpu/prepare.sh here):
 #   tests/gpu/random_run.sh [COUNT]       (COUNT default 40; exit 1 on any failure)
+#   tests/gpu/random_run.sh SPEC.kdl      (a replay: build and run that spec, e.g. an earlier run's random.kdl)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out/random}
@@ -25,8 +26,15 @@ trap 'rm -rf "$WORK"' EXIT
     echo "random: FAIL: $KDLC is missing (prepare .carry/gpu with KDL_KERNELS_ON_GPU_MACHINE=1)"
     exit 1
   fi
-  python3 tests/gpu/random_specs.py --kdlc "$KDLC" --out "$OUT/random.kdl" --count "$COUNT" \
-    ${KDL_RANDOM_SEED:+--seed "$KDL_RANDOM_SEED"} || { echo "random: FAIL: random_specs.py"; exit 1; }
+  case "$COUNT" in
+    *.kdl)
+      [ -f "$COUNT" ] || { echo "random: FAIL: no spec $COUNT"; exit 1; }
+      [ "$COUNT" -ef "$OUT/random.kdl" ] || cp "$COUNT" "$OUT/random.kdl"
+      echo "random: replaying $COUNT" ;;
+    *)
+      python3 tests/gpu/random_specs.py --kdlc "$KDLC" --out "$OUT/random.kdl" --count "$COUNT" \
+        ${KDL_RANDOM_SEED:+--seed "$KDL_RANDOM_SEED"} || { echo "random: FAIL: random_specs.py"; exit 1; } ;;
+  esac
   t0=$(date +%s)
   if ! "$KDLC" build "$OUT/random.kdl" -o "$WORK/lib" -j "$(nproc)" >"$WORK/build.log" 2>&1; then
     tail -n 60 "$WORK/build.log"

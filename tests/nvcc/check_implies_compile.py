@@ -37,9 +37,9 @@ def suggested_specs(src, check_output):
     """(the suggested tile line, src with it) for each tile note in `kdlc check`'s output on src."""
     return [(m.group(1), TILE_LINE.sub(m.group(1), src, count=1)) for m in SUGGESTION.finditer(check_output)]
 
-DTYPES = ["f16", "bf16", "tf32", "f32", "s8"]
+DTYPES = ["f16", "bf16", "tf32", "f32", "s8", "u8"]
 OUT_DTYPES = {"f16": ["f16", "f32", "bf16"], "bf16": ["bf16", "f32"], "tf32": ["f32", "bf16"],
-              "f32": ["f32"], "s8": ["s8", "s32", "f32", "bf16"]}
+              "f32": ["f32"], "s8": ["s8", "s32", "f32", "bf16"], "u8": ["s32", "s8", "f32"]}
 EPILOGUES = [
     None,
     "input bias : f32 [col]; D = relu(acc + bias);",
@@ -50,7 +50,7 @@ EPILOGUES = [
 ]
 
 
-SM90_DTYPES = ["bf16", "f16", "bf16", "f16", "e4m3", "e5m2", "s8", "tf32"]
+SM90_DTYPES = ["bf16", "f16", "bf16", "f16", "e4m3", "e5m2", "s8", "u8", "tf32"]
 
 
 def matrix_layout(rng):
@@ -63,20 +63,38 @@ def with_layouts(rng, epi):
     return epi.replace("output Z : f32 row", "output Z : f32 %s" % matrix_layout(rng)) if epi else epi
 
 
+# B's type beside A's on sm90a: the same mostly; the other fp8 or 8-bit integer type now and then.
+SM90_B_MIX = {"e4m3": "e5m2", "e5m2": "e4m3", "s8": "u8", "u8": "s8"}
+
+
 def random_sm90_kernel(rng, i):
-    """An sm90a GEMM on a wgmma schedule, mostly near what the table generates."""
+    """An sm90a GEMM on a wgmma schedule, mostly near what the table generates: every input type (mixed fp8
+    and 8-bit integers too), fp8 promotion and block scales, split-K modes."""
     dt = rng.choice(SM90_DTYPES)
+    dtb = SM90_B_MIX[dt] if dt in SM90_B_MIX and rng.random() < 0.3 else dt
     k = {"bf16": 64, "f16": 64, "tf32": 32}.get(dt, 128)
     tm, tn = rng.choice([64, 128, 128, 256]), rng.choice([64, 128, 256, 192])
     tk = k if rng.random() < 0.8 else rng.choice([32, 64, 128])
+    fp8 = dt in ("e4m3", "e5m2")
+    # fp8 block scales (the supported (1, 128) x (128, 128), now and then another block) or a promotion count.
+    scales = fp8 and rng.random() < 0.25
+    promotion = fp8 and not scales and rng.random() < 0.3
+    if scales:
+        tm, tn, tk = rng.choice([(128, 128, 128), (128, 128, 128), (64, 128, 128), (128, 64, 128), (128, 256, 128)])
     la, lb = ("row", "col") if rng.random() < 0.8 else (rng.choice(["row", "col"]), rng.choice(["row", "col"]))
     out = rng.choice(["bf16", "f16", "f32", "e4m3", "s8"])
     # `fallback = sm80` now and then, with A's alignment below TMA's 16 bytes (or an illegal one) at times.
     fallback = rng.random() < 0.2
     align_a = " align %d" % rng.choice([1, 2, 4]) if fallback and rng.random() < 0.5 else ""
+    sa = sb = ""
+    if scales:
+        sa = " scale (1, 128)" if rng.random() < 0.9 else " scale (%d, %d)" % rng.choice([(1, 64), (128, 128)])
+        sb = " scale (128, 128)" if rng.random() < 0.9 else " scale (%d, %d)" % rng.choice([(1, 128), (64, 128)])
     body = [
-        "op = gemm;", "arch = sm90a;", "A : %s %s%s;" % (dt, la, align_a), "B : %s %s;" % (dt, lb),
+        "op = gemm;", "arch = sm90a;", "A : %s %s%s%s;" % (dt, la, align_a, sa), "B : %s %s%s;" % (dtb, lb, sb),
     ]
+    if promotion:
+        body.append("promotion = %s;" % rng.choice(["fast", 1, 2, 4]))
     if fallback:
         body.append("fallback = sm80;")
     if rng.random() < 0.3:
@@ -86,7 +104,8 @@ def random_sm90_kernel(rng, i):
              "stages = %s;" % rng.choice(["auto", "auto", 2, 4, 6]),
              "cluster = %s;" % rng.choice(["(1, 1, 1)", "(1, 1, 1)", "(2, 1, 1)", "(2, 1, 1)", "(1, 2, 1)"]),
              "raster = %s;" % rng.choice(["auto", "auto", "along_n", "along_m"]),
-             "split_k = %s;" % rng.choice(["1", "1", "1", "serial(2)"])]
+             "split_k = %s;" % rng.choice(["1", "1", "1", "serial(2)", "serial(2)", "serial(8)", "parallel(2)",
+                                           "stream_k"])]
     epi = with_layouts(rng, rng.choice(EPILOGUES))
     if epi and ("C" not in epi):
         body.append("epilogue { %s }" % epi)
@@ -158,7 +177,7 @@ def random_kernel(rng, i):
         return random_sm90_kernel(rng, i)
     dt = rng.choice(DTYPES)
     la, lb = rng.choice(["row", "col"]), rng.choice(["row", "col"])
-    if dt in ("tf32", "f32", "s8") and rng.random() < 0.7:
+    if dt in ("tf32", "f32", "s8", "u8") and rng.random() < 0.7:
         la, lb = "row", "col"  # mostly valid, sometimes not
     tm, tn = rng.choice([32, 64, 128, 256, 96]), rng.choice([32, 64, 128, 256, 48])
     tk = rng.choice([16, 32, 64, 128])
@@ -168,7 +187,7 @@ def random_kernel(rng, i):
     align = ""
     if rng.random() < 0.25:
         align = " align %d" % rng.choice([1, 2, 4, 8, 16])
-    split = rng.choice(["1", "1", "serial(2)", "serial(4)"])
+    split = rng.choice(["1", "1", "serial(2)", "serial(4)", "serial(2)", "parallel(2)", "stream_k"])
     raster = rng.choice(["auto", "along_m", "along_n"])
     epi = with_layouts(rng, rng.choice(EPILOGUES))
     body = [
