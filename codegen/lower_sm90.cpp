@@ -126,6 +126,25 @@ EpilogueRegisters epilogueRegisters(const KernelPlan& p) {
   return r;
 }
 
+// The epilogue's transcendental functions whose inlined code ptxas needs the most registers for: gelu (erff), log
+// (logf) and gelu_tanh (tanhf of a cubic). Each let counts once (computed once), each output's expression once.
+struct HeavyMath {
+  int gelu = 0, log = 0, geluTanh = 0;
+  int total() const { return gelu + log + geluTanh; }
+};
+void countHeavyMath(const EpiNode& n, HeavyMath& h) {
+  h.gelu += n.op == EpiOp::Gelu;
+  h.log += n.op == EpiOp::Log;
+  h.geluTanh += n.op == EpiOp::GeluTanh;
+  for (const EpiNode& a : n.args) countHeavyMath(a, h);
+}
+HeavyMath heavyMath(const Epilogue& e) {
+  HeavyMath h;
+  for (const EpiLet& l : e.lets) countHeavyMath(l.value, h);
+  for (const EpiOutput& o : e.outputs) countHeavyMath(o.value, h);
+  return h;
+}
+
 std::string peerText(const KernelPlan& p) {
   const int peers = p.clusterM * p.clusterN - 1;
   if (peers == 0) return "";
@@ -359,6 +378,30 @@ bool lowerSm90Epilogue(Lowering& l) {
                                 o.name, layoutWord(o.layout), r.wgmma, layoutWord(D->layout)));
       return false;
     }
+  }
+  // Measured past the estimate as well (`kdlc build`, every later try; bf16, s8 and e4m3, cooperative 128 x 256 and
+  // 128 x 128, pingpong 128 x 128 and 64 x 64; found by the gate fuzz's random epilogues): beside 128 accumulator
+  // registers per consumer thread, gelu (erff) with a second gelu, a log or a gelu_tanh anywhere in the epilogue
+  // spills 4-20 bytes, at every width -- gelu beside tanh, sigmoid, exp, silu or rsqrt builds, and so do two gelu_tanh,
+  // two logs, gelu_tanh with log, three gelu_tanh; beside 64, gelu, log and gelu_tanh together spill (20-52 bytes),
+  // where two or three gelu, or gelu with log, build; beside 32 all three build.
+  const HeavyMath heavy = heavyMath(p.epilogue);
+  const bool heavySpill = (r.accumulators >= 128 && heavy.gelu >= 1 && heavy.total() >= 2) ||
+                          (r.accumulators >= 64 && heavy.gelu >= 1 && heavy.log >= 1 && heavy.geluTanh >= 1);
+  if (heavySpill) {
+    auto times = [](int n) { return n == 1 ? std::string("once") : n == 2 ? std::string("twice") : fmt::format("{} times", n); };
+    std::string what = "gelu (erf) " + times(heavy.gelu);
+    if (heavy.log) what += (heavy.geluTanh ? ", log " : " and log ") + times(heavy.log);
+    if (heavy.geluTanh) what += " and gelu_tanh " + times(heavy.geluTanh);
+    l.unsupported(p.spec.epilogue.loc,
+                  fmt::format("the epilogue computes {} per element beside {} accumulator registers per consumer "
+                              "thread: their inlined math needs more registers than the consumer has left (ptxas spills "
+                              "at every epilogue width); use gelu_tanh in place of gelu, or a tile with {} accumulators "
+                              "per consumer thread ({})",
+                              what, r.accumulators, r.accumulators >= 128 ? "64" : "32",
+                              r.accumulators >= 128 ? "cooperative 128 x 128, pingpong 64 x 128"
+                                                    : "cooperative 128 x 64, pingpong 64 x 64"));
+    return false;
   }
   const std::string estimate =
       fmt::format("{} accumulator registers per consumer thread{} + about {} for addresses and loop state{} + V x {} "

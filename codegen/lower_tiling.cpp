@@ -245,6 +245,18 @@ std::string multistageRegisterProblem(const KernelPlan& p) {
                        "warps of 64 x 32)",
                        tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, na, nb,
                        std::min(copyBytesOf(p.a), copyBytesOf(p.b)) < 16 ? "a wider alignment (16 bytes) or " : "");
+  // One K-contiguous and one MN-contiguous operand of 8 copies each beside 128 accumulators on 4 warps (128 x 128 x
+  // 64 16-bit, A row-major and B row-major), with the tiles rastered along M through 3 stages: 4 bytes of spills on
+  // sm_80, sm_86 and sm_89 (sm_90 clean), with or without C (found by the GPU suite's random kernels); along N, or
+  // 2 or 4 stages, both operands K-contiguous, or A MN- and B K-contiguous, build. It runs on 8 warps (64 x 32 warp
+  // tiles).
+  if (p.threads == 128 && p.a.contigK && !p.b.contigK && na >= 8 && nb >= 8 &&
+      p.spec.raster.value == Raster::AlongM && p.spec.stages.value == 3)
+    return fmt::format("{} runs {} warps of {} x {} (128 accumulator registers per thread) with a K-contiguous A and "
+                       "an MN-contiguous B ({} and {} copies per thread and stage), rastered along M through 3 "
+                       "stages: one register more than a thread holds on sm_80 (ptxas spills 4 bytes); use raster "
+                       "along_n, 2 or 4 stages, or a smaller tile",
+                       tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, na, nb);
   for (const auto& [o, rows, copies] :
        {std::tuple<const OperandPlan&, int, int>{p.a, p.tileM, na}, {p.b, p.tileN, nb}}) {
     const int copyBytes = copyBytesOf(o);

@@ -50,6 +50,52 @@ EPILOGUES = [
 ]
 
 
+def random_epilogue(rng, out, src, bcasts, out_layout):
+    """A random epilogue: params, inputs of every broadcast and type, `let` intermediates, an expression tree over
+    the language's functions (kept continuous and well-conditioned, so a right kernel never differs from the fp64
+    reference by more than rounding: select only between branches that meet at 0, log and sqrt of 1 + |x|), extra
+    outputs in random types and layouts, amax. `out` is the op's output (D, Y, X or W), `src` its source operand
+    (C, residual) or None, `out_layout()` a layout for an extra output."""
+    names, decls = ["acc", "acc"], []
+    if src:
+        names.append(src)
+    for j in range(rng.choice([0, 1, 1, 2])):
+        decls.append("param p%d = %s;" % (j, rng.choice(["0.5", "-1.25", "2.0", "0.125"])))
+        names.append("p%d" % j)
+    for j in range(rng.choice([0, 1, 1, 2])):
+        b = rng.choice(bcasts)
+        decls.append("input v%d : %s [%s];" % (j, rng.choice(["f32", "f32", "bf16", "f16"]), b))
+        names.append("v%d" % j)
+    zero_at_zero = ["relu(%s)", "silu(%s)", "tanh(%s)", "gelu(%s)", "gelu_tanh(%s)", "(%s * 0.25)",
+                    "(sigmoid(%s) - 0.5)", "leaky_relu(%s, 0.1)"]
+
+    def expr(depth):
+        if depth == 0 or rng.random() < 0.25:
+            return rng.choice(names + ["1.5", "0.25"])
+        x = expr(depth - 1)
+        r = rng.random()
+        if r < 0.35:
+            return rng.choice(zero_at_zero + ["abs(%s)", "(-%s)", "sigmoid(%s)", "exp(-abs(%s))",
+                                              "log(1.0 + abs(%s))", "sqrt(1.0 + abs(%s))", "rsqrt(1.0 + %s * %s)",
+                                              "clamp(%s, -2.0, 3.0)"]).replace("%s", x)
+        if r < 0.45:
+            return "select(%s > 0.0, %s, %s)" % (x, rng.choice(zero_at_zero) % x, rng.choice(zero_at_zero) % x)
+        y = expr(depth - 1)
+        return rng.choice(["(%s + %s)", "(%s - %s)", "(%s * %s)", "min(%s, %s)", "max(%s, %s)",
+                           "(%s / (1.0 + abs(%s)))"]) % (x, y)
+
+    for j in range(rng.choice([0, 0, 1, 2])):
+        decls.append("let t%d = %s;" % (j, expr(2)))
+        names.append("t%d" % j)
+    decls.append("%s = %s;" % (out, expr(3)))
+    names.append(out)
+    for j in range(rng.choice([0, 0, 1, 2])):
+        decls.append("output Z%d : %s %s = %s;" % (j, rng.choice(["f32", "bf16", "f16"]), out_layout(), expr(2)))
+    if rng.random() < 0.2:
+        decls.append("output amax : f32 = max(abs(%s));" % out)
+    return " ".join(decls)
+
+
 SM90_DTYPES = ["bf16", "f16", "bf16", "f16", "e4m3", "e5m2", "s8", "u8", "tf32"]
 
 
@@ -106,8 +152,12 @@ def random_sm90_kernel(rng, i):
              "raster = %s;" % rng.choice(["auto", "auto", "along_n", "along_m"]),
              "split_k = %s;" % rng.choice(["1", "1", "1", "serial(2)", "serial(2)", "serial(8)", "parallel(2)",
                                            "stream_k"])]
-    epi = with_layouts(rng, rng.choice(EPILOGUES))
-    if epi and ("C" not in epi):
+    has_c = any(line.startswith("C :") for line in body)
+    if rng.random() < 0.4:
+        epi = random_epilogue(rng, "D", "C" if has_c else None, ["row", "col", ""], lambda: matrix_layout(rng))
+    else:
+        epi = with_layouts(rng, rng.choice(EPILOGUES))
+    if epi:
         body.append("epilogue { %s }" % epi)
     return "kernel k%04d {\n  %s\n}\n" % (i, "\n  ".join(body))
 
@@ -162,6 +212,10 @@ def random_conv_kernel(rng, i):
         body.append("stages = %s;" % rng.choice(["auto", 2, 3, 4, 5]))
     if op == "conv2d_wgrad" and rng.random() < 0.6:
         body.append("split_k = serial(%d);" % rng.choice([2, 4, 8]))
+    if rng.random() < 0.4:
+        body.append("epilogue { %s }" % random_epilogue(rng, out_name, "residual" if residual else None,
+                                                        ["channel", ""], lambda: layout[out_name]))
+        return "kernel k%04d {\n  %s\n}\n" % (i, "\n  ".join(body))
     epi = rng.choice(CONV_EPILOGUES)
     if epi:
         if "residual" in epi and not residual:
@@ -189,7 +243,10 @@ def random_kernel(rng, i):
         align = " align %d" % rng.choice([1, 2, 4, 8, 16])
     split = rng.choice(["1", "1", "serial(2)", "serial(4)", "serial(2)", "parallel(2)", "stream_k"])
     raster = rng.choice(["auto", "along_m", "along_n"])
-    epi = with_layouts(rng, rng.choice(EPILOGUES))
+    if rng.random() < 0.4:
+        epi = random_epilogue(rng, "D", "C" if has_c else None, ["row", "col", ""], lambda: matrix_layout(rng))
+    else:
+        epi = with_layouts(rng, rng.choice(EPILOGUES))
     body = [
         "op = gemm;", "arch = %s;" % rng.choice(["sm80", "sm80", "sm86", "sm89"]),
         "A : %s %s%s;" % (dt, la, align), "B : %s %s;" % (dt, lb),
