@@ -195,9 +195,9 @@ bool lowerSm90Tiling(Lowering& l) {
   p.warpsN = 1;
   p.warpTileM = rowsPerConsumer(p) / 4;
   p.warpTileN = p.tileN;
-  // GemmSm90::kIssuers: a conv's stage loader issues from four producer warps in turn for tiles up to 128 x 128.
-  p.tmaIssuers = p.path == KernelPath::ConvSm90 && p.tileM <= 128 && p.tileN <= 128 ? 4 : 1;  // the emitted kernel
-                                                                                              // static_asserts this
+  // GemmSm90::kIssuers: a conv's stage loader issues from four producer warps in turn for tiles up to 128 x 128,
+  // at most one per stage (the empty barriers' parity waits; the emitted kernel static_asserts the count).
+  p.tmaIssuers = p.path == KernelPath::ConvSm90 && p.tileM <= 128 && p.tileN <= 128 ? std::min(4, s.stages.value) : 1;
   l.decide("schedule",
            fmt::format("{} (kdl::Sm90Schedule::{}): 1 producer warpgroup ({}{}, setmaxnreg {}) + {} consumer warpgroups "
                        "(wgmma, setmaxnreg {}), {} threads; {} rows of the tile per consumer",
@@ -211,7 +211,7 @@ bool lowerSm90Tiling(Lowering& l) {
                        p.consumerWarpgroups, kConsumerRegisters, p.threads, rowsPerConsumer(p)),
            scheduleWhy(s, p) + (p.tmaIssuers > 1 ? "; a tile of at most 128 x 128 computes a k-tile in about the time "
                                                    "one thread takes to work out and issue its loads, so four producer "
-                                                   "warps share them (docs/perf-notes.md v18)"
+                                                   "warps share them, at most one per stage (docs/perf-notes.md v18)"
                                                  : ""));
   l.decide("smem A",
            p.path == KernelPath::ConvSm90 && s.op.value != Op::Conv2dWgrad

@@ -286,8 +286,14 @@ struct GemmSm90 {
   // (each issues every kIssuers-th k-tile of the CTA's walk). A stage loader's one thread spent ~700
   // cycles per k-tile on a conv's coordinates, waits and issue (ncu, docs/perf-notes.md v18), more than
   // the wgmmas of a tile of at most 128 x 128 take (~512): the ring ran dry. Four issuers there; one
-  // for larger tiles and GemmSm90's own maps (a second one measured 0.3-2 % slower on those).
-  static constexpr int kIssuers = kLoadsStage && TileM <= 128 && TileN <= 128 ? 4 : 1;
+  // for larger tiles and GemmSm90's own maps (a second one measured 0.3-2 % slower on those). At most Stages of
+  // them: an issuer waits on its stage's empty barrier by parity, and passes at once when the stage's last two uses
+  // are both unreleased; what it has issued before (its previous k-tile, kIssuers back, waited for the release of
+  // the k-tile Stages before that) proves every use up to kIssuers + Stages back released, which covers 2 x Stages
+  // back only while kIssuers <= Stages (4 issuers on 3 stages overwrote a stage in use: a launch failure, found
+  // by the GPU suite's random kernels).
+  static constexpr int kIssuers = kLoadsStage && TileM <= 128 && TileN <= 128 ? (Stages < 4 ? Stages : 4) : 1;
+  static_assert(kIssuers <= Stages, "GemmSm90: more stage-loader issuers than stages would race on the empty barriers");
   static constexpr int kConsumerRegs = kGather ? 224 : 232;
   static_assert((kProducerRegs + kConsumers * kConsumerRegs) * 128 <= 65536,
                 "GemmSm90: the setmaxnreg budgets exceed the SM's 64K registers");
