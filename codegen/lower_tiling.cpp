@@ -158,6 +158,16 @@ std::string convRegisterProblem(const KernelPlan& p) {
                        p.tileM, p.tileN, p.tileK, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN,
                        p.warpTileM * p.warpTileN / 32, copies[0], copyBytesOf(p.a), copies[1], copyBytesOf(p.b),
                        p.arch == Arch::SM90a ? ", or the wgmma path (`schedule = cooperative`)" : "");
+  if (kind == "Fprop" && rowsA <= 2 && p.filterR != 0 && p.spec.stages.value < 4)
+    // ... and with a fixed filter only through 4 stages: 2 or 3 spill 4 bytes in the sm_90 SASS (f16 and bf16; 2 x 2,
+    // 3 x 3, 5 x 5 fixed, any epilogue, arch sm80 / sm86; found by the GPU suite's random kernels), where 4 stages and
+    // a run-time filter at 2 build.
+    return fmt::format("tile {} x {} x {} of a conv2d_fprop on the multistage path runs {} warps of {} x {} ({} f32 "
+                       "accumulators per thread) with the filter fixed ({} x {}) through {} stages: one register more "
+                       "than a thread holds in the sm_90 code (ptxas spills 4 bytes); use stages = 4 (or auto), leave "
+                       "the filter a run-time argument, or use 128 x 128, 256 x 64 or 64 x 256",
+                       p.tileM, p.tileN, p.tileK, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN,
+                       p.warpTileM * p.warpTileN / 32, p.filterR, p.filterS, p.spec.stages.value);
   if (kind == "Fprop" && rowsA <= 2) {
     // ... unless the filter is fixed 1 wide in either dimension (1 x 1, 3 x 1, 5 x 1: 4 bytes of spills on sm_80
     // and sm_90a at every epilogue width; 1 x 3 with a residual and an extra output, on sm_90; measured through
