@@ -2,15 +2,21 @@
 """tests/nvcc/check_implies_compile.py must never pass without testing its promise:
   * when no random kernel passes `kdlc check` (here: a kdlc whose check rejects everything), it fails;
   * when a refusal's suggested tile is refused in turn (a kdlc that suggests and refuses everything), it fails;
-  * when nvcc is missing, it says SKIP and exits 77 (ctest's SKIP_RETURN_CODE), never 0.
+  * when nvcc is missing, it says SKIP and exits 77 (ctest's SKIP_RETURN_CODE), never 0;
+  * --heavy draws what it says: tiles of 128 x 128 or larger, and mostly epilogues with two or more costly
+    functions.
 Usage: check_implies_compile_guards.py --kdlc KDLC --include INCLUDE_DIR"""
 import argparse
 import os
+import random
+import re
 import subprocess
 import sys
 import tempfile
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "nvcc", "check_implies_compile.py")
+sys.path.insert(0, os.path.dirname(SCRIPT))
+import check_implies_compile as gen  # noqa: E402
 
 
 def run(args):
@@ -52,6 +58,17 @@ def main():
         rc, out = run(["--kdlc", a.kdlc, "--include", a.include, "--count", "80", "--seed", "1", "--nvcc", missing])
         expect(rc == 77 and out.splitlines()[-1].startswith("SKIP: nvcc not found"),
                "a missing nvcc is a SKIP (exit %d), not a pass" % rc, out)
+    rng = random.Random(3)
+    heavy = [gen.random_heavy_kernel(rng, i) for i in range(200)]
+    tiles = [tuple(map(int, gen.TILE_VALUES.search(k).groups()[:2])) for k in heavy]
+    expect(all(m * n >= 128 * 128 for m, n in tiles),
+           "--heavy: every kernel has a tile of 128 x 128 or larger", "\n".join(heavy[:5]))
+    costly = sum(len(gen.HEAVY_MATH.findall(re.search(r"epilogue \{.*\}", k).group(0))) >= 2
+                 for k in heavy if "epilogue {" in k)
+    expect(costly >= 120, "--heavy: most kernels (%d of 200) have two or more costly functions" % costly,
+           "\n".join(heavy[:5]))
+    kinds = [("conv2d" in k, "arch = sm90a" in k) for k in heavy]
+    expect(len(set(kinds)) == 4, "--heavy: GEMMs and convolutions on both paths", "")
     return 0
 
 

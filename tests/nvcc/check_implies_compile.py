@@ -229,6 +229,11 @@ def random_kernel(rng, i):
         return random_conv_kernel(rng, i)
     if rng.random() < 0.35:
         return random_sm90_kernel(rng, i)
+    return random_sm80_kernel(rng, i)
+
+
+def random_sm80_kernel(rng, i):
+    """A GEMM on the multistage path (sm80, sm86, sm89)."""
     dt = rng.choice(DTYPES)
     la, lb = rng.choice(["row", "col"]), rng.choice(["row", "col"])
     if dt in ("tf32", "f32", "s8", "u8") and rng.random() < 0.7:
@@ -260,6 +265,57 @@ def random_kernel(rng, i):
     return "kernel k%04d {\n  %s\n}\n" % (i, "\n  ".join(body))
 
 
+# The functions whose inlined code costs the most registers (what the register rules of codegen/lower_*.cpp count).
+HEAVY_MATH = re.compile(r"\b(gelu|gelu_tanh|log|tanh|exp|sigmoid|silu|rsqrt|sqrt)\(")
+TILE_VALUES = re.compile(r"tile = \((\d+), (\d+), (\d+)\);")
+
+
+def heavy_epilogue(rng, out, src, bcasts, out_layout):
+    """A random epilogue with at least two of the costly functions (the first of 30 draws that has them)."""
+    for _ in range(30):
+        epi = random_epilogue(rng, out, src, bcasts, out_layout)
+        if len(HEAVY_MATH.findall(epi)) >= 2:
+            break
+    return epi
+
+
+def random_heavy_kernel(rng, i):
+    """A kernel where `check`'s register rules are measured thresholds rather than a model: the generators' kernels
+    moved to the tiles with the most accumulator registers per thread (multistage 128 x 256 / 256 x 128 / 128 x 128 /
+    256 x 64 / 64 x 256; sm90a cooperative 128 x 256 / 256 x 128 / 128 x 128, pingpong 128 x 128) and, mostly, given
+    an epilogue with at least two costly functions. Every gap between `check` and `kdlc build` found since v33 lay
+    here (docs/perf-notes.md v33-v35)."""
+    r = rng.random()
+    if r < 0.35:
+        src = random_conv_kernel(rng, i)
+    elif r < 0.7:
+        src = random_sm90_kernel(rng, i)
+    else:
+        src = random_sm80_kernel(rng, i)
+    m = TILE_VALUES.search(src)
+    tk = int(m.group(3)) if m else 64
+    if "schedule = cooperative" in src or "schedule = pingpong" in src or "schedule = auto" in src:
+        schedule, (tm, tn) = rng.choice([("cooperative", (128, 256)), ("cooperative", (256, 128)),
+                                         ("pingpong", (128, 128)), ("cooperative", (128, 128))])
+        src = re.sub(r"schedule = \w+;", "schedule = %s;" % schedule, src)
+    else:
+        tm, tn = rng.choice([(128, 256), (256, 128), (128, 128), (256, 64), (64, 256)])
+    tile = "tile = (%d, %d, %d);" % (tm, tn, tk)
+    src = TILE_VALUES.sub(tile, src) if m else src.replace("\n}", "\n  %s\n}" % tile, 1)
+    if rng.random() < 0.8:
+        conv = re.search(r"op = conv2d_(\w+);", src)
+        if conv:
+            out = {"fprop": "Y", "dgrad": "X", "wgrad": "W"}[conv.group(1)]
+            epi = heavy_epilogue(rng, out, "residual" if "residual :" in src else None, ["channel", ""],
+                                 lambda: "krsc" if out == "W" else "nhwc")
+        else:
+            epi = heavy_epilogue(rng, "D", "C" if "\n  C :" in src else None, ["row", "col", ""],
+                                 lambda: matrix_layout(rng))
+        src = re.sub(r"\n  epilogue \{.*\}", "", src)
+        src = src.replace("\n}", "\n  epilogue { %s }\n}" % epi, 1)
+    return src
+
+
 def find_nvcc(option):
     if option:
         return option if os.path.isfile(option) and os.access(option, os.X_OK) else None
@@ -281,6 +337,9 @@ def main():
     ap.add_argument("--compile", type=int, default=4)
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--nvcc", default=None, help="default: $KDL_NVCC, $CUDACXX, PATH, /usr/local/cuda/bin/nvcc")
+    ap.add_argument("--heavy", action="store_true",
+                    help="draw every kernel where the register rules are thresholds: the largest tiles, epilogues "
+                         "with two or more costly functions (use with --gate)")
     ap.add_argument("--gate", action="store_true",
                     help="compile the sample with `kdlc build` (ptxas's gate: no spills, its later tries included) "
                          "instead of plain nvcc")
@@ -303,7 +362,7 @@ def main():
         return 0
 
     for i in range(args.count):
-        src = random_kernel(rng, i)
+        src = random_heavy_kernel(rng, i) if args.heavy else random_kernel(rng, i)
         path = os.path.join(work, "k%04d.kdl" % i)
         with open(path, "w") as f:
             f.write(src)
