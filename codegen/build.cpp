@@ -304,7 +304,11 @@ std::string describePtxasProblems(const std::vector<std::pair<std::string, const
 StepResult gateOnPtxas(const BuildRequest& req, const std::vector<CompileJob>& jobs, const std::string& runDir,
                        const Progress& progress) {
   std::vector<std::pair<std::string, PtxasReport>> reports;
-  for (const CompileJob& j : jobs) reports.emplace_back(j.kernel->name, j.ptxas);
+  for (const CompileJob& j : jobs) {
+    reports.emplace_back(j.kernel->name, j.ptxas);
+    // A kernel built through a later try says so in the published report too, not only in the progress.
+    if (!j.note.empty()) reports.back().second.notes.push_back("kdlc: note: " + j.note);
+  }
   std::string table = formatPtxasTable(reports);
   std::string file = "lib" + req.libStem + ".ptxas.txt", err;
   std::string text = fmt::format("# ptxas's report for lib{} (kdlc build, nvcc -Xptxas -v). Sizes in bytes; smem is static\n"
@@ -445,9 +449,11 @@ int runGatedCompile(const GatedCompile& c, const Progress& progress) {
       }
       PtxasReport report2 = parsePtxasReport(output2, status2 == 0);
       if (status2 == 0 && report2.problems.empty() && ::rename(tryObject.c_str(), object.c_str()) == 0) {
-        progress("kdlc: note: " + retryNote(report, extra));
+        const std::string note = "kdlc: note: " + retryNote(report, extra);
+        progress(note);
         output = std::move(output2);
         report = std::move(report2);
+        report.notes.push_back(note);  // in OBJECT.ptxas.txt too
         break;
       }
       ::unlink(tryObject.c_str());

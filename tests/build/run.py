@@ -795,6 +795,11 @@ def case_ptxas_gate_sm90a_retry(tmp):
     check(all(flag not in a for a in k80_compiles(env1)), "k80 got the sm90a flag")
     rows = [x for x in ptxas_table(out, "h") if x["kernel"] == "k90"]
     check(rows and all(x["spill-st"] == "0" for x in rows), "the published report is not the clean one", str(rows))
+    with open(os.path.join(out, "libh.ptxas.txt")) as f:
+        report = f.read()
+    check(f"k90:\n  kdlc: note: the epilogue lost performance in ptxas" in report and
+          f"built with the checked one ({flag})" in report, "the published report does not say how k90 was built",
+          report)
     # From the cache: both compiles are hits, the same outcome.
     cache_env = dict(env1, KDL_CACHE_DIR=os.path.join(tmp, "cache-retry"))
     r = build(spec, out, cache_env)
@@ -853,6 +858,8 @@ def case_ptxas_gate_sm90a_retry(tmp):
         check(r.returncode == expect, f"ptxas-gate {gencode} clean_with={clean_with!r}: exit {r.returncode}", r.stderr)
         if expect == 0:
             check(f"({clean_with})" in r.stderr and os.path.exists(obj), "ptxas-gate: the retry", r.stderr)
+            with open(obj + ".ptxas.txt") as f:
+                check(f"({clean_with})" in f.read(), "ptxas-gate: OBJECT.ptxas.txt does not say how it was built")
         check(not os.path.exists(obj + ".kdl-try"), "ptxas-gate left a try's object behind")
 
 
