@@ -403,6 +403,30 @@ bool lowerSm90Epilogue(Lowering& l) {
                                                     : "cooperative 128 x 64, pingpong 64 x 64"));
     return false;
   }
+  // And on the wgmma conv path (the GEMM with the same epilogue builds through the checked one): beside 128
+  // accumulator registers per consumer thread, an epilogue that stores two extra outputs besides Y and reduces an
+  // amax spilled 456-484 bytes at every later try (cooperative 128 x 256 and 256 x 128, pingpong 128 x 128 and
+  // 64 x 256; f16 / bf16, fixed or run-time filter; found by the gate fuzz's --heavy kernels). Most such epilogues
+  // measured sit at the edge (12 bytes at the first try, built with the checked epilogue), so the rule takes the
+  // whole class: without the amax, or with one extra output, or beside 64 accumulators (cooperative 128 x 128) the
+  // same epilogue builds (tests/diagnostics/accepted/conv_sm90a_outputs_amax_neighbours.kdl).
+  if (p.path == KernelPath::ConvSm90 && r.accumulators >= 128) {
+    int extra = 0;
+    const EpiOutput* amax = nullptr;
+    for (const EpiOutput& o : p.spec.epilogue.outputs) {
+      extra += o.kind == EpiOutput::Kind::Tensor;
+      if (o.kind == EpiOutput::Kind::AmaxReduction) amax = &o;
+    }
+    if (extra >= 2 && amax) {
+      l.unsupported(amax->loc,
+                    fmt::format("the epilogue stores {} extra outputs besides {} and reduces an amax beside {} accumulator "
+                                "registers per consumer thread: on the wgmma conv path that needs more registers than "
+                                "the consumer has (ptxas spills at every epilogue width); use a tile with 64 accumulators "
+                                "per consumer thread (cooperative 128 x 128), one extra output, or no amax",
+                                extra, p.d.name, r.accumulators));
+      return false;
+    }
+  }
   const std::string estimate =
       fmt::format("{} accumulator registers per consumer thread{} + about {} for addresses and loop state{} + V x {} "
                   "values per column ({})",
