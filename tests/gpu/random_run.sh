@@ -6,7 +6,8 @@
 #   $OUT/random_tests.log   the seed, the build, the suite's lines and "N passed, M failed"
 #   $OUT/random.kdl         the spec, for a replay (kdl_gpu_test --seed N $OUT/random.kdl LIB)
 # Usage (GPU machine, .carry/gpu carried with kdlc in it: KDL_KERNELS_ON_GPU_MACHINE=1 tests/gpu/prepare.sh here):
-#   tests/gpu/random_run.sh [COUNT]       (COUNT default 40; exit 1 on any failure)
+#   tests/gpu/random_run.sh [COUNT]       (COUNT default 40; exit 1 on any failure; KDL_RANDOM_HEAVY=1 draws them
+#                                          where the register rules are thresholds: random_specs.py --heavy)
 #   tests/gpu/random_run.sh SPEC.kdl      (a replay: build and run that spec, e.g. an earlier run's random.kdl)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -33,7 +34,8 @@ trap 'rm -rf "$WORK"' EXIT
       echo "random: replaying $COUNT" ;;
     *)
       python3 tests/gpu/random_specs.py --kdlc "$KDLC" --out "$OUT/random.kdl" --count "$COUNT" \
-        ${KDL_RANDOM_SEED:+--seed "$KDL_RANDOM_SEED"} || { echo "random: FAIL: random_specs.py"; exit 1; } ;;
+        ${KDL_RANDOM_SEED:+--seed "$KDL_RANDOM_SEED"} ${KDL_RANDOM_HEAVY:+--heavy} ||
+        { echo "random: FAIL: random_specs.py"; exit 1; } ;;
   esac
   t0=$(date +%s)
   if ! "$KDLC" build "$OUT/random.kdl" -o "$WORK/lib" -j "$(nproc)" >"$WORK/build.log" 2>&1; then

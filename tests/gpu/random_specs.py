@@ -2,7 +2,7 @@
 """Random kernels for the GPU suite: specs nobody wrote by hand, each one `kdlc check` accepts, so each must build
 and give right answers (the promise of `check`, on the GPU).
 
-  random_specs.py --kdlc KDLC --out FILE.kdl [--count 40] [--seed S]
+  random_specs.py --kdlc KDLC --out FILE.kdl [--count 40] [--seed S] [--heavy]
 
 Draws random kernels with the generator of tests/nvcc/check_implies_compile.py (GEMMs on the sm80 and sm90a
 paths, convolutions on both: dtypes, layouts, tiles, schedules, clusters, split-K, fixed filters and strides,
@@ -37,6 +37,9 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--count", type=int, default=40)
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--heavy", action="store_true",
+                    help="draw where the register rules are thresholds (check_implies_compile.py --heavy): the largest "
+                         "tiles, epilogues with two or more costly functions")
     a = ap.parse_args()
     if a.count < 1:
         ap.error("--count must be at least 1")
@@ -49,7 +52,7 @@ def main():
         for i in range(20 * a.count):
             if len(kept) == a.count:
                 break
-            src = gen.random_kernel(rng, i)
+            src = gen.random_heavy_kernel(rng, i) if a.heavy else gen.random_kernel(rng, i)
             with open(path, "w") as f:
                 f.write(src)
             r = check(a.kdlc, path)
@@ -73,7 +76,8 @@ def main():
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as f:
         f.write("// %d random kernels that `kdlc check` accepts (%d with the tile a refusal suggested), written by\n"
-                "// tests/gpu/random_specs.py --seed %d --count %d.\n\n" % (len(kept), suggested, seed, a.count))
+                "// tests/gpu/random_specs.py --seed %d --count %d%s.\n\n"
+                % (len(kept), suggested, seed, a.count, " --heavy" if a.heavy else ""))
         f.write("\n".join(kept))
     r = check(a.kdlc, a.out)
     if r.returncode != 0:
