@@ -170,4 +170,19 @@ std::string renderEpilogueSummary(const Epilogue& e) {
   return s;
 }
 
+namespace {
+int countOps(const EpiNode& n, EpiOp op) {
+  int c = n.op == op;
+  for (const EpiNode& a : n.args) c += countOps(a, op);
+  return c;
+}
+}  // namespace
+
+int countOps(const Epilogue& e, EpiOp op) {
+  int c = 0;
+  for (const EpiLet& l : e.lets) c += countOps(l.value, op);
+  for (const EpiOutput& o : e.outputs) c += countOps(o.value, op);
+  return c;
+}
+
 }  // namespace kdl::codegen

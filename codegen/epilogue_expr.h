@@ -19,5 +19,8 @@ std::string floatLiteral(double v);
 std::string renderExpr(const Epilogue& e, const EpiNode& node);
 // "D = relu(acc + bias); Z = acc" — every let and output.
 std::string renderEpilogueSummary(const Epilogue& e);
+// How many nodes of the epilogue compute `op`: each let counted once (it is computed once), each output's expression
+// once (for the register rules of lowering, which count the functions whose inlined code is large).
+int countOps(const Epilogue& e, EpiOp op);
 
 }  // namespace kdl::codegen

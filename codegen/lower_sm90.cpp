@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/epilogue_expr.h"
 #include "codegen/lower_steps.h"
 #include "codegen/support.h"
 #include "include/kdl/gemm_sm90_smem.h"
@@ -127,22 +128,13 @@ EpilogueRegisters epilogueRegisters(const KernelPlan& p) {
 }
 
 // The epilogue's transcendental functions whose inlined code ptxas needs the most registers for: gelu (erff), log
-// (logf) and gelu_tanh (tanhf of a cubic). Each let counts once (computed once), each output's expression once.
+// (logf) and gelu_tanh (tanhf of a cubic), counted by codegen/epilogue_expr.h's countOps.
 struct HeavyMath {
   int gelu = 0, log = 0, geluTanh = 0;
   int total() const { return gelu + log + geluTanh; }
 };
-void countHeavyMath(const EpiNode& n, HeavyMath& h) {
-  h.gelu += n.op == EpiOp::Gelu;
-  h.log += n.op == EpiOp::Log;
-  h.geluTanh += n.op == EpiOp::GeluTanh;
-  for (const EpiNode& a : n.args) countHeavyMath(a, h);
-}
 HeavyMath heavyMath(const Epilogue& e) {
-  HeavyMath h;
-  for (const EpiLet& l : e.lets) countHeavyMath(l.value, h);
-  for (const EpiOutput& o : e.outputs) countHeavyMath(o.value, h);
-  return h;
+  return {countOps(e, EpiOp::Gelu), countOps(e, EpiOp::Log), countOps(e, EpiOp::GeluTanh)};
 }
 
 std::string peerText(const KernelPlan& p) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "codegen/epilogue_expr.h"
 #include "codegen/lower_steps.h"
 
 namespace kdl::codegen {
@@ -267,6 +268,20 @@ std::string multistageRegisterProblem(const KernelPlan& p) {
                        "stages: one register more than a thread holds on sm_80 (ptxas spills 4 bytes); use raster "
                        "along_n, 2 or 4 stages, or a smaller tile",
                        tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, na, nb);
+  // An epilogue division (IEEE f32: an inline fast path beside a called slow path, whose call needs registers of its
+  // own) beside 128 accumulators on 8 warps, A MN-contiguous in 4-byte copies (8 per thread and stage) and B
+  // K-contiguous, rastered along N through 3 or more stages: 4 bytes of spills in the sm_90 code at every epilogue
+  // width (bf16 128 x 256 x 32, A column-major aligned to 2, with or without split-K; found by the gate fuzz's
+  // --heavy kernels, seed 41009); without the division (gelu_tanh, tanh, a [col] bias, a scale), with A aligned to 4
+  // or K-contiguous, on 256 x 128 (16 copies of A), along M or through 2 stages it builds, and sm_80's code is clean.
+  if (p.threads == 256 && !p.a.contigK && copyBytesOf(p.a) <= 4 && na <= 8 && p.b.contigK &&
+      p.spec.raster.value == Raster::AlongN && p.spec.stages.value >= 3 && countOps(p.epilogue, EpiOp::Div) > 0)
+    return fmt::format("{} runs {} warps of {} x {} (128 accumulator registers per thread) with an MN-contiguous A in "
+                       "{} {}-byte copies per thread and stage, rastered along N through {} stages, and its epilogue "
+                       "divides: the division's slow path needs a register more than a thread has left in the sm_90 "
+                       "code (ptxas spills 4 bytes); use a wider alignment of A (8 bytes), raster along_m, 2 stages, "
+                       "or an epilogue that multiplies instead",
+                       tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, na, copyBytesOf(p.a), p.spec.stages.value);
   for (const auto& [o, rows, copies] :
        {std::tuple<const OperandPlan&, int, int>{p.a, p.tileM, na}, {p.b, p.tileN, nb}}) {
     const int copyBytes = copyBytesOf(o);
