@@ -229,6 +229,16 @@ void checkSm90Supported(const KernelSpec& s, const Operand& A, const Operand& B,
                                           tm, tn, name(sch->schedule), (tm / sch->consumers / 64) * (tn / 2),
                                           promoted ? kSm90MaxAccumRegsPromoted : kSm90MaxAccumRegs,
                                           promoted ? " when it promotes (a second accumulator)" : ""));
+    // Block scales promote every k-block with a scale per row of each m64 block: on the cooperative schedule with two
+    // m64 blocks per consumer (256 x 64) ptxas spills 40-44 bytes with no epilogue at all (e4m3, any stages and
+    // split-K; found by the gate fuzz's --heavy kernels, seed 41011), where cooperative 128 x 128, pingpong 128 x 64
+    // (two m64 blocks too) and `promotion = 1` on 256 x 64 build.
+    else if (A.scaleBlock && sch->schedule == Schedule::Cooperative && tm / sch->consumers / 64 >= 2)
+      unsupported(s.tile.loc, fmt::format("tile {} x {} with schedule `cooperative` gives each consumer {} m64 blocks of "
+                                          "rows, and block scales keep a scale per row of each beside the promoted "
+                                          "accumulators: more registers than a consumer has (ptxas spills); use tile M "
+                                          "128, or schedule `pingpong`",
+                                          tm, tn, tm / sch->consumers / 64));
   }
 
   // Cluster, raster, split-K.
