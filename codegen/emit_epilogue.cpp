@@ -121,8 +121,9 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
       else
         checks.push_back(fmt::format("p.{} != nullptr", p.c.name));
     }
-    for (const EpiInput& in : e.inputs)
-      if (in.broadcast != Broadcast::Scalar && std::string(broadcastAccess(p, in.broadcast)) == "col")
+    for (size_t k = 0; k < e.inputs.size(); ++k)
+      if (const EpiInput& in = e.inputs[k]; in.broadcast != Broadcast::Scalar && usesInput(e, int(k)) &&
+                                            std::string(broadcastAccess(p, in.broadcast)) == "col")
         checks.push_back(fmt::format("::kdl::col_vector_aligned<{}, V>(p.{}, p.batch_stride_{}, b)",
                                      cppQualified(cppElementType(in.dtype)), in.name, in.name));
     for (const OperandPlan& z : p.extraOutputs)
@@ -137,14 +138,19 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
   }
   w.line("template <int V, class Coord = ::kdl::EpilogueCoord>");
   w.open("__device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_{})[V]) const {{", dName);
-  if (!anyAmax && !anyScalar) w.line("(void)s;");
+  bool anyScalarRead = false;  // a [] input some expression reads (s.in_NAME below)
+  for (size_t k = 0; k < e.inputs.size(); ++k)
+    anyScalarRead |= e.inputs[k].broadcast == Broadcast::Scalar && usesInput(e, int(k));
+  if (!anyAmax && !anyScalarRead) w.line("(void)s;");
   if (e.usesSource) {
     w.line("float src_C[V];");
     w.line("if (::kdl::source_present(p.{1}, c)) ::kdl::load_tile{0}<{2}, V>(p.{1}, p.{3}, p.{4}, c, src_C);",
            tileAccess(p, p.c.layout), p.c.name, cppQualified(p.c.cppType), p.c.ldName, p.c.batchStrideName);
     w.line("else for (int i = 0; i < V; ++i) src_C[i] = 0.0f;");
   }
-  for (const EpiInput& in : e.inputs) {
+  for (size_t k = 0; k < e.inputs.size(); ++k) {
+    const EpiInput& in = e.inputs[k];
+    if (!usesInput(e, int(k))) continue;  // an argument no expression reads: nothing to load (nor to align)
     const std::string t = cppQualified(cppElementType(in.dtype));
     if (in.broadcast == Broadcast::Scalar)
       w.line("const float in_{0} = s.in_{0};", in.name);

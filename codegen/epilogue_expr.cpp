@@ -185,4 +185,21 @@ int countOps(const Epilogue& e, EpiOp op) {
   return c;
 }
 
+namespace {
+bool readsInput(const EpiNode& n, int index) {
+  if (n.op == EpiOp::Input && n.index == index) return true;
+  for (const EpiNode& a : n.args)
+    if (readsInput(a, index)) return true;
+  return false;
+}
+}  // namespace
+
+bool usesInput(const Epilogue& e, int index) {
+  for (const EpiLet& l : e.lets)
+    if (readsInput(l.value, index)) return true;
+  for (const EpiOutput& o : e.outputs)
+    if (readsInput(o.value, index)) return true;
+  return false;
+}
+
 }  // namespace kdl::codegen

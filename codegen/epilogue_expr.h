@@ -22,5 +22,9 @@ std::string renderEpilogueSummary(const Epilogue& e);
 // How many nodes of the epilogue compute `op`: each let counted once (it is computed once), each output's expression
 // once (for the register rules of lowering, which count the functions whose inlined code is large).
 int countOps(const Epilogue& e, EpiOp op);
+// Whether any let or output reads input `index` (e.inputs[index]). An input no expression reads is still an argument
+// (the C ABI keeps its place) but the functor neither loads it nor lets its alignment decide the vector path
+// (`kdlc check` warns).
+bool usesInput(const Epilogue& e, int index);
 
 }  // namespace kdl::codegen

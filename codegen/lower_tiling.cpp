@@ -285,6 +285,20 @@ std::string multistageRegisterProblem(const KernelPlan& p) {
   for (const auto& [o, rows, copies] :
        {std::tuple<const OperandPlan&, int, int>{p.a, p.tileM, na}, {p.b, p.tileN, nb}}) {
     const int copyBytes = copyBytesOf(o);
+    // On 8 warps the same: an MN-contiguous operand in 4-byte copies, 16 or more per thread and stage, spills with or
+    // without an epilogue, in either operand (found by the gate fuzz's --heavy kernels, seed 41015): 32 (256 x 128 x
+    // 64 with A column-major aligned to 2, 128 x 256 x 64 with B row-major aligned to 2) 12-44 bytes on sm_80 and
+    // sm_90 at 2 and 3 stages; 16 (tile K 32 over 256 rows of the operand, or B row-major over 128 rows of 256 x 128 x
+    // 64) 4-16 bytes through 2 or 3 stages. 16 sits at the edge -- two measured kernels build (128 x 256 x 64 with A
+    // aligned to 2 through 2 stages; 256 x 128 x 32 so, through 4 stages rastered along N) -- and the rule takes the
+    // class; 8-byte copies (A aligned to 4) build. No count of warps is left to take.
+    if (!o.contigK && p.threads == 256 && copyBytes <= 4 && copies >= 16)
+      return fmt::format("{} runs {} warps of {} x {} (128 accumulator registers per thread) and the mainloop's {} "
+                         "tile ({} x {}, MN-contiguous) takes {} {}-byte copies per thread and stage: more than the "
+                         "255 registers of a thread hold (ptxas spills); use a wider alignment of {} (8 bytes or more) "
+                         "or a smaller tile",
+                         tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, o.name, rows, p.tileK, copies, copyBytes,
+                         o.name);
     // On 4 warps an MN-contiguous operand in narrow copies spills too: 32 of them (4 bytes each) 4-16 bytes on sm_80
     // and sm_89 (sm_90 clean) with or without an epilogue (bf16 256 x 64 x 32, A column-major aligned to 2), 16 beside
     // the epilogue's source C 4 bytes on sm_80 (bf16 128 x 128 x 32 alike; without C it builds); found by the gate
