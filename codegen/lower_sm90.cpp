@@ -137,6 +137,18 @@ HeavyMath heavyMath(const Epilogue& e) {
   return {countOps(e, EpiOp::Gelu), countOps(e, EpiOp::Log), countOps(e, EpiOp::GeluTanh)};
 }
 
+// The first extra tensor output of a GEMM laid out unlike D (stored element by element, strided across the kernel's
+// rows); nullptr when there is none, and for a convolution (its outputs share a layout).
+const EpiOutput* outputUnlikeD(const KernelPlan& p) {
+  const Operand* D = p.spec.operand("D");
+  if (!D) return nullptr;
+  for (size_t i = 1; i < p.spec.epilogue.outputs.size(); ++i) {
+    const EpiOutput& o = p.spec.epilogue.outputs[i];
+    if (o.kind == EpiOutput::Kind::Tensor && o.layout != D->layout) return &o;
+  }
+  return nullptr;
+}
+
 std::string peerText(const KernelPlan& p) {
   const int peers = p.clusterM * p.clusterN - 1;
   if (peers == 0) return "";
@@ -358,36 +370,30 @@ bool lowerSm90Epilogue(Lowering& l) {
   // epilogue (`kdlc build`'s later tries): cooperative 128 x 256 and 256 x 128 (bf16, e4m3; f32 and bf16 outputs),
   // pingpong 128 x 128; with 64 (cooperative 128 x 128) it builds -- fp8 promotion's temporary accumulator beside
   // them included (e4m3 128 x 128 x 128, promotion = 1) -- and so does C read transposed.
-  if (const Operand* D = p.spec.operand("D"); D && r.wgmma >= 128) {  // a GEMM (a conv's outputs share a layout)
-    for (size_t i = 1; i < p.spec.epilogue.outputs.size(); ++i) {
-      const EpiOutput& o = p.spec.epilogue.outputs[i];
-      if (o.kind != EpiOutput::Kind::Tensor || o.layout == D->layout) continue;
-      l.unsupported(o.loc,
-                    fmt::format("output `{}` is {}-major, unlike D: stored element by element, beside {} accumulator "
-                                "registers per consumer thread, it needs more registers than setmaxnreg gives (ptxas "
-                                "spills at every epilogue width); declare it {} like D, or use a tile with 64 "
-                                "accumulators per consumer thread (e.g. cooperative 128 x 128)",
-                                o.name, layoutWord(o.layout), r.wgmma, layoutWord(D->layout)));
-      return false;
-    }
+  const EpiOutput* unlike = outputUnlikeD(p);
+  const char* dLayout = unlike ? layoutWord(p.spec.operand("D")->layout) : "";
+  if (unlike && r.wgmma >= 128) {
+    l.unsupported(unlike->loc,
+                  fmt::format("output `{}` is {}-major, unlike D: stored element by element, beside {} accumulator "
+                              "registers per consumer thread, it needs more registers than setmaxnreg gives (ptxas "
+                              "spills at every epilogue width); declare it {} like D, or use a tile with 64 "
+                              "accumulators per consumer thread (e.g. cooperative 128 x 128)",
+                              unlike->name, layoutWord(unlike->layout), r.wgmma, dLayout));
+    return false;
   }
   // And beside 64 (cooperative 128 x 128): an extra output laid out unlike D beside three of the heavy functions, a
   // log among them (two gelu_tanh and a log; tf32 or bf16 inputs, e4m3 or bf16 D, any cluster and stages) spilled 40
   // bytes at every try (found by the gate fuzz's --heavy kernels, seed 41017); with that output laid out like D, without
   // the log, with one gelu_tanh beside the log, gelu beside the log, or three gelu_tanh, it builds.
-  if (const Operand* D = p.spec.operand("D"); D && r.wgmma >= 64) {
-    const HeavyMath h = heavyMath(p.epilogue);
-    for (size_t i = 1; h.log >= 1 && h.total() >= 3 && i < p.spec.epilogue.outputs.size(); ++i) {
-      const EpiOutput& o = p.spec.epilogue.outputs[i];
-      if (o.kind != EpiOutput::Kind::Tensor || o.layout == D->layout) continue;
-      l.unsupported(o.loc,
-                    fmt::format("output `{}` is {}-major, unlike D (stored element by element), and the epilogue "
-                                "computes {} heavy functions (gelu, log, gelu_tanh), a log among them, beside {} "
-                                "accumulator registers per consumer thread: more registers than setmaxnreg gives (ptxas "
-                                "spills at every epilogue width); declare `{}` {} like D, or compute fewer of them",
-                                o.name, layoutWord(o.layout), h.total(), r.wgmma, o.name, layoutWord(D->layout)));
-      return false;
-    }
+  const HeavyMath heavy = heavyMath(p.epilogue);
+  if (unlike && r.wgmma >= 64 && heavy.log >= 1 && heavy.total() >= 3) {
+    l.unsupported(unlike->loc,
+                  fmt::format("output `{}` is {}-major, unlike D (stored element by element), and the epilogue "
+                              "computes {} heavy functions (gelu, log, gelu_tanh), a log among them, beside {} "
+                              "accumulator registers per consumer thread: more registers than setmaxnreg gives (ptxas "
+                              "spills at every epilogue width); declare `{}` {} like D, or compute fewer of them",
+                              unlike->name, layoutWord(unlike->layout), heavy.total(), r.wgmma, unlike->name, dLayout));
+    return false;
   }
   // Measured past the estimate as well (`kdlc build`, every later try; bf16, s8 and e4m3, cooperative 128 x 256 and
   // 128 x 128, pingpong 128 x 128 and 64 x 64; found by the gate fuzz's random epilogues): beside 128 accumulator
@@ -395,7 +401,6 @@ bool lowerSm90Epilogue(Lowering& l) {
   // spills 4-20 bytes, at every width -- gelu beside tanh, sigmoid, exp, silu or rsqrt builds, and so do two gelu_tanh,
   // two logs, gelu_tanh with log, three gelu_tanh; beside 64, gelu, log and gelu_tanh together spill (20-52 bytes),
   // where two or three gelu, or gelu with log, build; beside 32 all three build.
-  const HeavyMath heavy = heavyMath(p.epilogue);
   const bool heavySpill = (r.accumulators >= 128 && heavy.gelu >= 1 && heavy.total() >= 2) ||
                           (r.accumulators >= 64 && heavy.gelu >= 1 && heavy.log >= 1 && heavy.geluTanh >= 1);
   if (heavySpill) {
