@@ -114,7 +114,7 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
   // per-call null, range and alignment checks (include/kdl/epilogue.cuh).
   {
     std::vector<std::string> checks;
-    if (e.usesSource) {
+    if (readsSource(e)) {  // C declared read but folded away stays an argument, unread
       if (*tileAccess(p, p.c.layout) == '\0')
         checks.push_back(fmt::format("::kdl::tile_vector_aligned<{}, V>(p.{}, p.{}, p.{}, b)", cppQualified(p.c.cppType),
                                      p.c.name, p.c.ldName, p.c.batchStrideName));
@@ -142,7 +142,7 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
   for (size_t k = 0; k < e.inputs.size(); ++k)
     anyScalarRead |= e.inputs[k].broadcast == Broadcast::Scalar && usesInput(e, int(k));
   if (!anyAmax && !anyScalarRead) w.line("(void)s;");
-  if (e.usesSource) {
+  if (readsSource(e)) {  // C declared read but folded away stays an argument, unread
     w.line("float src_C[V];");
     w.line("if (::kdl::source_present(p.{1}, c)) ::kdl::load_tile{0}<{2}, V>(p.{1}, p.{3}, p.{4}, c, src_C);",
            tileAccess(p, p.c.layout), p.c.name, cppQualified(p.c.cppType), p.c.ldName, p.c.batchStrideName);

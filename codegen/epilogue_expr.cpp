@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
+#include <vector>
 
 #include "codegen/emit_internal.h"
 #include "codegen/plan.h"
@@ -68,7 +70,11 @@ std::string cppExpr(const Epilogue& e, const EpiNode& n) {
     }
     case EpiOp::Let: return "let_" + e.lets.at(n.index).name;
     case EpiOp::Output: return "out_" + e.outputs.at(n.index).name + "[i]";
-    case EpiOp::Neg: return fmt::format("(-{})", a(0));
+    case EpiOp::Neg: {
+      // A negative literal or a folded negative constant must not meet the minus: "(--2.0f)" is a decrement.
+      const std::string x = a(0);
+      return x.starts_with('-') ? fmt::format("(-({}))", x) : fmt::format("(-{})", x);
+    }
     case EpiOp::Add: return bin("+");
     case EpiOp::Sub: return bin("-");
     case EpiOp::Mul: return bin("*");
@@ -135,14 +141,23 @@ std::string renderExpr(const Epilogue& e, const EpiNode& n) {
     return precedence(c.op) < minPrec ? "(" + s + ")" : s;
   };
   switch (n.op) {
-    case EpiOp::Const: return fmt::format("{}", n.constant);
+    case EpiOp::Const: {
+      // A value that is exactly a float (a folded constant) in the float's shortest form: 1.3995715, not
+      // 1.3995715379714966; a literal as written keeps its double form.
+      const float f = static_cast<float>(n.constant);
+      if (std::isfinite(n.constant) && static_cast<double>(f) == n.constant) return fmt::format("{}", f);
+      return fmt::format("{}", n.constant);
+    }
     case EpiOp::Acc: return "acc";
     case EpiOp::Source: return sourceName(e);
     case EpiOp::Param: return e.params.at(n.index).name;
     case EpiOp::Input: return e.inputs.at(n.index).name;
     case EpiOp::Let: return e.lets.at(n.index).name;
     case EpiOp::Output: return e.outputs.at(n.index).name;
-    case EpiOp::Neg: return "-" + sub(n.args.at(0), 7);
+    case EpiOp::Neg: {
+      const std::string x = sub(n.args.at(0), 7);
+      return x.starts_with('-') ? "-(" + x + ")" : "-" + x;
+    }
     case EpiOp::Not: return "!" + sub(n.args.at(0), 7);
     case EpiOp::Cast: return fmt::format("cast({}, {})", dtypeWord(n.castTo), renderExpr(e, n.args.at(0)));
     default: break;
@@ -192,7 +207,23 @@ bool readsInput(const EpiNode& n, int index) {
     if (readsInput(a, index)) return true;
   return false;
 }
+
+bool readsSourceNode(const EpiNode& n) {
+  if (n.op == EpiOp::Source) return true;
+  for (const EpiNode& a : n.args)
+    if (readsSourceNode(a)) return true;
+  return false;
+}
 }  // namespace
+
+bool readsSource(const Epilogue& e) {
+  if (!e.usesSource) return false;
+  for (const EpiLet& l : e.lets)
+    if (readsSourceNode(l.value)) return true;
+  for (const EpiOutput& o : e.outputs)
+    if (readsSourceNode(o.value)) return true;
+  return false;
+}
 
 bool usesInput(const Epilogue& e, int index) {
   for (const EpiLet& l : e.lets)
@@ -200,6 +231,114 @@ bool usesInput(const Epilogue& e, int index) {
   for (const EpiOutput& o : e.outputs)
     if (readsInput(o.value, index)) return true;
   return false;
+}
+
+
+
+// ---- constant folding ------------------------------------------------------------------------------
+
+namespace {
+
+// The float a node is known to be at generation time: a literal, a negated literal, or a let that folded to one.
+std::optional<float> knownValue(const Epilogue& folded, const EpiNode& n) {
+  switch (n.op) {
+    case EpiOp::Const: return static_cast<float>(n.constant);
+    case EpiOp::Neg:
+      if (n.args.size() == 1 && n.args[0].op == EpiOp::Const) return -static_cast<float>(n.args[0].constant);
+      return std::nullopt;
+    case EpiOp::Let:
+      if (n.index >= 0 && size_t(n.index) < folded.lets.size()) {
+        const EpiNode& v = folded.lets[n.index].value;
+        if (v.op == EpiOp::Const || (v.op == EpiOp::Neg && v.args.size() == 1 && v.args[0].op == EpiOp::Const))
+          return knownValue(folded, v);
+      }
+      return std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+// activations.cuh's formulas, in float.
+float sigmoidf(float x) { return 1.f / (1.f + std::exp(-x)); }
+
+// The value of `op` on known arguments, as the device computes it; nullopt for an op that is not folded.
+std::optional<float> evaluate(EpiOp op, const std::vector<float>& v) {
+  auto t = [](bool b) { return b ? 1.f : 0.f; };
+  auto b = [](float x) { return x != 0.f; };
+  const size_t n = v.size();
+  switch (op) {
+    case EpiOp::Neg: if (n == 1) return -v[0]; break;
+    case EpiOp::Add: if (n == 2) return v[0] + v[1]; break;
+    case EpiOp::Sub: if (n == 2) return v[0] - v[1]; break;
+    case EpiOp::Mul: if (n == 2) return v[0] * v[1]; break;
+    case EpiOp::Div: if (n == 2) return v[0] / v[1]; break;
+    case EpiOp::Lt: if (n == 2) return t(v[0] < v[1]); break;
+    case EpiOp::Le: if (n == 2) return t(v[0] <= v[1]); break;
+    case EpiOp::Gt: if (n == 2) return t(v[0] > v[1]); break;
+    case EpiOp::Ge: if (n == 2) return t(v[0] >= v[1]); break;
+    case EpiOp::Eq: if (n == 2) return t(v[0] == v[1]); break;
+    case EpiOp::Ne: if (n == 2) return t(v[0] != v[1]); break;
+    case EpiOp::And: if (n == 2) return t(b(v[0]) && b(v[1])); break;
+    case EpiOp::Or: if (n == 2) return t(b(v[0]) || b(v[1])); break;
+    case EpiOp::Not: if (n == 1) return t(!b(v[0])); break;
+    case EpiOp::Min: if (n == 2) return std::fmin(v[0], v[1]); break;
+    case EpiOp::Max: if (n == 2) return std::fmax(v[0], v[1]); break;
+    case EpiOp::Abs: if (n == 1) return std::fabs(v[0]); break;
+    case EpiOp::Clamp: if (n == 3) return v[0] < v[1] ? v[1] : (v[0] > v[2] ? v[2] : v[0]); break;
+    case EpiOp::Exp: if (n == 1) return std::exp(v[0]); break;
+    case EpiOp::Log: if (n == 1) return std::log(v[0]); break;
+    case EpiOp::Sqrt: if (n == 1) return std::sqrt(v[0]); break;
+    case EpiOp::Rsqrt: if (n == 1) return 1.f / std::sqrt(v[0]); break;
+    case EpiOp::Tanh: if (n == 1) return std::tanh(v[0]); break;
+    case EpiOp::Sigmoid: if (n == 1) return sigmoidf(v[0]); break;
+    case EpiOp::Relu: if (n == 1) return v[0] < 0.f ? 0.f : v[0]; break;
+    case EpiOp::Gelu: if (n == 1) return 0.5f * v[0] * (1.f + std::erf(v[0] * 0.70710678118654752f)); break;
+    case EpiOp::GeluTanh:
+      if (n == 1) {
+        const float x = v[0], k0 = 0.79788456080286536f, k1 = 0.044715f;
+        return 0.5f * x * (1.f + std::tanh(k0 * (x + k1 * x * x * x)));
+      }
+      break;
+    case EpiOp::Silu: if (n == 1) return v[0] * sigmoidf(v[0]); break;
+    case EpiOp::LeakyRelu: if (n == 2) return v[0] < 0.f ? v[0] * v[1] : v[0]; break;
+    default: break;  // reads of the kernel, Select (below), Cast (the device's conversions)
+  }
+  return std::nullopt;
+}
+
+EpiNode fold(const Epilogue& folded, const EpiNode& n) {
+  EpiNode out = n;
+  for (EpiNode& a : out.args) a = fold(folded, a);
+  if (out.op == EpiOp::Select && out.args.size() == 3) {
+    if (std::optional<float> c = knownValue(folded, out.args[0])) {
+      EpiNode chosen = out.args[*c != 0.f ? 1 : 2];  // NaN selects the first, as `c != 0.0f` does on the device
+      return chosen;
+    }
+    return out;
+  }
+  if (out.op == EpiOp::Neg && out.args.size() == 1 && out.args[0].op == EpiOp::Const) return out;  // a literal
+  std::vector<float> values;
+  for (const EpiNode& a : out.args) {
+    std::optional<float> v = knownValue(folded, a);
+    if (!v) return out;
+    values.push_back(*v);
+  }
+  if (values.empty()) return out;
+  std::optional<float> r = evaluate(out.op, values);
+  if (!r) return out;
+  EpiNode c;
+  c.op = EpiOp::Const;
+  c.constant = static_cast<double>(*r);
+  c.loc = out.loc;
+  return c;
+}
+
+}  // namespace
+
+Epilogue foldConstants(const Epilogue& e) {
+  Epilogue f = e;
+  for (EpiLet& l : f.lets) l.value = fold(f, l.value);  // in order: a let reads only earlier ones
+  for (EpiOutput& o : f.outputs) o.value = fold(f, o.value);
+  return f;
 }
 
 }  // namespace kdl::codegen

@@ -26,5 +26,16 @@ int countOps(const Epilogue& e, EpiOp op);
 // (the C ABI keeps its place) but the functor neither loads it nor lets its alignment decide the vector path
 // (`kdlc check` warns).
 bool usesInput(const Epilogue& e, int index);
+// Whether any let or output reads the source operand (C, a convolution's residual). False for an epilogue that
+// declares C read (`usesSource`) but whose folded expressions no longer read it: C stays an argument, not loaded.
+bool readsSource(const Epilogue& e);
+// The epilogue with every subexpression that reads nothing of the kernel (constants only, or lets that folded to one)
+// computed at generation time, in float as the device computes it (activations.cuh's formulas, the host's libm in
+// place of CUDA's: within an ulp or two of what the kernel would compute), and every select whose condition folds
+// replaced by its chosen branch. Params stay run-time values, casts and the output reads (amax of D) stay, and so does
+// a negative literal (`-2.0`). The result computes what the original computes: lowering counts and emits it, so a
+// constant `gelu_tanh(1.5)` costs neither registers nor a register rule's count. Inputs and C stay arguments even when
+// folding leaves no read of them (usesInput then reports them unread).
+Epilogue foldConstants(const Epilogue& e);
 
 }  // namespace kdl::codegen

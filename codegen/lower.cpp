@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "codegen/codegen.h"
+#include "codegen/epilogue_expr.h"
 #include "codegen/lower_steps.h"
 #include "codegen/plan.h"
 #include "codegen/support.h"
@@ -158,7 +159,7 @@ bool lowerWith(const KernelSpec& s, KernelPlan& p, DiagEngine& diags, const Lowe
                const LoweringStep* last) {
   p.name = s.name;
   p.spec = s;
-  p.epilogue = s.epilogue;
+  p.epilogue = foldConstants(s.epilogue);  // what the kernel computes, constants computed here
   Lowering l{s, p, diags};
   if (!runSteps(l, first, last)) return false;
   p.kernelHash = kernelHash(p);

@@ -117,7 +117,7 @@ EpilogueRegisters epilogueRegisters(const KernelPlan& p) {
   r.rest = kEpilogueRestRegisters + (p.clusterM * p.clusterN - 1) * kEpiloguePeerRegisters;
   const Epilogue& e = p.epilogue;
   std::vector<std::string> what = {"the staged accumulator"};
-  if (e.usesSource) what.push_back("C");
+  if (readsSource(e)) what.push_back("C");
   for (const EpiInput& in : e.inputs)
     if (in.broadcast == Broadcast::Col) what.push_back(fmt::format("`{}` [col]", in.name));
   for (const EpiOutput& o : e.outputs)

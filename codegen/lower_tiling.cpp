@@ -303,7 +303,7 @@ std::string multistageRegisterProblem(const KernelPlan& p) {
     // and sm_89 (sm_90 clean) with or without an epilogue (bf16 256 x 64 x 32, A column-major aligned to 2), 16 beside
     // the epilogue's source C 4 bytes on sm_80 (bf16 128 x 128 x 32 alike; without C it builds); found by the gate
     // fuzz's --heavy kernels, seed 41011. Such tiles run on 8 warps, where they build.
-    if (!o.contigK && p.threads == 128 && copyBytes < 16 && (copies >= 32 || (copies >= 16 && p.epilogue.usesSource)))
+    if (!o.contigK && p.threads == 128 && copyBytes < 16 && (copies >= 32 || (copies >= 16 && readsSource(p.epilogue))))
       return fmt::format("{} runs {} warps of {} x {} (128 accumulator registers per thread) and the mainloop's {} "
                          "tile ({} x {}, MN-contiguous) takes {} {}-byte copies per thread and stage{}: more than the "
                          "255 registers of a thread hold on sm_80 (ptxas spills); use a wider alignment (16 bytes) or a "

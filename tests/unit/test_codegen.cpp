@@ -1309,3 +1309,55 @@ TEST_CASE("conv: the fixed filter and stride change the kernel hash", "[codegen]
   CHECK(lowerConv(convSpec("c", "conv2d_dgrad", "")).kernelHash != base);
   CHECK(lowerConv(convSpec("c", "conv2d_fprop", "")).kernelHash == base);
 }
+
+TEST_CASE("constant subexpressions fold at generation time; params, casts and literals stay", "[codegen][epilogue]") {
+  // The gate fuzz's seed 41018: an sm90a u8 256 x 128 x 128 kernel whose D subtracted
+  // select(gelu_tanh(1.5) > 0, relu(gelu_tanh(1.5)), gelu_tanh(gelu_tanh(1.5))) spilled 16 bytes; with that constant
+  // computed here it builds. The folded tree is what lowering counts and emits; the spec keeps what was written.
+  const std::vector<KernelPlan> plans = lowerText(
+      "kernel kf {\n  op = gemm; arch = sm80;\n  A : f16 row; B : f16 col; C : f16 row; D : f16 row;\n"
+      "  epilogue {\n    param alpha = 1.0;\n    let g = gelu_tanh(1.5) * 2.0;\n"
+      "    D = select(g > 1.0, acc * alpha - gelu(0.5), C) + select(gelu_tanh(1.5) > 9.0, exp(acc), -exp(1.0));\n"
+      "    output Z : f32 row = -(log(2.0) - 1.0) * acc + clamp(acc, -2.0, 3.0) * (alpha + 1.0)"
+      " + cast(bf16, 1.1) + select(log(-1.0) != 0.0, acc, 2.0);\n  }\n}\n");
+  REQUIRE(plans.size() == 1);
+  const KernelPlan& p = plans[0];
+  const Epilogue& e = p.epilogue;
+  // The let: gelu_tanh(1.5) * 2 in float.
+  REQUIRE(e.lets.size() == 1);
+  REQUIRE(e.lets[0].value.op == EpiOp::Const);
+  CHECK(std::abs(e.lets[0].value.constant - 2.7991431539605) < 1e-6);
+  // No heavy function is left to count or to compute; the spec still has them.
+  CHECK(countOps(e, EpiOp::GeluTanh) == 0);
+  CHECK(countOps(e, EpiOp::Gelu) == 0);
+  CHECK(countOps(e, EpiOp::Select) == 0);
+  CHECK(countOps(e, EpiOp::Log) == 0);
+  CHECK(countOps(p.spec.epilogue, EpiOp::GeluTanh) == 2);
+  CHECK(countOps(p.spec.epilogue, EpiOp::Select) == 3);
+  const std::string fn = emitEpilogueFunctor(p, 0);
+  INFO(fn);
+  // select(g > 1, ...) took its first branch (g is 2.8): gelu(0.5) = 0.345731 folded, the param read at run time,
+  // C no longer read: it stays an argument but is neither loaded nor tested for alignment; the second select took its
+  // else branch, -exp(1).
+  CHECK(contains(fn, "out_D[i] = (((acc[i] * p.alpha) - 0.34573123f) + (-2.7182817f));"));
+  CHECK(contains(fn, "-2.7182817f"));
+  CHECK(!contains(fn, "::kdl::gelu"));
+  CHECK(!contains(fn, "::kdl::select"));
+  CHECK(!contains(fn, "::kdl::exp"));
+  CHECK(!contains(fn, "src_C"));
+  CHECK(!contains(fn, "tile_vector_aligned<::half, V>(p.C"));
+  CHECK(contains(fn, "const ::half* C;"));
+  CHECK(!readsSource(e));
+  CHECK(e.usesSource);
+  // A negative folded constant under a minus is parenthesized (never "--"), a literal keeps its spelling, a param
+  // sum stays, a cast stays the device's conversion, a NaN compares unequal to 0 here as on the device.
+  CHECK(contains(fn, "(-(-0.30685282f))"));
+  CHECK(!contains(fn, "--"));
+  CHECK(contains(fn, "::kdl::clamp(acc[i], (-2.0f), 3.0f)"));
+  CHECK(contains(fn, "(p.alpha + 1.0f)"));
+  CHECK(contains(fn, "::kdl::convert_out<::__nv_bfloat16>(1.1f)"));
+  CHECK(!contains(fn, ", 2.0f)"));  // select(log(-1) != 0, acc, 2.0): NaN != 0, so acc
+  // The plan's epilogue line is the spec as written; the emitted comment shows what the kernel computes.
+  CHECK(contains(decision(p, "epilogue")->value, "gelu_tanh(1.5)"));
+  CHECK(contains(emitEpilogueFunctor(p, 0), "// let g = 2.799143;"));
+}
