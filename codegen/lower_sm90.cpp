@@ -418,6 +418,29 @@ bool lowerSm90Epilogue(Lowering& l) {
                                                     : "cooperative 128 x 64, pingpong 64 x 64"));
     return false;
   }
+  // Measured past the estimate too (found by the gate fuzz's --heavy kernels, seed 41020): on a 64 x 256 consumer
+  // tile (cooperative 128 x 256; 128 accumulator registers per consumer thread), an fp8 D computed through gelu (erf)
+  // beside an f32 input read per column of the kernel (a [col] input; a [row] one when the kernel computes D^T)
+  // spilled 44 bytes at every try: `D = gelu(alpha * acc) * scale`, e4m3 or e5m2, D row- or column-major. With a bf16
+  // D, a bf16 input, a [row] or [] input, C in its place, gelu_tanh or relu, cooperative 256 x 128 or 128 x 128, or
+  // pingpong 128 x 128 or 64 x 256 it builds (tests/diagnostics/accepted/sm90a_fp8_gelu_col_f32_neighbours.kdl). It
+  // sits at the edge -- without the param (`gelu(acc) * scale`) it built once -- so the rule takes the class.
+  if (p.schedule == Schedule::Cooperative && rowsPerConsumer(p) == 64 && p.tileN == 256 && isFloat8(p.d.dtype) &&
+      heavy.gelu >= 1) {
+    for (size_t k = 0; k < p.epilogue.inputs.size(); ++k) {
+      const EpiInput& in = p.epilogue.inputs[k];
+      if (in.dtype != DType::F32 || !usesInput(p.epilogue, int(k))) continue;
+      const bool perColumn = in.broadcast == Broadcast::Channel || (in.broadcast == Broadcast::Col) != p.transposed;
+      if (in.broadcast == Broadcast::Scalar || !perColumn) continue;
+      l.unsupported(in.loc,
+                    fmt::format("an fp8 D ({}) computed through gelu (erf) beside the f32 input `{}`, read per column of "
+                                "the kernel, and {} accumulator registers per consumer thread (cooperative, a 64 x 256 consumer tile) "
+                                "needs more registers than setmaxnreg gives (ptxas spills at every try); use gelu_tanh, "
+                                "a bf16 `{}`, a 16-bit D, or cooperative 256 x 128 (each measured to build)",
+                                dtypeWord(p.d.dtype), in.name, r.accumulators, in.name));
+      return false;
+    }
+  }
   // And on the wgmma conv path (the GEMM with the same epilogue builds through the checked one): beside 128
   // accumulator registers per consumer thread, an epilogue that stores two extra outputs besides Y and reduces an
   // amax spilled 456-484 bytes at every later try (cooperative 128 x 256 and 256 x 128, pingpong 128 x 128 and
