@@ -25,14 +25,6 @@ const char* tileAccess(const KernelPlan& p, Layout layout) {
   return layout == kernelRows ? "" : "_transposed";
 }
 
-// "row" when a broadcast input holds one value per coordinate row (kdl::load_row_broadcast), "col" per
-// coordinate column. [row] is one per row of D, a coordinate column when the kernel computes D^T;
-// [channel] is one per output channel: the GEMM's column for fprop and dgrad, its row (k) for wgrad.
-const char* broadcastAccess(const KernelPlan& p, Broadcast b) {
-  if (b == Broadcast::Channel) return p.spec.op.value == Op::Conv2dWgrad ? "row" : "col";
-  return (b == Broadcast::Row) != p.transposed ? "row" : "col";
-}
-
 }  // namespace
 
 std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {

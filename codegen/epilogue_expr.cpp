@@ -201,39 +201,37 @@ int countOps(const Epilogue& e, EpiOp op) {
 }
 
 namespace {
-bool readsInput(const EpiNode& n, int index) {
-  if (n.op == EpiOp::Input && n.index == index) return true;
+// Whether `n` or any node below it satisfies `pred`.
+template <class Pred>
+bool anyNode(const EpiNode& n, const Pred& pred) {
+  if (pred(n)) return true;
   for (const EpiNode& a : n.args)
-    if (readsInput(a, index)) return true;
+    if (anyNode(a, pred)) return true;
   return false;
 }
-
-bool readsSourceNode(const EpiNode& n) {
-  if (n.op == EpiOp::Source) return true;
-  for (const EpiNode& a : n.args)
-    if (readsSourceNode(a)) return true;
+// Whether any let or output of `e` has a node satisfying `pred`.
+template <class Pred>
+bool anyRead(const Epilogue& e, const Pred& pred) {
+  for (const EpiLet& l : e.lets)
+    if (anyNode(l.value, pred)) return true;
+  for (const EpiOutput& o : e.outputs)
+    if (anyNode(o.value, pred)) return true;
   return false;
 }
 }  // namespace
 
 bool readsSource(const Epilogue& e) {
-  if (!e.usesSource) return false;
-  for (const EpiLet& l : e.lets)
-    if (readsSourceNode(l.value)) return true;
-  for (const EpiOutput& o : e.outputs)
-    if (readsSourceNode(o.value)) return true;
-  return false;
+  return e.usesSource && anyRead(e, [](const EpiNode& n) { return n.op == EpiOp::Source; });
 }
 
 bool usesInput(const Epilogue& e, int index) {
-  for (const EpiLet& l : e.lets)
-    if (readsInput(l.value, index)) return true;
-  for (const EpiOutput& o : e.outputs)
-    if (readsInput(o.value, index)) return true;
-  return false;
+  return anyRead(e, [index](const EpiNode& n) { return n.op == EpiOp::Input && n.index == index; });
 }
 
-
+const char* broadcastAccess(const KernelPlan& p, Broadcast b) {
+  if (b == Broadcast::Channel) return p.spec.op.value == Op::Conv2dWgrad ? "row" : "col";
+  return (b == Broadcast::Row) != p.transposed ? "row" : "col";
+}
 
 // ---- constant folding ------------------------------------------------------------------------------
 
@@ -246,12 +244,8 @@ std::optional<float> knownValue(const Epilogue& folded, const EpiNode& n) {
     case EpiOp::Neg:
       if (n.args.size() == 1 && n.args[0].op == EpiOp::Const) return -static_cast<float>(n.args[0].constant);
       return std::nullopt;
-    case EpiOp::Let:
-      if (n.index >= 0 && size_t(n.index) < folded.lets.size()) {
-        const EpiNode& v = folded.lets[n.index].value;
-        if (v.op == EpiOp::Const || (v.op == EpiOp::Neg && v.args.size() == 1 && v.args[0].op == EpiOp::Const))
-          return knownValue(folded, v);
-      }
+    case EpiOp::Let:  // an earlier let, already folded
+      if (n.index >= 0 && size_t(n.index) < folded.lets.size()) return knownValue(folded, folded.lets[n.index].value);
       return std::nullopt;
     default: return std::nullopt;
   }
@@ -309,10 +303,8 @@ EpiNode fold(const Epilogue& folded, const EpiNode& n) {
   EpiNode out = n;
   for (EpiNode& a : out.args) a = fold(folded, a);
   if (out.op == EpiOp::Select && out.args.size() == 3) {
-    if (std::optional<float> c = knownValue(folded, out.args[0])) {
-      EpiNode chosen = out.args[*c != 0.f ? 1 : 2];  // NaN selects the first, as `c != 0.0f` does on the device
-      return chosen;
-    }
+    if (std::optional<float> c = knownValue(folded, out.args[0]))
+      return out.args[*c != 0.f ? 1 : 2];  // NaN selects the first, as `c != 0.0f` does on the device
     return out;
   }
   if (out.op == EpiOp::Neg && out.args.size() == 1 && out.args[0].op == EpiOp::Const) return out;  // a literal

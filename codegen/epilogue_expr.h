@@ -7,6 +7,8 @@
 
 namespace kdl::codegen {
 
+struct KernelPlan;
+
 // C++ float (or bool, for comparisons) expression of `node`, evaluated at column i of the apply loop.
 // Names: acc[i]; C -> src_C[i]; params -> p.NAME; [row]/[col] inputs -> in_NAME[i];
 // [] inputs -> in_NAME; lets -> let_NAME; outputs -> out_NAME[i].
@@ -29,6 +31,10 @@ bool usesInput(const Epilogue& e, int index);
 // Whether any let or output reads the source operand (C, a convolution's residual). False for an epilogue that
 // declares C read (`usesSource`) but whose folded expressions no longer read it: C stays an argument, not loaded.
 bool readsSource(const Epilogue& e);
+// "row" when a broadcast input holds one value per coordinate row of the kernel (kdl::load_row_broadcast), "col" per
+// coordinate column. [row] is one per row of D, a coordinate column when the kernel computes D^T; [channel] is one per
+// output channel: the GEMM's column for fprop and dgrad, its row (k) for wgrad.
+const char* broadcastAccess(const KernelPlan& p, Broadcast b);
 // The epilogue with every subexpression that reads nothing of the kernel (constants only, or lets that folded to one)
 // computed at generation time, in float as the device computes it (activations.cuh's formulas, the host's libm in
 // place of CUDA's: within an ulp or two of what the kernel would compute), and every select whose condition folds

@@ -429,14 +429,14 @@ bool lowerSm90Epilogue(Lowering& l) {
       heavy.gelu >= 1) {
     for (size_t k = 0; k < p.epilogue.inputs.size(); ++k) {
       const EpiInput& in = p.epilogue.inputs[k];
-      if (in.dtype != DType::F32 || !usesInput(p.epilogue, int(k))) continue;
-      const bool perColumn = in.broadcast == Broadcast::Channel || (in.broadcast == Broadcast::Col) != p.transposed;
-      if (in.broadcast == Broadcast::Scalar || !perColumn) continue;
+      if (in.dtype != DType::F32 || in.broadcast == Broadcast::Scalar || !usesInput(p.epilogue, int(k)) ||
+          std::string(broadcastAccess(p, in.broadcast)) != "col")
+        continue;
       l.unsupported(in.loc,
                     fmt::format("an fp8 D ({}) computed through gelu (erf) beside the f32 input `{}`, read per column of "
-                                "the kernel, and {} accumulator registers per consumer thread (cooperative, a 64 x 256 consumer tile) "
-                                "needs more registers than setmaxnreg gives (ptxas spills at every try); use gelu_tanh, "
-                                "a bf16 `{}`, a 16-bit D, or cooperative 256 x 128 (each measured to build)",
+                                "the kernel, and {} accumulator registers per consumer thread (cooperative, a 64 x 256 "
+                                "consumer tile) needs more registers than setmaxnreg gives (ptxas spills at every try); "
+                                "use gelu_tanh, a bf16 `{}`, a 16-bit D, or cooperative 256 x 128 (each measured to build)",
                                 dtypeWord(p.d.dtype), in.name, r.accumulators, in.name));
       return false;
     }
