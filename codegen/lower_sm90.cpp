@@ -74,9 +74,10 @@ std::string smemOperandWhy(const OperandPlan& o) {
 //   live accumulators  kMmaM x TileN / 2 f32, twice that with fp8 promotion (the temporary wgmma
 //                      accumulator stays allocated across the epilogue: the wgmmas read and write it)
 //   + the rest         addresses, loop state and the mainloop's (ring, barriers, cluster peers)
-//   + V x the values the epilogue holds per column: the staged accumulator, C, each [col] input
-//                      (a [row] or [] input is one value per call), each tensor it stores (D and the
-//                      extra outputs), and the amax reductions' operands.
+//   + V x the values the epilogue holds per column: the staged accumulator, C, each input read per
+//                      column of the kernel ([col]; [row] when the kernel computes D^T; [channel] of an
+//                      fprop or dgrad -- one read per row or a [] is one value per call), each tensor it
+//                      stores (D and the extra outputs), and the amax reductions' operands.
 // V = 8 (a 16-byte store of 16-bit outputs per call) where it fits, else 4, else 2; an epilogue that
 // fits at none is refused. (V is the staged epilogue's width, the path for a D that TMA cannot
 // store; the TMA-store epilogue hands the functor register pairs.) Calibrated against ptxas (CUDA
@@ -118,8 +119,16 @@ EpilogueRegisters epilogueRegisters(const KernelPlan& p) {
   const Epilogue& e = p.epilogue;
   std::vector<std::string> what = {"the staged accumulator"};
   if (readsSource(e)) what.push_back("C");
-  for (const EpiInput& in : e.inputs)
-    if (in.broadcast == Broadcast::Col) what.push_back(fmt::format("`{}` [col]", in.name));
+  // An input read once per kernel column: [col] of a kernel that is not transposed, [row] of one that is (it
+  // computes D^T), [channel] of an fprop or dgrad (the output channels are the columns). One the fold left unread is
+  // not loaded.
+  for (size_t k = 0; k < e.inputs.size(); ++k) {
+    const EpiInput& in = e.inputs[k];
+    if (in.broadcast == Broadcast::Scalar || !usesInput(e, int(k)) ||
+        std::string(broadcastAccess(p, in.broadcast)) != "col")
+      continue;
+    what.push_back(fmt::format("`{}` [{}]", in.name, name(in.broadcast)));
+  }
   for (const EpiOutput& o : e.outputs)
     what.push_back(o.kind == EpiOutput::Kind::AmaxReduction ? fmt::format("`{}`'s max(abs(.))", o.name) : o.name);
   r.perColumn = int(what.size());
