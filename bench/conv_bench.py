@@ -2,17 +2,19 @@
 """The conv benchmark: the conv kernels of bench/specs/conv.kdl beside cuDNN (through PyTorch), bf16 NHWC,
 on the shapes of ANCHORS.md, in one process on one GPU.
 
-  python3 bench/conv_bench.py [--carry .carry/gpu] [--out DIR] [--case SUBSTRING]... [--runs 7] [--iters 20]
-                              [--warmup 10] [--sustain 2]
+  python3 bench/conv_bench.py [--carry .carry/gpu] [--out DIR] [--case SUBSTRING]... [--runs 7] [--rounds 3]
+                              [--iters 20] [--warmup 10] [--sustain 2]
 
 Per case and kernel (every kernel whose op, dtype, fixed filter and stride fit the case; serial split-K
 kernels at 1, 2, 4 and 8 slices up to their serial(N)): the kernel is launched through its C ABI (ctypes,
 tests/gpu/conv/conv_abi.py) on PyTorch's current stream with Y = alpha * acc at alpha's default; its
 output is checked once against cuDNN's (relative Frobenius error <= 2e-2, else WRONG: it cannot win);
-then `warmup` launches and `runs` batches of `iters` launches timed with CUDA events, each batch followed
-by a batch of cuDNN's on the same case: the card's clock drifts under its power cap, so the two are
-compared in the same minutes (medians of each; ratio = the median of the per-pair ratios cuDNN ms / kdl
-ms, >= 1: kdl as fast or faster). cuDNN runs on channels_last bf16 tensors with
+then, in each of `rounds` rounds over the case's candidates, `warmup` launches and `runs` batches of `iters`
+launches timed with CUDA events, each batch followed by a batch of cuDNN's on the same case: the card's clock
+drifts under its power cap, so the two are compared in the same minutes, and the rounds spread each
+candidate's pairs over the case's minutes (a single turn read up to 7 % apart by its place in the list: v39 in
+docs/perf-notes.md). Medians of each over all rounds; ratio = the median of all per-pair ratios cuDNN ms /
+kdl ms, >= 1: kdl as fast or faster; the table gives the range of the rounds' own ratios beside it. cuDNN runs on channels_last bf16 tensors with
 torch.backends.cudnn.benchmark = True (torch.nn.functional.conv2d, torch.nn.grad.conv2d_input /
 conv2d_weight). Which cuDNN algorithm runs is chosen per case, and the faster choice is the anchor: the
 autotuner's (cudnn.benchmark = True with benchmark_limit = 0: every algorithm tried; with PyTorch's default
@@ -109,8 +111,8 @@ def time_sustained(launch, anchor, seconds, iters):
 
 
 def time_paired(launch, anchor, warmup, runs, iters):
-    """`launch` and `anchor` in alternating batches: (median ms of launch, median ms of anchor, median of the
-    per-pair ratios anchor / launch)."""
+    """`launch` and `anchor` in `runs` alternating batches: (ms per launch of each of launch's batches, of each
+    of anchor's), batch i of one beside batch i of the other."""
     for _ in range(warmup):
         launch()
         anchor()
@@ -119,8 +121,12 @@ def time_paired(launch, anchor, warmup, runs, iters):
     for _ in range(runs):
         ours.append(batch_ms(launch, iters))
         theirs.append(batch_ms(anchor, iters))
-    return (statistics.median(ours), statistics.median(theirs),
-            statistics.median(t / max(o, 1e-12) for o, t in zip(ours, theirs)))
+    return ours, theirs
+
+
+def pair_ratio(ours, theirs):
+    """The median of the per-pair ratios anchor / launch."""
+    return statistics.median(t / max(o, 1e-12) for o, t in zip(ours, theirs))
 
 
 class KdlLaunch:
@@ -189,7 +195,10 @@ def bench_case(op, pr, kernels, cc, a, rows, table):
         rows.append({"case": label, "op": OP_WORD[op], "impl": "cuDNN", "kernel": f"cudnn ({how})", "arch": "",
                      "split": "", "ms": f"{ms:.4f}", "tflops": f"{tf(ms):.1f}", "cudnn_ms": "", "ratio": "",
                      "status": "ok (the anchor)" if how == chosen else "ok"})
-    best = {}
+    # Every candidate that can run is checked once, then timed in `rounds` rounds, each round timing every candidate
+    # once (runs pairs): a candidate's pairs are spread over the case's minutes, not bunched where the card happened
+    # to be cool or warm when its turn came.
+    cands = []
     for k in kernels:
         if not fits(k, op, pr, cc):
             continue
@@ -199,33 +208,53 @@ def bench_case(op, pr, kernels, cc, a, rows, table):
         for split in splits:
             launch = KdlLaunch(k, pr, split, inputs, out_dims)
             why = launch.can_implement()
-            status, ms, pair_ms, ratio = "ok", None, None, None
+            status = "ok"
             if why is not None:
                 status = "rejected: " + why
+                del launch
+                launch = None
             else:
                 launch()
                 ca.synchronize()
                 got = launch.out.view.float()
                 err = float(torch.linalg.vector_norm((torch.nan_to_num(got, nan=1e30) - ref).flatten()) /
                             max(float(torch.linalg.vector_norm(ref.flatten())), 1e-30))
-                ms, pair_ms, ratio = time_paired(launch, cudnn, a.warmup, a.runs, a.iters)
-                status = "ok" if err <= 2e-2 else f"WRONG (rel {err:.2e} vs cuDNN)"
-                if status == "ok" and (k.arch not in best or ratio > best[k.arch][4]):
-                    best[k.arch] = (k, ms, split, pair_ms, ratio)
-            print(f"   {k.name:36s} split={split} " +
-                  (f"{ms:.3f} ms ({tf(ms):.1f} TFLOP/s; cuDNN {tf(pair_ms):.1f}, ratio {ratio:.3f}) " if ms else "") +
-                  status, flush=True)
-            rows.append({"case": label, "op": OP_WORD[op], "impl": "kdl", "kernel": k.name, "arch": k.arch,
-                         "split": split, "ms": f"{ms:.4f}" if ms else "", "tflops": f"{tf(ms):.1f}" if ms else "",
-                         "cudnn_ms": f"{pair_ms:.4f}" if ms else "", "ratio": f"{ratio:.4f}" if ms else "",
-                         "status": status})
-            del launch
+                if err > 2e-2:
+                    status = f"WRONG (rel {err:.2e} vs cuDNN)"
+            cands.append({"k": k, "split": split, "launch": launch, "status": status, "ours": [], "theirs": [],
+                          "rounds": []})
+    for _ in range(a.rounds):
+        for c in cands:
+            if c["launch"] is not None:
+                ours, theirs = time_paired(c["launch"], cudnn, a.warmup, a.runs, a.iters)
+                c["ours"] += ours
+                c["theirs"] += theirs
+                c["rounds"].append(pair_ratio(ours, theirs))
+    best = {}
+    for c in cands:
+        k, split, status = c["k"], c["split"], c["status"]
+        ms = pair_ms = ratio = None
+        if c["ours"]:
+            ms, pair_ms = statistics.median(c["ours"]), statistics.median(c["theirs"])
+            ratio = pair_ratio(c["ours"], c["theirs"])
+            if status == "ok" and (k.arch not in best or ratio > best[k.arch][4]):
+                best[k.arch] = (k, ms, split, pair_ms, ratio, c["rounds"])
+        spread = "rounds " + " / ".join(f"{r:.3f}" for r in c["rounds"]) + "; " if c["rounds"] else ""
+        print(f"   {k.name:36s} split={split} " +
+              (f"{ms:.3f} ms ({tf(ms):.1f} TFLOP/s; cuDNN {tf(pair_ms):.1f}, ratio {ratio:.3f}; {spread.rstrip('; ')}) "
+               if ms else "") + status, flush=True)
+        rows.append({"case": label, "op": OP_WORD[op], "impl": "kdl", "kernel": k.name, "arch": k.arch,
+                     "split": split, "ms": f"{ms:.4f}" if ms else "", "tflops": f"{tf(ms):.1f}" if ms else "",
+                     "cudnn_ms": f"{pair_ms:.4f}" if ms else "", "ratio": f"{ratio:.4f}" if ms else "",
+                     "rounds": " ".join(f"{r:.4f}" for r in c["rounds"]), "status": status})
+        c["launch"] = None
+    del cands
     if not best:
         table.append({"case": label, "arch": "-", "kernel": "(no kdl kernel ran)", "kdl_ms": None, "kdl_tflops": None,
                       "cudnn_ms": cudnn_ms, "cudnn_tflops": tf(cudnn_ms), "ratio": None, "cudnn_algo": chosen,
                       "sustained": None})
     for arch in sorted(best):
-        k, ms, split, pair_ms, ratio = best[arch]
+        k, ms, split, pair_ms, ratio, rounds = best[arch]
         sustained = None
         if a.sustain > 0 and arch == a.sustain_arch:  # the best kernel of that path beside cuDNN at the power cap
             launch = KdlLaunch(k, pr, split, inputs, out_dims)
@@ -240,20 +269,23 @@ def bench_case(op, pr, kernels, cc, a, rows, table):
         table.append({"case": label, "arch": arch,
                       "kernel": k.name + (f" split {split}" if split > 1 else " split 0 (chosen)" if split == 0 else ""),
                       "kdl_ms": ms, "kdl_tflops": tf(ms), "cudnn_ms": pair_ms, "cudnn_tflops": tf(pair_ms),
-                      "ratio": ratio, "cudnn_algo": chosen, "sustained": sustained})
+                      "ratio": ratio, "rounds": rounds, "cudnn_algo": chosen, "sustained": sustained})
 
 
 def markdown(table, device):
     lines = [f"conv benchmark, bf16 NHWC, {device}", "",
-             "| shape | path | kdl kernel | kdl ms | kdl TFLOP/s | cuDNN ms | cuDNN TFLOP/s | ratio (cuDNN / kdl, paired) "
+             "| shape | path | kdl kernel | kdl ms | kdl TFLOP/s | cuDNN ms | cuDNN TFLOP/s | ratio (cuDNN / kdl, paired; "
+             "the rounds' range) "
              "| sustained: kdl / cuDNN ms, ratio |",
              "|---|---|---|---|---|---|---|---|---|"]
     f = lambda v, fmt: "-" if v is None else format(v, fmt)  # noqa: E731
     for r in table:
         s = r.get("sustained")
         sus = f"{s['kdl_ms']:.3f} / {s['cudnn_ms']:.3f}, {s['ratio']:.2f}" if s else "-"
+        rounds = r.get("rounds") or []
+        spread = f" ({min(rounds):.2f}-{max(rounds):.2f})" if len(rounds) > 1 else ""
         lines.append(f"| {r['case']} | {r['arch']} | {r['kernel']} | {f(r['kdl_ms'], '.3f')} | {f(r['kdl_tflops'], '.1f')} | "
-                     f"{f(r['cudnn_ms'], '.3f')} | {f(r['cudnn_tflops'], '.1f')} | {f(r['ratio'], '.2f')} | {sus} |")
+                     f"{f(r['cudnn_ms'], '.3f')} | {f(r['cudnn_tflops'], '.1f')} | {f(r['ratio'], '.2f')}{spread} | {sus} |")
     algos = {}
     for r in table:
         algos.setdefault(r["cudnn_algo"], []).append(r["case"])
@@ -272,7 +304,9 @@ def main():
     ap.add_argument("--carry", default=os.path.join(ROOT, ".carry", "gpu"))
     ap.add_argument("--out", default=os.environ.get("OUT", os.path.join(ROOT, "out", "bench")))
     ap.add_argument("--case", action="append", default=[], help="only cases whose label contains this")
-    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--runs", type=int, default=7, help="pairs of batches per candidate and round")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="rounds over a case's candidates (each round times each candidate once: runs pairs)")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--shrink", type=int, default=1, help="divide the cases' sizes (the CPU smoke test)")
@@ -314,7 +348,7 @@ def main():
     open(os.path.join(a.out, "conv_bench.md"), "w").write(md)
     with open(os.path.join(a.out, "conv_bench.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["case", "op", "impl", "kernel", "arch", "split", "ms", "tflops", "cudnn_ms",
-                                          "ratio", "status"])
+                                          "ratio", "rounds", "status"])
         w.writeheader()
         w.writerows(rows)
     json.dump({"device": device, "table": table}, open(os.path.join(a.out, "conv_bench.json"), "w"), indent=1)

@@ -17,6 +17,7 @@ pass them all and fail the FAKE_CONV_BUG=1 / =2 fakes.
 """
 import csv
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -224,6 +225,12 @@ def main(argv):
         check(os.path.exists(os.path.join(outdir, "conv_bench.csv")) and os.path.exists(os.path.join(outdir, "conv_bench.json")),
               "conv_bench.csv and conv_bench.json written")
         if os.path.exists(csv_path):
+            # Every timed candidate ran in each of the default 3 rounds, and the table shows the rounds' range.
+            timed = [r for r in csv.DictReader(open(csv_path)) if r["impl"] == "kdl" and r["ms"]]
+            check(timed and all(len(r["rounds"].split()) == 3 for r in timed) and
+                  all(re.search(r"\| \d+\.\d\d \(\d+\.\d\d-\d+\.\d\d\) \|", line) for line in sm80_rows),
+                  "conv_bench.py times each candidate in 3 rounds and prints the rounds' range beside the ratio:\n" +
+                  "\n".join(r["kernel"] + " " + r["rounds"] for r in timed[:6]) + "\n" + "\n".join(sm80_rows[:3]))
             # The plot's bars (bench/conv_plot.py, no matplotlib needed for them): each path's best kernel from the
             # paired rows only (a sustained row, whose ratio may be higher, is not a bar), cuDNN alone the anchor.
             sys.path.insert(0, os.path.join(ROOT, "bench"))
