@@ -30,7 +30,7 @@ skipped() { [[ ",${KDL_SKIP:-}," == *",$1,"* ]]; }
 # steps after it counts only those not skipped, so that KDL_SKIP with a small budget does not starve the
 # kernel build (a 400 s budget with torch and bench skipped used to leave the build 70 s).
 STEPS=(build suite torch conv sanitizer random convbench bench)
-declare -A NEED=([build]=110 [suite]=190 [random]=120 [torch]=150 [conv]=15 [sanitizer]=15 [convbench]=20 [bench]=150)
+declare -A NEED=([build]=110 [suite]=190 [random]=120 [torch]=150 [conv]=15 [sanitizer]=15 [convbench]=150 [bench]=150)
 # reserve_after STEP FIXED_S: min(FIXED_S, the typical time of the steps after STEP that will run).
 reserve_after() {
   local after=0 seen=0 s
