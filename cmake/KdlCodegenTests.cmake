@@ -48,6 +48,17 @@ if(Python3_FOUND)
                        SKIP_RETURN_CODE 77)
 endif()
 
+# The sm80 multistage kernels at the edges of lowering's register rules build through ptxas's gate (no spills):
+# each spilled on the 4 warps lowering gave it before its rule moved it to 8.
+if(KDL_TEST_NVCC)
+  add_test(NAME "codegen: sm80 register-edge kernels build without spills (nvcc, ptxas gate)"
+           COMMAND ${CMAKE_COMMAND} -E env KDL_INCLUDE_DIR=${PROJECT_SOURCE_DIR}/include KDL_NVCC=${KDL_TEST_NVCC}
+                   $<TARGET_FILE:kdlc> build ${PROJECT_SOURCE_DIR}/tests/nvcc/sm80_register_edges.kdl
+                   -o ${CMAKE_BINARY_DIR}/sm80-register-edges -j 2)
+  set_tests_properties("codegen: sm80 register-edge kernels build without spills (nvcc, ptxas gate)" PROPERTIES
+                       LABELS "nvcc" TIMEOUT 900)
+endif()
+
 # The GPU suite's random kernels (tests/gpu/random_specs.py): the spec it writes for the GPU machine passes
 # `kdlc check` as a whole, with kernels of both paths and both ops in it.
 if(Python3_FOUND)

@@ -60,6 +60,7 @@ struct WarpChoice {
   int wm = 0, wn = 0;
   std::string problem;
   bool registers = false;  // every arrangement the copiers allow needs more registers than a thread has
+  std::string preferredProblem;  // chosen past the preferred count: why that count's warp tile would spill
 };
 
 // Why (wm, wn) warps cannot run the tile, or "".
@@ -257,17 +258,22 @@ std::string multistageRegisterProblem(const KernelPlan& p) {
                        tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, na, nb,
                        std::min(copyBytesOf(p.a), copyBytesOf(p.b)) < 16 ? "a wider alignment (16 bytes) or " : "");
   // One K-contiguous and one MN-contiguous operand of 8 copies each beside 128 accumulators on 4 warps (128 x 128 x
-  // 64 16-bit, A row-major and B row-major), with the tiles rastered along M through 3 stages: 4 bytes of spills on
-  // sm_80, sm_86 and sm_89 (sm_90 clean), with or without C (found by the GPU suite's random kernels); along N, or
-  // 2 or 4 stages, both operands K-contiguous, or A MN- and B K-contiguous, build. It runs on 8 warps (64 x 32 warp
-  // tiles).
-  if (p.threads == 128 && p.a.contigK && !p.b.contigK && na >= 8 && nb >= 8 &&
-      p.spec.raster.value == Raster::AlongM && p.spec.stages.value == 3)
-    return fmt::format("{} runs {} warps of {} x {} (128 accumulator registers per thread) with a K-contiguous A and "
-                       "an MN-contiguous B ({} and {} copies per thread and stage), rastered along M through 3 "
-                       "stages: one register more than a thread holds on sm_80 (ptxas spills 4 bytes); use raster "
-                       "along_n, 2 or 4 stages, or a smaller tile",
-                       tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, na, nb);
+  // 64 16-bit): one register more than a thread holds on sm_80 (sm_90 clean) in much of the class, so it runs on 8
+  // warps (64 x 32 warp tiles), where all of it builds. Measured with `kdlc build` (f16, no epilogue, C, an epilogue
+  // division -- IEEE f32, whose called slow path needs registers of its own -- with or without an extra output,
+  // split-K, stages 2-5, both rasters): A row-major and B row-major spill 4-8 bytes rastered along M through 3 stages
+  // (found by the GPU suite's random kernels), through 5 beside C (the default epilogue), and beside a division through 3 or
+  // more stages either way (8-20 bytes; found by the gate fuzz, seed 41025); A column-major and B column-major spill
+  // 4 bytes beside a division through 3-5 stages; both without the division through 2-4 stages build. The rule
+  // takes the whole class rather than chase the edge (docs/perf-notes.md v39).
+  if (p.threads == 128 && p.a.contigK != p.b.contigK && na >= 8 && nb >= 8)
+    return fmt::format("{} runs {} warps of {} x {} (128 accumulator registers per thread) with {} A and {} B ({} and "
+                       "{} copies per thread and stage): one register more than a thread "
+                       "holds on sm_80 with an epilogue division, or through 5 stages beside C (ptxas spills 4-20 bytes); use "
+                       "8 warps (64 x 32 warp tiles), operands both K-contiguous (A row-major, B column-major), or a "
+                       "smaller tile",
+                       tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, p.a.contigK ? "a K-contiguous" : "an MN-contiguous",
+                       p.b.contigK ? "a K-contiguous" : "an MN-contiguous", na, nb);
   // An epilogue division (IEEE f32: an inline fast path beside a called slow path, whose call needs registers of its
   // own) beside 128 accumulators on 8 warps, A MN-contiguous in 4-byte copies (8 per thread and stage) and B
   // K-contiguous, rastered along N through 3 or more stages: 4 bytes of spills in the sm_90 code at every epilogue
@@ -360,7 +366,10 @@ WarpChoice chooseWarps(const KernelPlan& p) {
         best.wn = wn;
       }
     }
-    if (best.wm) return best;
+    if (best.wm) {
+      best.preferredProblem = registerProblem;
+      return best;
+    }
   }
   best.registers = !registerProblem.empty();
   best.problem = best.registers ? registerProblem : firstProblem;
@@ -415,9 +424,11 @@ bool lowerTiling(Lowering& l) {
                        p.warpsN, p.warpsM * p.warpsN, p.threads, p.warpTileM, p.warpTileN, p.warpTileM / 16,
                        p.warpTileN / 8, 16, 8),
            !wantsEightWarps(p) && p.warpsM * p.warpsN == 8
-               ? "8 warps: on 4, 128 accumulators per thread beside this tile's copies (narrow alignment or long "
-                 "K-contiguous rows) would need more registers than a thread has; the squarest warp tile that the "
-                 "copiers and the epilogue divide evenly"
+               ? fmt::format("8 warps: on 4, {}; the squarest warp tile that the copiers and the epilogue divide evenly",
+                             wc.preferredProblem.empty()
+                                 ? std::string("128 accumulators per thread beside this tile's copies would need more "
+                                               "registers than a thread has")
+                                 : wc.preferredProblem.substr(0, wc.preferredProblem.rfind("; use ")))
            : !wantsEightWarps(p) ? "4 warps; the squarest warp tile that the copiers and the epilogue divide evenly"
            : p.conv() && p.tileM * p.tileN < 128 * 256
                ? "8 warps: a convolution's gathers hold each row's pixel in registers beside the accumulators, and "
