@@ -14,9 +14,9 @@ launches timed with CUDA events, each batch followed by a batch of cuDNN's on th
 drifts under its power cap, so the two are compared in the same minutes, and the rounds spread each
 candidate's pairs over the case's minutes (a single turn read up to 7 % apart by its place in the list: v39 in
 docs/perf-notes.md). Medians of each over all rounds; ratio = the median of all per-pair ratios cuDNN ms /
-kdl ms, >= 1: kdl as fast or faster; the table gives the range of the rounds' own ratios beside it. cuDNN runs on channels_last bf16 tensors with
-torch.backends.cudnn.benchmark = True (torch.nn.functional.conv2d, torch.nn.grad.conv2d_input /
-conv2d_weight). Which cuDNN algorithm runs is chosen per case, and the faster choice is the anchor: the
+kdl ms, >= 1: kdl as fast or faster; the table gives the range of the rounds' own ratios beside it. cuDNN
+runs on channels_last bf16 tensors with torch.backends.cudnn.benchmark = True (torch.nn.functional.conv2d,
+torch.nn.grad.conv2d_input / conv2d_weight). Which cuDNN algorithm runs is chosen per case, and the faster choice is the anchor: the
 autotuner's (cudnn.benchmark = True with benchmark_limit = 0: every algorithm tried; with PyTorch's default
 limit of 10 its pick moved between processes, the first 3x3 fprop case timing 0.156 ms in one run and 0.174 ms
 in the next) or the heuristics' (benchmark = False); both are timed alone first (their rows in the csv, the
