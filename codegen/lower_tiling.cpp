@@ -257,6 +257,16 @@ std::string multistageRegisterProblem(const KernelPlan& p) {
                        "warps of 64 x 32)",
                        tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, na, nb,
                        std::min(copyBytesOf(p.a), copyBytesOf(p.b)) < 16 ? "a wider alignment (16 bytes) or " : "");
+  // Both operands MN-contiguous with fewer copies, one of them 8, on 4 warps through 4 or more stages (64 x 256 x 32
+  // f16, A column-major and B row-major: 2 and 8): 4-8 bytes of spills in the sm_90 code through 5 stages with any
+  // epilogue, and through 4 beside a [row] input, two extra outputs and an rsqrt (found by the gate fuzz, seed 41027;
+  // 3 stages and the lighter epilogues through 4 build; 128 x 128 x 32, 4 and 4, builds). It runs on 8 warps.
+  if (p.threads == 128 && !p.a.contigK && !p.b.contigK && std::max(na, nb) >= 8 && p.spec.stages.value >= 4)
+    return fmt::format("{} runs {} warps of {} x {} (128 accumulator registers per thread) and both mainloop tiles "
+                       "are MN-contiguous ({} and {} copies per thread and stage): one register more than a thread "
+                       "holds in the sm_90 code through {} stages (ptxas spills 4-8 bytes); use 8 warps, 3 stages, "
+                       "or a smaller tile",
+                       tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, na, nb, p.spec.stages.value);
   // One K-contiguous and one MN-contiguous operand of 8 copies each beside 128 accumulators on 4 warps (128 x 128 x
   // 64 16-bit): one register more than a thread holds on sm_80 (sm_90 clean) in much of the class, so it runs on 8
   // warps (64 x 32 warp tiles), where all of it builds. Measured with `kdlc build` (f16, no epilogue, C, an epilogue
