@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "codegen/epilogue_expr.h"
@@ -109,6 +110,14 @@ struct EpilogueRegisters {
   int need(int v) const { return accumulators + rest + v * perColumn; }
 };
 
+// Whether the epilogue reads input `index` once per column of the kernel: [col] of a kernel that is not transposed,
+// [row] of one that is (it computes D^T), [channel] of an fprop or dgrad; an input the fold left unread is not read.
+bool readPerKernelColumn(const KernelPlan& p, int index) {
+  const EpiInput& in = p.epilogue.inputs[index];
+  return in.broadcast != Broadcast::Scalar && usesInput(p.epilogue, index) &&
+         std::string_view(broadcastAccess(p, in.broadcast)) == "col";
+}
+
 EpilogueRegisters epilogueRegisters(const KernelPlan& p) {
   EpilogueRegisters r;
   const int mmaM = rowsPerConsumer(p) / 64;
@@ -119,16 +128,9 @@ EpilogueRegisters epilogueRegisters(const KernelPlan& p) {
   const Epilogue& e = p.epilogue;
   std::vector<std::string> what = {"the staged accumulator"};
   if (readsSource(e)) what.push_back("C");
-  // An input read once per kernel column: [col] of a kernel that is not transposed, [row] of one that is (it
-  // computes D^T), [channel] of an fprop or dgrad (the output channels are the columns). One the fold left unread is
-  // not loaded.
-  for (size_t k = 0; k < e.inputs.size(); ++k) {
-    const EpiInput& in = e.inputs[k];
-    if (in.broadcast == Broadcast::Scalar || !usesInput(e, int(k)) ||
-        std::string(broadcastAccess(p, in.broadcast)) != "col")
-      continue;
-    what.push_back(fmt::format("`{}` [{}]", in.name, name(in.broadcast)));
-  }
+  for (size_t k = 0; k < e.inputs.size(); ++k)
+    if (readPerKernelColumn(p, int(k)))
+      what.push_back(fmt::format("`{}` [{}]", e.inputs[k].name, name(e.inputs[k].broadcast)));
   for (const EpiOutput& o : e.outputs)
     what.push_back(o.kind == EpiOutput::Kind::AmaxReduction ? fmt::format("`{}`'s max(abs(.))", o.name) : o.name);
   r.perColumn = int(what.size());
@@ -438,9 +440,7 @@ bool lowerSm90Epilogue(Lowering& l) {
       heavy.gelu >= 1) {
     for (size_t k = 0; k < p.epilogue.inputs.size(); ++k) {
       const EpiInput& in = p.epilogue.inputs[k];
-      if (in.dtype != DType::F32 || in.broadcast == Broadcast::Scalar || !usesInput(p.epilogue, int(k)) ||
-          std::string(broadcastAccess(p, in.broadcast)) != "col")
-        continue;
+      if (in.dtype != DType::F32 || !readPerKernelColumn(p, int(k))) continue;
       l.unsupported(in.loc,
                     fmt::format("an fp8 D ({}) computed through gelu (erf) beside the f32 input `{}`, read per column of "
                                 "the kernel, and {} accumulator registers per consumer thread (cooperative, a 64 x 256 "

@@ -278,11 +278,11 @@ std::string multistageRegisterProblem(const KernelPlan& p) {
   // takes the whole class rather than chase the edge (docs/perf-notes.md v39).
   if (p.threads == 128 && p.a.contigK != p.b.contigK && na >= 8 && nb >= 8)
     return fmt::format("{} runs {} warps of {} x {} (128 accumulator registers per thread) with {} A and {} B ({} and "
-                       "{} copies per thread and stage): one register more than a thread "
-                       "holds on sm_80 with an epilogue division, or through 5 stages beside C (ptxas spills 4-20 bytes); use "
-                       "8 warps (64 x 32 warp tiles), operands both K-contiguous (A row-major, B column-major), or a "
-                       "smaller tile",
-                       tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, p.a.contigK ? "a K-contiguous" : "an MN-contiguous",
+                       "{} copies per thread and stage): one register more than a thread holds on sm_80 with an "
+                       "epilogue division, or through 5 stages beside C (ptxas spills 4-20 bytes); use 8 warps (64 x "
+                       "32 warp tiles), operands both K-contiguous (A row-major, B column-major), or a smaller tile",
+                       tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN,
+                       p.a.contigK ? "a K-contiguous" : "an MN-contiguous",
                        p.b.contigK ? "a K-contiguous" : "an MN-contiguous", na, nb);
   // An epilogue division (IEEE f32: an inline fast path beside a called slow path, whose call needs registers of its
   // own) beside 128 accumulators on 8 warps, A MN-contiguous in 4-byte copies (8 per thread and stage) and B
