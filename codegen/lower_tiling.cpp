@@ -194,6 +194,15 @@ std::string convRegisterProblem(const KernelPlan& p) {
                          : "");
 }
 
+// Whether the epilogue divides or calls a math function (exp, log, sqrt, rsqrt, tanh, sigmoid, gelu, gelu_tanh, silu):
+// the ops whose inlined code, or IEEE division's called slow path, costs registers of its own.
+bool hasMathOrDivision(const Epilogue& e) {
+  for (EpiOp op : {EpiOp::Div, EpiOp::Exp, EpiOp::Log, EpiOp::Sqrt, EpiOp::Rsqrt, EpiOp::Tanh, EpiOp::Sigmoid,
+                   EpiOp::Gelu, EpiOp::GeluTanh, EpiOp::Silu})
+    if (countOps(e, op) > 0) return true;
+  return false;
+}
+
 // What spills at any accumulator count (found by the GPU suite's random kernels, docs/perf-notes.md v34; measured
 // with `kdlc build` on sm_80, sm_86 and sm_90), on 4 warps: a K-contiguous operand of 32 copies per thread and
 // stage (8-76 bytes: s8 128 x 32 x 128 and 128 x 64 x 128 aligned to 4 bytes, 256 x 32 x 128 aligned to 8, B of
@@ -257,6 +266,22 @@ std::string multistageRegisterProblem(const KernelPlan& p) {
                        "warps of 64 x 32)",
                        tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, na, nb,
                        std::min(copyBytesOf(p.a), copyBytesOf(p.b)) < 16 ? "a wider alignment (16 bytes) or " : "");
+  // Both operands MN-contiguous on 8 warps, A's 256 rows in 8 copies and B's in 4 (256 x 128 x 64 16-bit, A
+  // column-major and B row-major, both aligned to 16 bytes), rastered along M, beside an epilogue with a division or
+  // any math function: 4 bytes of spills in the sm_80 / sm_86 / sm_89 code (sm_90 clean), with or without split-K,
+  // at every epilogue width the build's later tries take (found by the GPU suite's heavy random kernels, seed 39041:
+  // r39041_26). Measured with `kdlc build` (bf16 and f16, 2 stages on sm_89, 3 on sm_80): a lone silu or division
+  // spills, as do heavier epilogues; the default epilogue, relu, a scale, a [col] bias, C, and a lone tanh, exp or
+  // gelu build; rastered along N (some at the narrower epilogue width of the build's later tries), 128 x 256 x 64 (4
+  // and 8), 256 x 128 x 32 (4 and 2), and A or B K-contiguous all build beside the heaviest epilogues measured. The
+  // rule takes every math function, not only those that spilled.
+  if (p.threads == 256 && !p.a.contigK && !p.b.contigK && na >= 8 && na + nb >= 12 &&
+      p.spec.raster.value == Raster::AlongM && hasMathOrDivision(p.epilogue))
+    return fmt::format("{} runs {} warps of {} x {} (128 accumulator registers per thread), both mainloop tiles are "
+                       "MN-contiguous ({} and {} copies per thread and stage), it is rastered along M and its epilogue "
+                       "divides or calls a math function: one register more than a thread holds on sm_80-sm_89 "
+                       "(ptxas spills 4 bytes); use raster = along_n, tile 128 x 256 x 64, or a smaller tile",
+                       tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, na, nb);
   // Both operands MN-contiguous with fewer copies, one of them 8, on 4 warps through 4 or more stages (64 x 256 x 32
   // f16, A column-major and B row-major: 2 and 8): 4-8 bytes of spills in the sm_90 code through 5 stages with any
   // epilogue, and through 4 beside a [row] input, two extra outputs and an rsqrt (found by the gate fuzz, seed 41027;
