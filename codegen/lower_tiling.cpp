@@ -194,6 +194,13 @@ std::string convRegisterProblem(const KernelPlan& p) {
                          : "");
 }
 
+// Whether the epilogue reduces an amax (`output amax : f32 = max(abs(...))`).
+bool hasAmax(const Epilogue& e) {
+  for (const EpiOutput& o : e.outputs)
+    if (o.kind == EpiOutput::Kind::AmaxReduction) return true;
+  return false;
+}
+
 // Whether the epilogue divides or calls a math function (exp, log, sqrt, rsqrt, tanh, sigmoid, gelu, gelu_tanh, silu):
 // the ops whose inlined code, or IEEE division's called slow path, costs registers of its own.
 bool hasMathOrDivision(const Epilogue& e) {
@@ -309,6 +316,18 @@ std::string multistageRegisterProblem(const KernelPlan& p) {
                        tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN,
                        p.a.contigK ? "a K-contiguous" : "an MN-contiguous",
                        p.b.contigK ? "a K-contiguous" : "an MN-contiguous", na, nb);
+  // An amax beside a division in the epilogue, on 4 warps of 64 x 64 whose tiles take 10 or more copies per thread
+  // and stage (256 x 64 x 64 s8 and 256 x 64 x 32 f16, A and B K-contiguous: 8 and 2): 8-16 bytes of spills in the
+  // sm_90 code at every epilogue width of the build's later tries, with or without split-K or an extra output,
+  // along M or N, 2 or 3 stages, D transposed or not (found by the GPU suite's heavy random kernels, seed 39045:
+  // r39045_9). Without the amax (an extra output through tanh and gelu_tanh instead) it builds at 4 columns per
+  // call, and so does 128 x 128 x 64 (4 and 4 copies) with the amax. It runs on 8 warps.
+  if (p.threads == 128 && na + nb >= 10 && hasAmax(p.epilogue) && countOps(p.epilogue, EpiOp::Div) > 0)
+    return fmt::format("{} runs {} warps of {} x {} (128 accumulator registers per thread) with {} and {} copies per "
+                       "thread and stage, and its epilogue reduces an amax beside a division: more than a thread holds "
+                       "in the sm_90 code (ptxas spills 8-16 bytes); use 8 warps (64 x 32 warp tiles), no amax or "
+                       "division, or a smaller tile",
+                       tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, na, nb);
   // An epilogue division (IEEE f32: an inline fast path beside a called slow path, whose call needs registers of its
   // own) beside 128 accumulators on 8 warps, A MN-contiguous in 4-byte copies (8 per thread and stage) and B
   // K-contiguous, rastered along N through 3 or more stages: 4 bytes of spills in the sm_90 code at every epilogue
@@ -340,6 +359,19 @@ std::string multistageRegisterProblem(const KernelPlan& p) {
                          "or a smaller tile",
                          tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, o.name, rows, p.tileK, copies, copyBytes,
                          o.name);
+    // On 4 warps a K-contiguous operand in 4-byte copies, 8 of them per thread and stage, beside 8 of the other
+    // operand (16 in all) spills 8-36 bytes on sm_80 and sm_89 (sm_90 clean) with any epilogue, the default one
+    // included, at 2 or 3 stages, either raster, with or without split-K (tf32 64 x 256 x 16 with A aligned to 1,
+    // and 256 x 64 x 16 with B so; found by the gate fuzz's --heavy kernels, seed 41028); aligned to 4 (16-byte
+    // copies: 2 and 8) it builds. (More than 8 K-contiguous copies: the rule below.) Such tiles run on 8 warps, where
+    // they build.
+    if (o.contigK && p.threads == 128 && copyBytes <= 4 && copies == 8 && na + nb >= 16)
+      return fmt::format("{} runs {} warps of {} x {} (128 accumulator registers per thread) and the mainloop's {} "
+                         "tile ({} x {}, K-contiguous) takes {} {}-byte copies per thread and stage beside {} of {}: more "
+                         "than the 255 registers of a thread hold on sm_80-sm_89 (ptxas spills); use a wider alignment "
+                         "of {} (16 bytes), 8 warps, or a smaller tile",
+                         tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, o.name, rows, p.tileK, copies, copyBytes,
+                         na + nb - copies, o.name == "A" ? "B" : "A", o.name);
     // On 4 warps an MN-contiguous operand in narrow copies spills too: 32 of them (4 bytes each) 4-16 bytes on sm_80
     // and sm_89 (sm_90 clean) with or without an epilogue (bf16 256 x 64 x 32, A column-major aligned to 2), 16 beside
     // the epilogue's source C 4 bytes on sm_80 (bf16 128 x 128 x 32 alike; without C it builds); found by the gate
