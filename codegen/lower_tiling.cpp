@@ -316,17 +316,18 @@ std::string multistageRegisterProblem(const KernelPlan& p) {
                        tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN,
                        p.a.contigK ? "a K-contiguous" : "an MN-contiguous",
                        p.b.contigK ? "a K-contiguous" : "an MN-contiguous", na, nb);
-  // An amax beside a division in the epilogue, on 4 warps of 64 x 64 whose tiles take 10 or more copies per thread
-  // and stage (256 x 64 x 64 s8 and 256 x 64 x 32 f16, A and B K-contiguous: 8 and 2): 8-16 bytes of spills in the
-  // sm_90 code at every epilogue width of the build's later tries, with or without split-K or an extra output,
-  // along M or N, 2 or 3 stages, D transposed or not (found by the GPU suite's heavy random kernels, seed 39045:
-  // r39045_9). Without the amax (an extra output through tanh and gelu_tanh instead) it builds at 4 columns per
-  // call, and so does 128 x 128 x 64 (4 and 4 copies) with the amax. It runs on 8 warps.
-  if (p.threads == 128 && na + nb >= 10 && hasAmax(p.epilogue) && countOps(p.epilogue, EpiOp::Div) > 0)
+  // An amax beside a division or a math function in the epilogue, on 4 warps of 64 x 64 whose tiles take 10 or more
+  // copies per thread and stage (256 x 64 x 64 s8 and 256 x 64 x 32 f16, A and B K-contiguous: 8 and 2): 8-16 bytes
+  // of spills in the sm_90 code at every epilogue width of the build's later tries, with or without split-K or an
+  // extra output, along M or N, 2-4 stages, D transposed or not (found by the GPU suite's heavy random kernels, seeds
+  // 39045: r39045_9, a division; and 39046: r39046_28, gelu and sqrt beside two extra outputs). Without the amax, or
+  // with the amax beside math but no extra output, it builds at 4 columns per call; an amax beside no math builds;
+  // so does 128 x 128 x 64 (4 and 4 copies) with everything. It runs on 8 warps.
+  if (p.threads == 128 && na + nb >= 10 && hasAmax(p.epilogue) && hasMathOrDivision(p.epilogue))
     return fmt::format("{} runs {} warps of {} x {} (128 accumulator registers per thread) with {} and {} copies per "
-                       "thread and stage, and its epilogue reduces an amax beside a division: more than a thread holds "
-                       "in the sm_90 code (ptxas spills 8-16 bytes); use 8 warps (64 x 32 warp tiles), no amax or "
-                       "division, or a smaller tile",
+                       "thread and stage, and its epilogue reduces an amax beside a division or a math function: more "
+                       "than a thread holds in the sm_90 code (ptxas spills 8-16 bytes); use 8 warps (64 x 32 warp "
+                       "tiles), no amax, or a smaller tile",
                        tile, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN, na, nb);
   // An epilogue division (IEEE f32: an inline fast path beside a called slow path, whose call needs registers of its
   // own) beside 128 accumulators on 8 warps, A MN-contiguous in 4-byte copies (8 per thread and stage) and B
