@@ -193,6 +193,19 @@ int countOps(const EpiNode& n, EpiOp op) {
 }
 }  // namespace
 
+bool hasAmax(const Epilogue& e) {
+  for (const EpiOutput& o : e.outputs)
+    if (o.kind == EpiOutput::Kind::AmaxReduction) return true;
+  return false;
+}
+
+bool hasMathOrDivision(const Epilogue& e) {
+  for (EpiOp op : {EpiOp::Div, EpiOp::Exp, EpiOp::Log, EpiOp::Sqrt, EpiOp::Rsqrt, EpiOp::Tanh, EpiOp::Sigmoid,
+                   EpiOp::Gelu, EpiOp::GeluTanh, EpiOp::Silu})
+    if (countOps(e, op) > 0) return true;
+  return false;
+}
+
 int countOps(const Epilogue& e, EpiOp op) {
   int c = 0;
   for (const EpiLet& l : e.lets) c += countOps(l.value, op);

@@ -24,6 +24,12 @@ std::string renderEpilogueSummary(const Epilogue& e);
 // How many nodes of the epilogue compute `op`: each let counted once (it is computed once), each output's expression
 // once (for the register rules of lowering, which count the functions whose inlined code is large).
 int countOps(const Epilogue& e, EpiOp op);
+// Whether the epilogue reduces an amax (`output amax : f32 = max(abs(...))`).
+bool hasAmax(const Epilogue& e);
+// Whether any let or output divides or calls a math function (exp, log, sqrt, rsqrt, tanh, sigmoid, gelu, gelu_tanh,
+// silu): the ops whose inlined code, or IEEE division's called slow path, costs registers of its own (lowering's
+// register rules).
+bool hasMathOrDivision(const Epilogue& e);
 // Whether any let or output reads input `index` (e.inputs[index]). An input no expression reads is still an argument
 // (the C ABI keeps its place) but the functor neither loads it nor lets its alignment decide the vector path
 // (`kdlc check` warns).

@@ -194,22 +194,6 @@ std::string convRegisterProblem(const KernelPlan& p) {
                          : "");
 }
 
-// Whether the epilogue reduces an amax (`output amax : f32 = max(abs(...))`).
-bool hasAmax(const Epilogue& e) {
-  for (const EpiOutput& o : e.outputs)
-    if (o.kind == EpiOutput::Kind::AmaxReduction) return true;
-  return false;
-}
-
-// Whether the epilogue divides or calls a math function (exp, log, sqrt, rsqrt, tanh, sigmoid, gelu, gelu_tanh, silu):
-// the ops whose inlined code, or IEEE division's called slow path, costs registers of its own.
-bool hasMathOrDivision(const Epilogue& e) {
-  for (EpiOp op : {EpiOp::Div, EpiOp::Exp, EpiOp::Log, EpiOp::Sqrt, EpiOp::Rsqrt, EpiOp::Tanh, EpiOp::Sigmoid,
-                   EpiOp::Gelu, EpiOp::GeluTanh, EpiOp::Silu})
-    if (countOps(e, op) > 0) return true;
-  return false;
-}
-
 // What spills at any accumulator count (found by the GPU suite's random kernels, docs/perf-notes.md v34; measured
 // with `kdlc build` on sm_80, sm_86 and sm_90), on 4 warps: a K-contiguous operand of 32 copies per thread and
 // stage (8-76 bytes: s8 128 x 32 x 128 and 128 x 64 x 128 aligned to 4 bytes, 256 x 32 x 128 aligned to 8, B of
