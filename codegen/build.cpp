@@ -218,14 +218,16 @@ void compileWith(const CompileContext& cx, CompileJob& j, const std::vector<std:
 // miss) is compiled again with each of retryFlags() in turn -- on sm90a the checked TMA-store epilogue
 // (without its straight-line interior chunks, fp8 promotion one k-tile at a time), then the staged
 // epilogue capped at 4 and 2 columns per call, alone and with the checked one; on the other targets the
-// two caps -- until one report is clean; that object is kept (j.note says how it was built). Otherwise
-// the first one's report stands and the gate refuses it.
+// two caps; last, where NAME.cu has one, the multistage kernel's 8-warp form (KernelPlan::moreWarpsM) --
+// until one report is clean; that object is kept (j.note says how it was built). Otherwise the first
+// one's report stands and the gate refuses it.
 void compileOne(const CompileContext& cx, CompileJob& j) {
   const std::vector<std::string> flags = nvccFlagsFor(cx.req, *j.kernel);
   compileWith(cx, j, flags);
   if (j.status != 0 || j.ptxas.problems.empty()) return;
   double seconds = j.seconds;
-  for (const std::vector<std::string>& extra : retryFlags(j.kernel->gencode)) {
+  const std::string source = cx.req.outDir + "/" + j.kernel->name + ".cu";
+  for (const std::vector<std::string>& extra : retryFlags(j.kernel->gencode, sourceOffersMoreWarps(source))) {
     if (interrupted()) break;
     // Each try writes its own object: the first one's stays where it is until a try is clean, so the object
     // on disk is always the one whose report is published (--allow-ptxas-warnings links the first).
@@ -436,7 +438,7 @@ int runGatedCompile(const GatedCompile& c, const Progress& progress) {
     // Each try writes OBJECT.kdl-try, renamed over the first object when its report is clean: the object left is
     // always the one whose report is published.
     const std::string tryObject = object + ".kdl-try";
-    for (const std::vector<std::string>& extra : retryFlags(gencode)) {
+    for (const std::vector<std::string>& extra : retryFlags(gencode, !source.empty() && sourceOffersMoreWarps(source))) {
       std::vector<std::string> again = argv;
       for (size_t i = 0; i + 1 < again.size(); ++i)
         if (again[i] == "-o") again[i + 1] = tryObject;

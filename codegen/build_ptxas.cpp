@@ -1,9 +1,12 @@
 // Reading ptxas's report (nvcc -Xptxas -v) and the gate of `kdlc build` (see codegen/build_ptxas.h).
 #include "codegen/build_ptxas.h"
 
+#include "codegen/plan.h"
+
 #include <cxxabi.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <fmt/format.h>
 #include <memory>
 #include <regex>
@@ -55,15 +58,29 @@ bool gencodeProducesSass(const std::vector<std::string>& gencode) {
   return false;
 }
 
-const std::vector<std::vector<std::string>>& retryFlags(const std::vector<std::string>& gencode) {
-  static const std::string w4 = std::string("-D") + kEpilogueMaxWidthMacro + "=4";
-  static const std::string w2 = std::string("-D") + kEpilogueMaxWidthMacro + "=2";
-  static const std::vector<std::vector<std::string>> sm90a{
-      {kSm90CheckedEpilogueFlag}, {w4}, {w4, kSm90CheckedEpilogueFlag}, {w2}, {w2, kSm90CheckedEpilogueFlag}};
-  static const std::vector<std::vector<std::string>> others{{w4}, {w2}};
+std::vector<std::vector<std::string>> retryFlags(const std::vector<std::string>& gencode, bool moreWarps) {
+  const std::string w4 = std::string("-D") + kEpilogueMaxWidthMacro + "=4";
+  const std::string w2 = std::string("-D") + kEpilogueMaxWidthMacro + "=2";
+  const std::string more = std::string("-D") + kMoreWarpsMacro;
+  bool sm90a = false;
   for (const std::string& g : gencode)
-    if (g.find("sm_90a") != std::string::npos || g.find("compute_90a") != std::string::npos) return sm90a;
-  return others;
+    sm90a = sm90a || g.find("sm_90a") != std::string::npos || g.find("compute_90a") != std::string::npos;
+  std::vector<std::vector<std::string>> tries =
+      sm90a ? std::vector<std::vector<std::string>>{{kSm90CheckedEpilogueFlag}, {w4}, {w4, kSm90CheckedEpilogueFlag},
+                                                    {w2}, {w2, kSm90CheckedEpilogueFlag}}
+            : std::vector<std::vector<std::string>>{{w4}, {w2}};
+  if (moreWarps) {
+    tries.push_back({more});
+    tries.push_back(sm90a ? std::vector<std::string>{more, w2, kSm90CheckedEpilogueFlag} : std::vector<std::string>{more, w2});
+  }
+  return tries;
+}
+
+bool sourceOffersMoreWarps(const std::string& cuPath) {
+  std::ifstream in(cuPath, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str().find(std::string("#ifdef ") + kMoreWarpsMacro) != std::string::npos;
 }
 
 std::string retryNote(const PtxasReport& first, const std::vector<std::string>& flags) {
@@ -72,17 +89,24 @@ std::string retryNote(const PtxasReport& first, const std::vector<std::string>& 
     if (!problems.empty()) problems += "; ";
     problems += p.size() > 160 ? p.substr(0, 157) + "..." : p;
   }
-  bool checked = false, narrowed = false;
+  bool checked = false, narrowed = false, more = false;
   std::string joined;
   for (const std::string& f : flags) {
     checked = checked || f == kSm90CheckedEpilogueFlag;
     narrowed = narrowed || f.find(kEpilogueMaxWidthMacro) != std::string::npos;
+    more = more || f.find(kMoreWarpsMacro) != std::string::npos;
     joined += (joined.empty() ? "" : " ") + f;
   }
-  const std::string what = checked && narrowed ? "the checked one and a narrower staged epilogue"
-                           : narrowed          ? "a narrower staged epilogue"
-                                               : "the checked one";
-  return "the epilogue lost performance in ptxas (" + problems + "); built with " + what + " (" + joined + ")";
+  std::vector<std::string> what;
+  if (more) what.push_back("the kernel's 8-warp form");
+  if (checked) what.push_back("the checked one");
+  if (narrowed) what.push_back("a narrower staged epilogue");
+  std::string built = what[0];
+  for (size_t i = 1; i < what.size(); ++i) built += (i + 1 == what.size() ? " and " : ", ") + what[i];
+  if (more)
+    return "the kernel lost performance in ptxas on 4 warps at every epilogue width (" + problems + "); built with " +
+           built + " (" + joined + ")";
+  return "the epilogue lost performance in ptxas (" + problems + "); built with " + built + " (" + joined + ")";
 }
 
 PtxasReport parsePtxasReport(const std::string& nvccOutput, bool expectSass) {

@@ -241,8 +241,8 @@ namespace {
 void kernelStruct(CodeWriter& w, const KernelPlan& p, const std::string& epilogueNs) {
   const std::string ns = "::kdl_kernels::" + p.name;
   for (const Decision& d : p.decisions)
-    if (d.what == "orientation" || d.what == "warps" || d.what == "mma" || d.what == "schedule" || d.what == "cluster" ||
-        d.what == "stages")
+    if (d.what == "orientation" || d.what == "warps" || d.what == "more warps" || d.what == "mma" ||
+        d.what == "schedule" || d.what == "cluster" || d.what == "stages")
       w.line("// {}: {}", d.what, d.value);
   w.line("// The kernel for {}: its template instance and its arguments in C ABI order.",
          p.conv() ? "kdl::ConvHost" : "kdl::GemmHost");
@@ -250,7 +250,19 @@ void kernelStruct(CodeWriter& w, const KernelPlan& p, const std::string& epilogu
   w.line("using Arguments = {}::Arguments;", ns);
   w.line("using Epilogue = {}::Epilogue;", epilogueNs);
   w.raw("using Params = Epilogue::Params;");
-  w.line("using {} = {};", p.conv() ? "Conv" : "Gemm", gemmInstance(p));
+  if (p.moreWarpsM) {  // kdlc build's last try (codegen/build_ptxas.h)
+    KernelPlan eight = p;
+    eight.warpsM = p.moreWarpsM;
+    eight.warpsN = p.moreWarpsN;
+    w.line("#ifdef {}  // kdlc build's last try, where ptxas spills the 4-warp kernel: {} x {} warps", kMoreWarpsMacro,
+           p.moreWarpsM, p.moreWarpsN);
+    w.line("using Gemm = {};", gemmInstance(eight));
+    w.raw("#else");
+    w.line("using Gemm = {};", gemmInstance(p));
+    w.raw("#endif");
+  } else {
+    w.line("using {} = {};", p.conv() ? "Conv" : "Gemm", gemmInstance(p));
+  }
   if (p.path == KernelPath::ConvSm90)  // what `kdlc list --plan` says of the producer, held to the template
     w.line("static_assert(Conv::Gemm::kIssuers == {}, \"kdlc's plan: {} producer warp{} issue{} the TMA loads\");",
            p.tmaIssuers, p.tmaIssuers, p.tmaIssuers == 1 ? "" : "s", p.tmaIssuers == 1 ? "s" : "");

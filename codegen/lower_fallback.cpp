@@ -70,8 +70,11 @@ void reportAtField(const KernelSpec& s, const DiagEngine& scratch, DiagEngine& d
 }
 
 std::string instanceText(const KernelPlan& f) {
-  return fmt::format("{} (tile {}x{}x{}, {}x{} warps, {} stages, {} B of shared memory)", f.templateInstance(), f.tileM,
-                     f.tileN, f.tileK, f.warpsM, f.warpsN, f.stages, f.smemBytes);
+  const std::string more = f.moreWarpsM ? fmt::format(" ({}x{} if ptxas spills them: kdlc build's last try)", f.moreWarpsM,
+                                                       f.moreWarpsN)
+                                        : std::string();
+  return fmt::format("{} (tile {}x{}x{}, {}x{} warps{}, {} stages, {} B of shared memory)", f.templateInstance(), f.tileM,
+                     f.tileN, f.tileK, f.warpsM, f.warpsN, more, f.stages, f.smemBytes);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "codegen/epilogue_expr.h"
 #include "codegen/lower_steps.h"
+#include "include/kdl/gemm_sm80_smem.h"
 
 namespace kdl::codegen {
 
@@ -379,6 +380,49 @@ std::string multistageRegisterProblem(const KernelPlan& p) {
   return copyRegisterProblem(p, tile, na, nb);
 }
 
+// p run by wm x wn warps.
+KernelPlan withWarps(const KernelPlan& p, int wm, int wn) {
+  KernelPlan q = p;
+  q.warpsM = wm;
+  q.warpsN = wn;
+  q.warpTileM = p.tileM / wm;
+  q.warpTileN = p.tileN / wn;
+  q.threads = wm * wn * 32;
+  return q;
+}
+// The squarest warp tile reuses fragments best (lower is better).
+double warpTileScore(const KernelPlan& p, int wm, int wn) {
+  return std::fabs(std::log2(double(p.tileM / wm) / double(p.tileN / wn)));
+}
+
+// The 8-warp form of a GEMM tile that runs 4 warps of 128 accumulators per thread (KernelPlan::moreWarpsM): the
+// squarest arrangement the copiers, the epilogue and the register rules allow, or 0 x 0. The rules above are
+// measured thresholds, not a model of ptxas, and heavy random kernels still find a 4-warp tile of 128 accumulators
+// that spills at every epilogue width now and then (docs/perf-notes.md v40-v41); on 8 warps (64 accumulators) every
+// such kernel measured built clean at 146-158 registers. `kdlc build` compiles this form only where every try of
+// the 4-warp one spills. Only where the launch's shared memory stays what the plan says (the epilogue's per-warp
+// staging grows with the warps; the mainloop's stages almost always hold more).
+std::pair<int, int> moreWarpsForm(const KernelPlan& p, int stages) {
+  if (p.conv() || p.threads != 128 || p.warpTileM * p.warpTileN / 32 != 128) return {0, 0};
+  auto smem = [&](int wm, int wn) {
+    return gemm_sm80_smem_bytes(GemmSm80SmemShape{p.a.elementBytes, p.b.elementBytes, p.a.contigK, p.b.contigK,
+                                                  p.tileM, p.tileN, p.tileK, wm, wn, stages});
+  };
+  std::pair<int, int> best{0, 0};
+  double bestScore = 1e9;
+  for (int wm = 1; wm <= 8; wm *= 2) {
+    const int wn = 8 / wm;
+    if (!warpProblem(p, wm, wn).empty() || !multistageRegisterProblem(withWarps(p, wm, wn)).empty() ||
+        smem(wm, wn) != smem(p.warpsM, p.warpsN))
+      continue;
+    if (const double score = warpTileScore(p, wm, wn); score < bestScore - 1e-9) {
+      bestScore = score;
+      best = {wm, wn};
+    }
+  }
+  return best;
+}
+
 WarpChoice chooseWarps(const KernelPlan& p) {
   // Fewer warps when the tile is too small for the preferred count; more when the preferred count's warp tiles
   // would need more registers than a thread has (multistageRegisterProblem: e.g. 128 x 128 with operands aligned
@@ -396,15 +440,9 @@ WarpChoice chooseWarps(const KernelPlan& p) {
         if (firstProblem.empty()) firstProblem = problem;
         continue;
       }
-      KernelPlan q = p;
-      q.warpsM = wm;
-      q.warpsN = wn;
-      q.warpTileM = p.tileM / wm;
-      q.warpTileN = p.tileN / wn;
-      q.threads = wm * wn * 32;
       // the squarest warp tile reuses fragments best; ties go to more warps along M
-      double score = std::fabs(std::log2(double(p.tileM / wm) / double(p.tileN / wn)));
-      if (std::string r = multistageRegisterProblem(q); !r.empty()) {
+      const double score = warpTileScore(p, wm, wn);
+      if (std::string r = multistageRegisterProblem(withWarps(p, wm, wn)); !r.empty()) {
         if (warps == counts[0] && score < registerScore - 1e-9) {  // the preferred count's squarest: the message
           registerScore = score;
           registerProblem = r;
@@ -486,6 +524,15 @@ bool lowerTiling(Lowering& l) {
                ? "8 warps: a convolution's gathers hold each row's pixel in registers beside the accumulators, and "
                  "64 x 64 warp tiles would spill; the squarest warp tile that the copiers and the epilogue divide evenly"
                : "8 warps for a large tile; the squarest warp tile that the copiers and the epilogue divide evenly");
+
+  std::tie(p.moreWarpsM, p.moreWarpsN) = moreWarpsForm(p, s.stages.value);
+  if (p.moreWarpsM)
+    l.decide("more warps",
+             fmt::format("{} x {} = 8 warps, 256 threads; warp tile {} x {}", p.moreWarpsM, p.moreWarpsN,
+                         p.tileM / p.moreWarpsM, p.tileN / p.moreWarpsN),
+             "kdlc build's last try, compiled only where ptxas spills the 4-warp kernel at every epilogue width "
+             "(128 accumulators per thread sit near a thread's 255 registers, where ptxas is not monotone); "
+             "64 accumulators per thread on 8");
 
   l.decide("smem A", swizzleText(p.a, copierShape(p.a, p.tileM, p.tileK)),
            "ldmatrix reads 8 rows of one chunk and cp.async writes 8 chunks of a row; the XOR swizzle makes both "

@@ -53,6 +53,10 @@ struct ArgPlan {
 };
 
 // Which device template the kernel instantiates.
+// Defined on a compile of NAME.cu (`kdlc build`'s last try of a multistage kernel, -DKDL_MULTISTAGE_MORE_WARPS),
+// selects the 8-warp form of a kernel that has one (KernelPlan::moreWarpsM).
+inline constexpr const char* kMoreWarpsMacro = "KDL_MULTISTAGE_MORE_WARPS";
+
 enum class KernelPath {
   GemmSm80,     // kdl::GemmSm80: every thread's cp.async fills the stages
   GemmSm80Tma,  // kdl::GemmSm80Tma: TMA fills the stages on Hopper, GemmSm80 elsewhere
@@ -109,6 +113,11 @@ struct KernelPlan {
   int warpsM = 2, warpsN = 2;
   int warpTileM = 64, warpTileN = 64;
   int threads = 128;
+  // The multistage path's last try (`kdlc build`, codegen/build_ptxas.h: kMoreWarpsFlag): a GEMM tile on 4 warps of
+  // 128 accumulators per thread, where ptxas is not monotone near the thread's 255 registers, also has an 8-warp
+  // form (64 accumulators), compiled only where every try of the 4-warp one spills. 0 x 0: none.
+  int moreWarpsM = 0, moreWarpsN = 0;
+  // (The macro that selects the 8-warp form in NAME.cu: kMoreWarpsMacro below.)
   std::string mmaShape;                   // "m16n8k16"; sm90a: "wgmma m64n256k16"
   int stages = 3;
   bool rasterAlongM = false;

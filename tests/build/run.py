@@ -863,6 +863,63 @@ def case_ptxas_gate_sm90a_retry(tmp):
         check(not os.path.exists(obj + ".kdl-try"), "ptxas-gate left a try's object behind")
 
 
+def case_ptxas_gate_more_warps(tmp):
+    """A multistage GEMM tile on 4 warps of 128 accumulators per thread (128 x 128) has an 8-warp form in its
+    NAME.cu (#ifdef KDL_MULTISTAGE_MORE_WARPS), and `kdlc build` compiles it as the last try, after the
+    narrower epilogues, where every try of the 4-warp kernel spills; a kernel without one (64 x 64) never gets
+    that try, by `kdlc build` or by `kdlc ptxas-gate`; and where the 8-warp form spills too the build is refused
+    with the first report."""
+    env = base_env(tmp)
+    more = "-DKDL_MULTISTAGE_MORE_WARPS"
+    w2 = "-DKDL_EPILOGUE_MAX_VECTOR_WIDTH=2"
+    spec = write(os.path.join(tmp, "m.kdl"), kernel("k128", 128) + kernel("k64"))
+    out = os.path.join(tmp, "out")
+
+    def argvs_of(e, name):
+        return [x["argv"] for x in compiles(e) if any(a.endswith(name + ".cu") for a in x["argv"])]
+
+    env1 = dict(env, FAKE_PTXAS="spill", FAKE_PTXAS_CLEAN_WITH=more, FAKE_NVCC_LOG=os.path.join(tmp, "log1"))
+    r = build(spec, out, env1, "--no-cache")
+    # k64 has no 8-warp form: its three compiles spill and the build is refused for it alone.
+    check(r.returncode == 1 and "kernel `k64` (k64.cu)" in r.stderr and "kernel `k128`" not in r.stderr,
+          f"k64 refused, k128 built: exit {r.returncode}", r.stderr)
+    a128, a64 = argvs_of(env1, "k128"), argvs_of(env1, "k64")
+    check(len(a64) == 3 and all(more not in a for a in a64), "k64: first, 4 columns, 2 columns, no 8-warp try", str(a64))
+    check(len(a128) == 4 and more in a128[3] and all(more not in a for a in a128[:3]),
+          "k128: first, 4 columns, 2 columns, then the 8-warp form", str(a128))
+    check(f"built with the kernel's 8-warp form ({more})" in r.stderr and "on 4 warps at every epilogue width" in r.stderr,
+          "the 8-warp try is not reported", r.stderr)
+    # Only k128 in trouble: the build succeeds and the published report says how k128 was built.
+    env2 = dict(env1, FAKE_PTXAS_ONLY="k128", FAKE_NVCC_LOG=os.path.join(tmp, "log2"))
+    r = build(spec, out, env2, "--no-cache")
+    check(r.returncode == 0, f"k128 through its 8-warp form: exit {r.returncode}", r.stderr)
+    with open(os.path.join(out, "k128.cu")) as f:
+        src = f.read()
+    check("#ifdef KDL_MULTISTAGE_MORE_WARPS" in src and "128, 128, 64, 2, 4, 3" in src and "128, 128, 64, 2, 2, 3" in src,
+          "k128.cu does not hold both forms (2 x 2 and 2 x 4 warps)", src)
+    with open(os.path.join(out, "k64.cu")) as f:
+        check("KDL_MULTISTAGE_MORE_WARPS" not in f.read(), "k64.cu has an 8-warp form")
+    with open(os.path.join(out, "libm.ptxas.txt")) as f:
+        report = f.read()
+    check(f"built with the kernel's 8-warp form ({more})" in report, "the published report does not say it", report)
+    # The 8-warp form spills too: refused after five compiles (first, 4, 2, 8 warps, 8 warps at 2 columns).
+    env3 = dict(env, FAKE_PTXAS="spill", FAKE_PTXAS_ONLY="k128", FAKE_NVCC_LOG=os.path.join(tmp, "log3"))
+    r = build(spec, out, env3, "--no-cache")
+    a128 = argvs_of(env3, "k128")
+    check(r.returncode == 1 and "kernel `k128` (k128.cu)" in r.stderr and "built with" not in r.stderr,
+          f"every try spills: exit {r.returncode}", r.stderr)
+    check(len(a128) == 5 and more in a128[4] and w2 in a128[4], "k128: five compiles, the last 8 warps at 2 columns",
+          str(a128))
+    # kdlc ptxas-gate: the 8-warp try only for a source that offers it.
+    for text, expect in [("#ifdef KDL_MULTISTAGE_MORE_WARPS\nint x;\n#else\nint x;\n#endif\n", 0), ("int x;\n", 1)]:
+        src = write(os.path.join(tmp, "g", "k.cu"), text)
+        obj = os.path.join(tmp, "g", "k.o")
+        e = dict(env, FAKE_PTXAS="spill", FAKE_PTXAS_CLEAN_WITH=more, FAKE_NVCC_LOG=os.path.join(tmp, "logg"))
+        r = subprocess.run([KDLC, "ptxas-gate", "--", FAKE_NVCC, "-gencode=arch=compute_80,code=sm_80", "-Xptxas", "-v",
+                            "-c", src, "-o", obj], env=e, capture_output=True, text=True)
+        check(r.returncode == expect, f"ptxas-gate, 8-warp form offered: {expect == 0}: exit {r.returncode}", r.stderr)
+
+
 def case_nvcc_flags(tmp):
     env = base_env(tmp)
     spec = write(os.path.join(tmp, "k.kdl"), kernel("ka"))
@@ -1008,7 +1065,8 @@ CASES = {
     "interrupt": case_interrupt, "no-kernels": case_no_kernels, "emit-dir": case_emit_dir,
     "emit-atomic": case_emit_atomic, "cache-dir": case_cache_dir, "torch-cli": case_torch_cli, "torch-script": case_torch_script,
     "launcher": case_launcher, "distcc": case_distcc, "nvcc-smoke": case_nvcc_smoke,
-    "ptxas-gate": case_ptxas_gate, "ptxas-gate-sm90a-retry": case_ptxas_gate_sm90a_retry, "nvcc-flags": case_nvcc_flags, "nvcc-spill": case_nvcc_spill,
+    "ptxas-gate": case_ptxas_gate, "ptxas-gate-sm90a-retry": case_ptxas_gate_sm90a_retry,
+    "ptxas-gate-more-warps": case_ptxas_gate_more_warps, "nvcc-flags": case_nvcc_flags, "nvcc-spill": case_nvcc_spill,
     "nvcc-sm90a": case_nvcc_sm90a,
 }
 

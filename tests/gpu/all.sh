@@ -12,8 +12,8 @@
 # processes, default 6: 190 s on the H100 machine's 16 cores, where 3 ran past the step's budget after the
 # kernel build), KDL_CONV_ARGS (extra test_conv_cudnn.py arguments, e.g. --quick), KDL_SANITIZER_SET
 # (default sm90a,conv), KDL_BENCH_SPECS (bench spec filter, default all),
-# KDL_RANDOM_SEED / KDL_RANDOM_COUNT (the random kernels' step), KDL_SKIP=suite,random,torch,conv,sanitizer,
-# convbench,bench (steps to leave out).
+# KDL_RANDOM_SEED / KDL_RANDOM_COUNT (the random kernels' step), KDL_SKIP=suite,random,morewarps,torch,conv,
+# sanitizer,convbench,bench (steps to leave out).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export OUT=${OUT:-out/all}
@@ -29,8 +29,8 @@ skipped() { [[ ",${KDL_SKIP:-}," == *",$1,"* ]]; }
 # What each step typically takes on the H100 machine (s), in the order they run: a step's reserve for the
 # steps after it counts only those not skipped, so that KDL_SKIP with a small budget does not starve the
 # kernel build (a 400 s budget with torch and bench skipped used to leave the build 70 s).
-STEPS=(build suite torch conv sanitizer random convbench bench)
-declare -A NEED=([build]=110 [suite]=190 [random]=120 [torch]=150 [conv]=15 [sanitizer]=15 [convbench]=150 [bench]=150)
+STEPS=(build suite torch conv sanitizer random morewarps convbench bench)
+declare -A NEED=([build]=110 [suite]=190 [random]=120 [morewarps]=90 [torch]=150 [conv]=15 [sanitizer]=15 [convbench]=150 [bench]=150)
 # reserve_after STEP FIXED_S: min(FIXED_S, the typical time of the steps after STEP that will run).
 reserve_after() {
   local after=0 seen=0 s
@@ -106,6 +106,15 @@ if ! skipped random; then
     status=1
   grep -E "^random_specs: (seed|wrote)|^random: |passed, .* failed" "$OUT/random_tests.log" 2>/dev/null | tee -a "$SUMMARY"
   grep "^FAIL" "$OUT/random_tests.log" 2>/dev/null | head -20 | tee -a "$SUMMARY"
+fi
+
+# 3a'. The multistage kernels' 8-warp forms (`kdlc build`'s last try where ptxas spills a 4-warp kernel of 128
+#      accumulators), built as if every such kernel had spilled and run like the suite (tests/gpu/more_warps_run.sh).
+if ! skipped morewarps; then
+  OUT="$OUT/more_warps" run_step "more warps" "$(reserve_after morewarps 120)" tests/gpu/more_warps_run.sh >"$OUT/more_warps.log" 2>&1 ||
+    status=1
+  grep -hE "^more_warps: |passed, .* failed" "$OUT/more_warps.log" "$OUT"/more_warps/*/random_tests.log 2>/dev/null | tee -a "$SUMMARY"
+  grep -h "^FAIL\|^random: FAIL" "$OUT"/more_warps/*/random_tests.log 2>/dev/null | head -20 | tee -a "$SUMMARY"
 fi
 
 # 3b. The conv benchmark beside cuDNN (bench/conv_bench.py).

@@ -68,6 +68,9 @@ ptxas gate: the build fails, naming the kernel and quoting ptxas, when any kerne
 (nonzero "bytes spill stores/loads"), when ptxas ignores setmaxnreg ("'setmaxnreg' ignored", e.g.
 C7508) or serializes wgmma ("wgmma.mma_async instructions are serialized", e.g. C7515), or prints any
 other "Potential Performance Loss" (the code number depends on the reason; the words are matched).
+Before it fails, such a kernel is compiled again with lighter epilogues and, for a multistage kernel
+on 4 warps of 128 accumulators, with its 8-warp form (-DKDL_MULTISTAGE_MORE_WARPS; `kdlc list --plan`:
+more warps); the first clean try is kept, with a note (docs/building.md).
 Cached objects carry their report, so a cache hit is gated too. The report (registers, spills, stack,
 static shared memory, barriers, ptxas time per function and target) is written to
 DIR/lib<stem>.ptxas.txt with the libraries.

@@ -50,13 +50,18 @@ struct Epilogue {
 
 // mma: mma.sync.aligned.m16n8k32 (s8 x s8 -> s32)
 // warps: 2 x 2 = 4 warps, 128 threads; warp tile 64 x 64 (4 x 8 mma tiles of 16x8)
+// more warps: 2 x 4 = 8 warps, 256 threads; warp tile 64 x 32
 // stages: 3
 // The kernel for kdl::GemmHost: its template instance and its arguments in C ABI order.
 struct Kernel {
   using Arguments = ::kdl_kernels::gemm_s8_requant::Arguments;
   using Epilogue = ::kdl_kernels::gemm_s8_requant::detail::Epilogue;
   using Params = Epilogue::Params;
+  #ifdef KDL_MULTISTAGE_MORE_WARPS  // kdlc build's last try, where ptxas spills the 4-warp kernel: 2 x 4 warps
+  using Gemm = ::kdl::GemmSm80<::int8_t, ::kdl::RowMajor, 16, ::int8_t, ::kdl::ColMajor, 16, ::int32_t, 128, 128, 64, 2, 4, 3, false, Epilogue>;
+  #else
   using Gemm = ::kdl::GemmSm80<::int8_t, ::kdl::RowMajor, 16, ::int8_t, ::kdl::ColMajor, 16, ::int32_t, 128, 128, 64, 2, 2, 3, false, Epilogue>;
+  #endif
   static constexpr const char* kName = "gemm_s8_requant";
   static constexpr const char* kOp = "gemm";
   static constexpr ::kdl::KernelTarget kTarget = {"sm80", 80, false};

@@ -53,13 +53,18 @@ struct Epilogue {
 
 // mma: mma.sync.aligned.m16n8k16 (bf16 x bf16 -> f32)
 // warps: 2 x 2 = 4 warps, 128 threads; warp tile 64 x 64 (4 x 8 mma tiles of 16x8)
+// more warps: 2 x 4 = 8 warps, 256 threads; warp tile 64 x 32
 // stages: 4
 // The kernel for kdl::GemmHost: its template instance and its arguments in C ABI order.
 struct Kernel {
   using Arguments = ::kdl_kernels::gemm_bf16_splitk::Arguments;
   using Epilogue = ::kdl_kernels::gemm_bf16_splitk::detail::Epilogue;
   using Params = Epilogue::Params;
+  #ifdef KDL_MULTISTAGE_MORE_WARPS  // kdlc build's last try, where ptxas spills the 4-warp kernel: 2 x 4 warps
+  using Gemm = ::kdl::GemmSm80<::__nv_bfloat16, ::kdl::RowMajor, 8, ::__nv_bfloat16, ::kdl::ColMajor, 8, float, 128, 128, 32, 2, 4, 4, false, Epilogue>;
+  #else
   using Gemm = ::kdl::GemmSm80<::__nv_bfloat16, ::kdl::RowMajor, 8, ::__nv_bfloat16, ::kdl::ColMajor, 8, float, 128, 128, 32, 2, 2, 4, false, Epilogue>;
+  #endif
   static constexpr const char* kName = "gemm_bf16_splitk";
   static constexpr const char* kOp = "gemm";
   static constexpr ::kdl::KernelTarget kTarget = {"sm80", 80, false};

@@ -52,13 +52,18 @@ struct Epilogue {
 // orientation: transposed: the kernel computes D^T = B^T A^T (n x m, row-major; kdl::TransposedGemm)
 // mma: mma.sync.aligned.m16n8k8 (tf32 x tf32 -> f32)
 // warps: 2 x 2 = 4 warps, 128 threads; warp tile 64 x 64 (4 x 8 mma tiles of 16x8)
+// more warps: 2 x 4 = 8 warps, 256 threads; warp tile 64 x 32
 // stages: 3
 // The kernel for kdl::GemmHost: its template instance and its arguments in C ABI order.
 struct Kernel {
   using Arguments = ::kdl_kernels::t_col_d::Arguments;
   using Epilogue = ::kdl_kernels::t_col_d::detail::Epilogue;
   using Params = Epilogue::Params;
+  #ifdef KDL_MULTISTAGE_MORE_WARPS  // kdlc build's last try, where ptxas spills the 4-warp kernel: 2 x 4 warps
+  using Gemm = ::kdl::TransposedGemm<::kdl::GemmSm80<float, ::kdl::RowMajor, 4, float, ::kdl::ColMajor, 4, float, 128, 128, 32, 2, 4, 3, false, Epilogue>>;
+  #else
   using Gemm = ::kdl::TransposedGemm<::kdl::GemmSm80<float, ::kdl::RowMajor, 4, float, ::kdl::ColMajor, 4, float, 128, 128, 32, 2, 2, 3, false, Epilogue>>;
+  #endif
   static constexpr const char* kName = "t_col_d";
   static constexpr const char* kOp = "gemm";
   static constexpr ::kdl::KernelTarget kTarget = {"sm80", 80, false};
