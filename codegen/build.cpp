@@ -221,14 +221,20 @@ void compileWith(const CompileContext& cx, CompileJob& j, const std::vector<std:
 // two caps; last, where NAME.cu has one, the multistage kernel's 8-warp form (KernelPlan::moreWarpsM) --
 // until one report is clean; that object is kept (j.note says how it was built). Otherwise the first
 // one's report stands and the gate refuses it.
-void compileOne(const CompileContext& cx, CompileJob& j) {
+// `say` prints a line while the job is still running (each later try is a compile of its own, minutes for a heavy
+// kernel, so the user sees why the kernel takes that long).
+void compileOne(const CompileContext& cx, CompileJob& j, const Progress& say) {
   const std::vector<std::string> flags = nvccFlagsFor(cx.req, *j.kernel);
   compileWith(cx, j, flags);
   if (j.status != 0 || j.ptxas.problems.empty()) return;
   double seconds = j.seconds;
   const std::string source = cx.req.outDir + "/" + j.kernel->name + ".cu";
-  for (const std::vector<std::string>& extra : retryFlags(j.kernel->gencode, sourceOffersMoreWarps(source))) {
+  const std::vector<std::vector<std::string>> tries = retryFlags(j.kernel->gencode, sourceOffersMoreWarps(source));
+  for (size_t t = 0; t < tries.size(); ++t) {
+    const std::vector<std::string>& extra = tries[t];
     if (interrupted()) break;
+    say(fmt::format("  kdlc: {}.cu: ptxas reports a performance loss ({:.1f} s so far); later try {} of {}: {}",
+                    j.kernel->name, seconds, t + 1, tries.size(), fmt::join(extra, " ")));
     // Each try writes its own object: the first one's stays where it is until a try is clean, so the object
     // on disk is always the one whose report is published (--allow-ptxas-warnings links the first).
     CompileJob again = j;
@@ -274,7 +280,10 @@ bool compileAll(const CompileContext& cx, std::vector<CompileJob>& jobs, const P
   const size_t total = jobs.size();
   auto worker = [&]() {
     for (size_t i = next.fetch_add(1); i < total && !interrupted(); i = next.fetch_add(1)) {
-      compileOne(cx, jobs[i]);
+      compileOne(cx, jobs[i], [&](const std::string& line) {
+        std::lock_guard<std::mutex> lock(mu);
+        progress(line);
+      });
       std::lock_guard<std::mutex> lock(mu);
       reportJob(jobs[i], ++done, total, progress);
     }

@@ -893,6 +893,9 @@ def case_ptxas_gate_more_warps(tmp):
     env2 = dict(env1, FAKE_PTXAS_ONLY="k128", FAKE_NVCC_LOG=os.path.join(tmp, "log2"))
     r = build(spec, out, env2, "--no-cache")
     check(r.returncode == 0, f"k128 through its 8-warp form: exit {r.returncode}", r.stderr)
+    # Each later try is announced while the kernel compiles (minutes each for a heavy kernel).
+    check("k128.cu: ptxas reports a performance loss" in r.stderr and f"later try 3 of 4: {more}" in r.stderr and
+          "later try 4 of 4" not in r.stderr, "the later tries are not announced as they start", r.stderr)
     with open(os.path.join(out, "k128.cu")) as f:
         src = f.read()
     check("#ifdef KDL_MULTISTAGE_MORE_WARPS" in src and "128, 128, 64, 2, 4, 3" in src and "128, 128, 64, 2, 2, 3" in src,
