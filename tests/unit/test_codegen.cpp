@@ -432,7 +432,7 @@ TEST_CASE("every sm80 configuration: validation, lowering and the templates' sha
     byConfig[splitName(s.name).config] = &s;
   }
   const Arch archs[] = {Arch::SM80, Arch::SM86, Arch::SM89, Arch::SM90a};
-  size_t lowered = 0;
+  size_t lowered = 0, withMoreWarps = 0;
   std::set<std::string> registerRefused;  // configurations (all stages) lowering refuses for their registers
   for (const auto& [config, proto] : byConfig) {
     for (Arch arch : archs) {
@@ -477,6 +477,21 @@ TEST_CASE("every sm80 configuration: validation, lowering and the templates' sha
         }
         CHECK(p.cpAsyncSmemBytes <= size_t(maxSharedMemoryPerBlock(arch)));
         CHECK(contains(decision(p, "stages")->why, fmt::format("{} B of shared memory per block", p.smemBytes)));
+        // The 8-warp form (kdlc build's last try): only for 4 warps of 128 accumulators, 8 warps that divide the
+        // tile, and the same launch bytes as the plan's (the manifest's smem_bytes stays true).
+        if (p.moreWarpsM) {
+          ++withMoreWarps;
+          CHECK((p.threads == 128 && p.warpTileM * p.warpTileN / 32 == 128));
+          CHECK(p.moreWarpsM * p.moreWarpsN == 8);
+          CHECK((p.tileM % p.moreWarpsM == 0 && p.tileN % p.moreWarpsN == 0));
+          GemmSm80SmemShape eight = shape;
+          eight.warps_m = p.moreWarpsM;
+          eight.warps_n = p.moreWarpsN;
+          CHECK(size_t(gemm_sm80_smem_bytes(eight)) == p.cpAsyncSmemBytes);
+          CHECK(decision(p, "more warps") != nullptr);
+        } else {
+          CHECK(decision(p, "more warps") == nullptr);
+        }
       }
       // `stages = auto` is the deepest pipeline that fits, at most 4
       if (registerRefused.count(stem)) continue;
@@ -485,6 +500,7 @@ TEST_CASE("every sm80 configuration: validation, lowering and the templates' sha
     }
   }
   CHECK(lowered == byConfig.size() * 4 * 7);
+  CHECK(withMoreWarps > 0);
   // 256 x 256 (256 accumulators per thread) is among them, 128 x 128 is not.
   CHECK(std::any_of(registerRefused.begin(), registerRefused.end(),
                     [](const std::string& s) { return contains(s, "_256x256x"); }));
