@@ -228,8 +228,8 @@ void compileOne(const CompileContext& cx, CompileJob& j, const Progress& say) {
   compileWith(cx, j, flags);
   if (j.status != 0 || j.ptxas.problems.empty()) return;
   double seconds = j.seconds;
-  const std::string source = cx.req.outDir + "/" + j.kernel->name + ".cu";
-  const std::vector<std::vector<std::string>> tries = retryFlags(j.kernel->gencode, sourceOffersMoreWarps(source));
+  const std::vector<std::vector<std::string>> tries =
+      retryFlags(j.kernel->gencode, cx.req.outDir + "/" + j.kernel->name + ".cu");
   for (size_t t = 0; t < tries.size(); ++t) {
     const std::vector<std::string>& extra = tries[t];
     if (interrupted()) break;
@@ -447,7 +447,7 @@ int runGatedCompile(const GatedCompile& c, const Progress& progress) {
     // Each try writes OBJECT.kdl-try, renamed over the first object when its report is clean: the object left is
     // always the one whose report is published.
     const std::string tryObject = object + ".kdl-try";
-    for (const std::vector<std::string>& extra : retryFlags(gencode, !source.empty() && sourceOffersMoreWarps(source))) {
+    for (const std::vector<std::string>& extra : retryFlags(gencode, source)) {
       std::vector<std::string> again = argv;
       for (size_t i = 0; i + 1 < again.size(); ++i)
         if (again[i] == "-o") again[i + 1] = tryObject;

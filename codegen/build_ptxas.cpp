@@ -58,7 +58,17 @@ bool gencodeProducesSass(const std::vector<std::string>& gencode) {
   return false;
 }
 
-std::vector<std::vector<std::string>> retryFlags(const std::vector<std::string>& gencode, bool moreWarps) {
+namespace {
+// Whether the emitted NAME.cu at `cuPath` has an 8-warp form; false when it cannot be read.
+bool sourceOffersMoreWarps(const std::string& cuPath) {
+  std::ifstream in(cuPath, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str().find(std::string("#ifdef ") + kMoreWarpsMacro) != std::string::npos;
+}
+}  // namespace
+
+std::vector<std::vector<std::string>> retryFlags(const std::vector<std::string>& gencode, const std::string& cuPath) {
   const std::string w4 = std::string("-D") + kEpilogueMaxWidthMacro + "=4";
   const std::string w2 = std::string("-D") + kEpilogueMaxWidthMacro + "=2";
   const std::string more = std::string("-D") + kMoreWarpsMacro;
@@ -69,18 +79,11 @@ std::vector<std::vector<std::string>> retryFlags(const std::vector<std::string>&
       sm90a ? std::vector<std::vector<std::string>>{{kSm90CheckedEpilogueFlag}, {w4}, {w4, kSm90CheckedEpilogueFlag},
                                                     {w2}, {w2, kSm90CheckedEpilogueFlag}}
             : std::vector<std::vector<std::string>>{{w4}, {w2}};
-  if (moreWarps) {
+  if (!cuPath.empty() && sourceOffersMoreWarps(cuPath)) {
     tries.push_back({more});
     tries.push_back(sm90a ? std::vector<std::string>{more, w2, kSm90CheckedEpilogueFlag} : std::vector<std::string>{more, w2});
   }
   return tries;
-}
-
-bool sourceOffersMoreWarps(const std::string& cuPath) {
-  std::ifstream in(cuPath, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str().find(std::string("#ifdef ") + kMoreWarpsMacro) != std::string::npos;
 }
 
 std::string retryNote(const PtxasReport& first, const std::vector<std::string>& flags) {

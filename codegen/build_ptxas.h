@@ -62,13 +62,10 @@ inline constexpr const char* kEpilogueMaxWidthMacro = "KDL_EPILOGUE_MAX_VECTOR_W
 // The extra nvcc flags of each later try (for a successful compile whose report shows a performance loss) for a
 // kernel compiled for `gencode`, in order (the first one whose report is clean is kept): for an sm90a target
 // (kdl::GemmSm90) the checked epilogue, the staged epilogue capped at 4 columns per call, both, 2 columns, 2 and
-// checked; for the others (the multistage path) 4 columns, then 2. Then, where the source offers one (`moreWarps`:
-// sourceOffersMoreWarps), the multistage kernel's 8-warp form (kMoreWarpsMacro, codegen/plan.h), alone and with
-// the narrowest epilogue.
-std::vector<std::vector<std::string>> retryFlags(const std::vector<std::string>& gencode, bool moreWarps);
-// Whether the emitted NAME.cu at `cuPath` has an 8-warp form (`#ifdef KDL_MULTISTAGE_MORE_WARPS`); false when it
-// cannot be read.
-bool sourceOffersMoreWarps(const std::string& cuPath);
+// checked; for the others (the multistage path) 4 columns, then 2. Then, where the source at `cuPath` has one
+// (`#ifdef KDL_MULTISTAGE_MORE_WARPS`; an empty or unreadable path has none), the multistage kernel's 8-warp form
+// (kMoreWarpsMacro, codegen/plan.h), alone and with the narrowest epilogue.
+std::vector<std::vector<std::string>> retryFlags(const std::vector<std::string>& gencode, const std::string& cuPath);
 
 // The note printed when a later try is kept, quoting the first report's problems on one line and
 // naming the try's flags.

@@ -6,22 +6,21 @@
 #include <algorithm>
 
 #include "codegen/lower_steps.h"
-#include "include/kdl/gemm_sm80_smem.h"
 
 namespace kdl::codegen {
 
-namespace {
-
-GemmSm80SmemShape smemShape(const KernelPlan& p) {
+GemmSm80SmemShape sm80SmemShape(const KernelPlan& p) {
   return GemmSm80SmemShape{p.a.elementBytes, p.b.elementBytes, p.a.contigK, p.b.contigK, p.tileM,
                            p.tileN,          p.tileK,          p.warpsM,    p.warpsN,    p.stages};
 }
+
+namespace {
 
 // kdl::GemmSm80Tma where its TMA path covers the configuration and its launch fits a Hopper block
 // (the only GPUs it runs on); kdl::GemmSm80 elsewhere, which is all GemmSm80Tma would run.
 void decidePath(Lowering& l) {
   KernelPlan& p = l.plan;
-  const GemmSm80SmemShape shape = smemShape(p);
+  const GemmSm80SmemShape shape = sm80SmemShape(p);
   const size_t hopperLimit = size_t(maxSharedMemoryPerBlock(Arch::SM90a));
   if (gemm_sm80_tma_covers(shape) && size_t(gemm_sm80_tma_smem_bytes(shape)) <= hopperLimit) {
     p.path = KernelPath::GemmSm80Tma;
@@ -44,7 +43,7 @@ bool checkSmemLimit(Lowering& l) {
   const KernelPlan& p = l.plan;
   size_t limit = size_t(maxSharedMemoryPerBlock(p.arch));
   if (p.cpAsyncSmemBytes <= limit) return true;
-  size_t perStage = size_t(gemm_sm80_stage_bytes(smemShape(p)));
+  size_t perStage = size_t(gemm_sm80_stage_bytes(sm80SmemShape(p)));
   l.unsupported(l.spec.stages.loc, fmt::format("{} stages need {} bytes of shared memory, more than the {} bytes a block "
                                                "can have on {}; at most {} stages fit",
                                                p.stages, p.cpAsyncSmemBytes, limit, p.archName, limit / perStage));
@@ -72,7 +71,7 @@ bool planStages(Lowering& l) {
 // stages decision that reports it; false after an error.
 bool planSharedMemory(Lowering& l) {
   KernelPlan& p = l.plan;
-  const GemmSm80SmemShape shape = smemShape(p);
+  const GemmSm80SmemShape shape = sm80SmemShape(p);
   p.mainloopSmemBytes = size_t(gemm_sm80_mainloop_smem_bytes(shape));
   p.epilogueSmemBytes = size_t(gemm_sm80_epilogue_smem_bytes(shape));
   p.cpAsyncSmemBytes = size_t(gemm_sm80_smem_bytes(shape));

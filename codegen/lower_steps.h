@@ -6,6 +6,7 @@
 #include <string>
 
 #include "codegen/plan.h"
+#include "include/kdl/gemm_sm80_smem.h"
 #include "dsl/diagnostics.h"
 #include "dsl/spec.h"
 
@@ -32,6 +33,9 @@ bool lowerOrientation(Lowering& l);
 // codegen/lower_operands.cpp: A, B, C, D and the extra outputs (types, layouts, alignment, element
 // sizes, leading-dimension names), the accumulator and the MMA instruction.
 bool lowerOperands(Lowering& l);
+// codegen/lower_pipeline.cpp: the multistage templates' shared-memory shape of a plan (operands, tile, warps,
+// stages), for include/kdl/gemm_sm80_smem.h's functions, which the templates' kSmemBytes use too.
+GemmSm80SmemShape sm80SmemShape(const KernelPlan& p);
 // codegen/lower_tiling.cpp: the tile, the warps that run it, the shared-memory layout of A and B.
 bool lowerTiling(Lowering& l);
 // codegen/lower_pipeline.cpp: the template that feeds the pipeline (cp.async or TMA), stages, the

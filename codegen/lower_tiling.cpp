@@ -9,7 +9,6 @@
 
 #include "codegen/epilogue_expr.h"
 #include "codegen/lower_steps.h"
-#include "include/kdl/gemm_sm80_smem.h"
 
 namespace kdl::codegen {
 
@@ -405,8 +404,9 @@ double warpTileScore(const KernelPlan& p, int wm, int wn) {
 std::pair<int, int> moreWarpsForm(const KernelPlan& p, int stages) {
   if (p.conv() || p.threads != 128 || p.warpTileM * p.warpTileN / 32 != 128) return {0, 0};
   auto smem = [&](int wm, int wn) {
-    return gemm_sm80_smem_bytes(GemmSm80SmemShape{p.a.elementBytes, p.b.elementBytes, p.a.contigK, p.b.contigK,
-                                                  p.tileM, p.tileN, p.tileK, wm, wn, stages});
+    KernelPlan q = withWarps(p, wm, wn);
+    q.stages = stages;  // not planned yet (lowerPipeline)
+    return gemm_sm80_smem_bytes(sm80SmemShape(q));
   };
   std::pair<int, int> best{0, 0};
   double bestScore = 1e9;

@@ -135,12 +135,13 @@ constexpr double kF32EpilogueRel = 4.0 / 16777216.0;
 // Tolerances of one compared output: relative Frobenius error and max-abs error relative to max|ref|.
 struct Tolerance {
   double rel, maxRel;
-  bool exact;  // integer output: every element equal, but for one off where the value lies near a rounding tie
-  // An integer output's tie: the unrounded reference within 1e-3 + tieRel x max(its largest magnitude, tieScale)
-  // + accAbs of a half, where the kernel's f32 arithmetic may round the other way (tieRel: the accumulator's relative
-  // error, or for integer operands, whose accumulation is exact, the epilogue's f32 arithmetic alone: a few roundings
-  // of 2^-24 each, kF32EpilogueRel; tieScale: the largest |accumulator|, set by the case:
-  // an epilogue that clamps a large accumulator to a few units keeps the accumulator's absolute error).
+  bool exact;  // integer output: every element equal, but where the kernel's f32 arithmetic may round otherwise
+  // An integer output's slack (tieSlack): 1e-3 + tieRel x max(its largest magnitude, tieScale) + accAbs; an element
+  // passes within a half plus that of the unrounded reference, where the kernel's f32 arithmetic may round the other
+  // way (tieRel: the accumulator's relative error, or for integer operands, whose accumulation is exact, the
+  // epilogue's f32 arithmetic alone: a few roundings of 2^-24 each, kF32EpilogueRel; tieScale: the largest
+  // |accumulator|, set by the case: an epilogue that clamps a large accumulator to a few units keeps the
+  // accumulator's absolute error).
   double tieRel = 0, tieScale = 0;
   // What the tensor cores' f32 accumulation may add to any element, in absolute terms (set by the
   // case from K and the operands: accumulationAllowance); 0 where the relative terms cover it.
