@@ -170,6 +170,17 @@ std::string convRegisterProblem(const KernelPlan& p) {
                        "the filter a run-time argument, or use 128 x 128, 256 x 64 or 64 x 256",
                        p.tileM, p.tileN, p.tileK, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN,
                        p.warpTileM * p.warpTileN / 32, p.filterR, p.filterS, p.spec.stages.value);
+  if (kind == "Fprop" && rowsA <= 2 && p.filterR == 0 && p.spec.stages.value > 4)
+    // ... and with a run-time filter only up to 4 stages: 5 and 6 spill 4 bytes in the sm_90 SASS (f16 and bf16, with
+    // and without an epilogue, fixed or run-time strides; found by the GPU suite's heavy random kernels, seed 42003),
+    // where 4 stages (what auto picks) and every filter fixed at 2 x 2, 3 x 3, 3 x 5, 5 x 5 or 7 x 7 through 4, 5
+    // and 6 build (docs/perf-notes.md v42).
+    return fmt::format("tile {} x {} x {} of a conv2d_fprop on the multistage path runs {} warps of {} x {} ({} f32 "
+                       "accumulators per thread) with a run-time filter through {} stages: one register more than a "
+                       "thread holds in the sm_90 code (ptxas spills 4 bytes); use stages = 4 (or auto), fix the filter "
+                       "in the spec (`filter = (3, 3);`, at least 2 wide), or use 128 x 128, 256 x 64 or 64 x 256",
+                       p.tileM, p.tileN, p.tileK, p.warpsM * p.warpsN, p.warpTileM, p.warpTileN,
+                       p.warpTileM * p.warpTileN / 32, p.spec.stages.value);
   if (kind == "Fprop" && rowsA <= 2) {
     // ... unless the filter is fixed 1 wide in either dimension (1 x 1, 3 x 1, 5 x 1: 4 bytes of spills on sm_80
     // and sm_90a at every epilogue width; 1 x 3 with a residual and an extra output, on sm_90; measured through

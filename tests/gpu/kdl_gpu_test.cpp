@@ -406,6 +406,7 @@ struct Case {
   // fallback = sm80 cases (runFallback): A's leading dimension (0: the usual), A shared by every batch
   // (batch stride 0), and the kernel kdl_NAME_path must name ("": not checked).
   int64_t ldA = 0;
+  int64_t ldB = 0;  // B's leading dimension (0: the usual)
   bool broadcastA = false;
   std::string wantPath;
 };
@@ -818,7 +819,7 @@ CaseBuffers prepare(Harness& h, const KernelUnderTest& k, const Case& c, std::mt
                        c.ldA);
         if (c.broadcastA) b.batchStride = 0;  // one A for every batch
         break;
-      case Role::B: b = makeMatrix(rng, r.dtype, k.B->layout, c.k, c.n, c.batch, k.B->align, c.padLd, true, 1.0); break;
+      case Role::B: b = makeMatrix(rng, r.dtype, k.B->layout, c.k, c.n, c.batch, k.B->align, c.padLd, true, 1.0, c.ldB); break;
       case Role::C: b = makeMatrix(rng, r.dtype, k.C->layout, c.m, c.n, c.batch, k.C->align, c.padLd, true, 2.0); break;
       case Role::D: b = makeMatrix(rng, r.dtype, k.D->layout, c.m, c.n, c.batch, k.D->align, c.padLd, false, 0); break;
       case Role::OutTensor: {
@@ -1327,9 +1328,25 @@ void runFallback(Harness& h, const KernelUnderTest& k) {
 // DRAM-bound (a short K) in 48 x 12 tiles of the kernel's own size, odd edges: over 4 tiles per SM of a 132-SM
 // H100, so a cooperative kernel without clusters takes them in run-time order (dynamic_order: atomic tickets
 // through the poisoned workspace; checkTickets reads the counter after the run).
+// A case meant for the sm90a kernel itself (its tickets, its stream-K tail) keeps its odd M and N but gives an
+// MN-major A or B (a column-major A runs along M, a row-major B along N) a leading dimension of whole 16 bytes:
+// TMA describes nothing else, and a kernel with `fallback = sm80` would run the case on the sm80 path instead,
+// never touching what the case is for (a random spec of f16 A, column-major, align 2 did: heavy seed 42002).
+// With a fallback the case also checks that kdl_NAME_path names the sm90a kernel.
+void forTheSm90aKernel(const KernelUnderTest& k, Case& c) {
+  auto tmaLd = [](const Operand& o, int64_t extent) {
+    const int64_t per16 = std::max<int64_t>(1, 16 / (int64_t)storageBytes(o.dtype));
+    return roundUp(roundUp(std::max<int64_t>(extent, 1), o.align), std::max<int64_t>(per16, o.align));
+  };
+  if (k.A->layout == Layout::Col) c.ldA = tmaLd(*k.A, c.m);
+  if (k.B->layout == Layout::Row) c.ldB = tmaLd(*k.B, c.n);
+  if (k.spec->fallback.value == Fallback::Sm80) c.wantPath = "sm90a";
+}
+
 Case runTimeOrderCase(const KernelUnderTest& k, int64_t al) {
   Case d{(int64_t)k.spec->tile.value[0] * 48 - 5, (int64_t)k.spec->tile.value[1] * 12 - 3, roundUp(64, al)};
   d.note = "tiles in run-time order (DRAM-bound, 4+ tiles per SM)";
+  forTheSm90aKernel(k, d);
   return d;
 }
 
@@ -1428,6 +1445,7 @@ std::vector<Case> casesFor(const KernelUnderTest& k, bool quick, bool tiny) {
   if (k.spec->arch.value == Arch::SM90a) {
     Case c{(int64_t)k.spec->tile.value[0] * 18 - 5, (int64_t)k.spec->tile.value[1] * 11 - 3, roundUp(1024, al)};
     c.note = "stream-K tail on 132 SMs";
+    forTheSm90aKernel(k, c);
     cs.push_back(c);
     cs.push_back(runTimeOrderCase(k, al));
   }
