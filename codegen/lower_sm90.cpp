@@ -160,6 +160,31 @@ const EpiOutput* outputUnlikeD(const KernelPlan& p) {
   return nullptr;
 }
 
+// The extra tensor outputs of a GEMM (outputs[1..], reductions aside) and those laid out unlike D whose value is not
+// a constant. An output whose value kdlc computed (codegen/epilogue_expr.h's foldConstants) does not count as unlike
+// D: a constant row-major output beside a column-major D and a second output with gelu or log builds (tests/
+// diagnostics/accepted/sm90a_unlike_output_heavy64_neighbours.kdl).
+struct ExtraOutputs {
+  int tensors = 0, unlikeVarying = 0;
+  const EpiOutput* firstUnlikeVarying = nullptr;  // in spec.epilogue (its source location)
+};
+ExtraOutputs extraOutputs(const KernelPlan& p) {
+  ExtraOutputs e;
+  const Operand* D = p.spec.operand("D");
+  if (!D) return e;
+  for (size_t i = 1; i < p.epilogue.outputs.size(); ++i) {
+    const EpiOutput& o = p.epilogue.outputs[i];
+    if (o.kind != EpiOutput::Kind::Tensor) continue;
+    ++e.tensors;
+    const bool constant = o.value.op == EpiOp::Const ||
+                          (o.value.op == EpiOp::Neg && o.value.args.size() == 1 && o.value.args[0].op == EpiOp::Const);
+    if (o.layout == D->layout || constant) continue;
+    ++e.unlikeVarying;
+    if (!e.firstUnlikeVarying) e.firstUnlikeVarying = &p.spec.epilogue.outputs[i];
+  }
+  return e;
+}
+
 std::string peerText(const KernelPlan& p) {
   const int peers = p.clusterM * p.clusterN - 1;
   if (peers == 0) return "";
@@ -413,22 +438,9 @@ bool lowerSm90Epilogue(Lowering& l) {
   // and 4 stages, D either layout; pingpong 64 x 128), and so do three outputs unlike D with no math at all (20-32
   // bytes); with sigmoid, silu, sqrt, rsqrt, a division, abs, relu, leaky_relu or clamp instead it builds, and so does
   // one extra output with exp, and 128 x 64 (32 accumulators) with four outputs and exp.
-  // An output whose value kdlc computed (a constant) does not count as unlike D: a constant row-major output
-  // beside a column-major D and a second output with gelu or log builds (tests/diagnostics/accepted/
-  // sm90a_unlike_output_heavy64_neighbours.kdl).
-  int extraTensors = 0, unlikeTensors = 0;
-  const EpiOutput* varying = nullptr;  // the first output unlike D whose value is not a constant
-  if (const Operand* D = p.spec.operand("D"))
-    for (size_t i = 1; i < p.epilogue.outputs.size(); ++i) {
-      const EpiOutput& o = p.epilogue.outputs[i];
-      if (o.kind != EpiOutput::Kind::Tensor) continue;
-      ++extraTensors;
-      const bool constant = o.value.op == EpiOp::Const ||
-                            (o.value.op == EpiOp::Neg && o.value.args.size() == 1 && o.value.args[0].op == EpiOp::Const);
-      if (o.layout == D->layout || constant) continue;
-      ++unlikeTensors;
-      if (!varying) varying = &p.spec.epilogue.outputs[i];
-    }
+  const ExtraOutputs extra = extraOutputs(p);
+  const int extraTensors = extra.tensors, unlikeTensors = extra.unlikeVarying;
+  const EpiOutput* varying = extra.firstUnlikeVarying;
   const int libMath = countOps(p.epilogue, EpiOp::Exp) + countOps(p.epilogue, EpiOp::Tanh) + heavy.total();
   if (varying && r.wgmma >= 64 && ((extraTensors >= 2 && libMath >= 1) || unlikeTensors >= 3)) {
     unlike = varying;
