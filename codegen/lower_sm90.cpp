@@ -439,27 +439,25 @@ bool lowerSm90Epilogue(Lowering& l) {
   // bytes); with sigmoid, silu, sqrt, rsqrt, a division, abs, relu, leaky_relu or clamp instead it builds, and so does
   // one extra output with exp, and 128 x 64 (32 accumulators) with four outputs and exp.
   const ExtraOutputs extra = extraOutputs(p);
-  const int extraTensors = extra.tensors, unlikeTensors = extra.unlikeVarying;
   const EpiOutput* varying = extra.firstUnlikeVarying;
   const int libMath = countOps(p.epilogue, EpiOp::Exp) + countOps(p.epilogue, EpiOp::Tanh) + heavy.total();
-  if (varying && r.wgmma >= 64 && ((extraTensors >= 2 && libMath >= 1) || unlikeTensors >= 3)) {
-    unlike = varying;
-    l.unsupported(unlike->loc,
-                  unlikeTensors >= 3
+  if (varying && r.wgmma >= 64 && ((extra.tensors >= 2 && libMath >= 1) || extra.unlikeVarying >= 3)) {
+    l.unsupported(varying->loc,
+                  extra.unlikeVarying >= 3
                       ? fmt::format("{} outputs are laid out unlike D ({}-major; `{}` the first), each stored element by "
                                     "element, beside {} accumulator registers per consumer thread: more registers than "
                                     "setmaxnreg gives (ptxas spills at every epilogue width); declare them {} like D, "
                                     "or use a tile with 32 accumulators per consumer thread (cooperative 128 x 64, "
                                     "pingpong 64 x 64)",
-                                    unlikeTensors, layoutWord(unlike->layout), unlike->name, r.wgmma, dLayout)
+                                    extra.unlikeVarying, layoutWord(varying->layout), varying->name, r.wgmma, dLayout)
                       : fmt::format("output `{}` is {}-major, unlike D (stored element by element), beside {} more extra "
                                     "output{} and an epilogue that calls exp, tanh, log, gelu or gelu_tanh, with {} "
                                     "accumulator registers per consumer thread: more registers than setmaxnreg gives "
                                     "(ptxas spills at every epilogue width); declare `{}` {} like D, store one extra "
                                     "output, or use a tile with 32 accumulators per consumer thread (cooperative "
                                     "128 x 64, pingpong 64 x 64)",
-                                    unlike->name, layoutWord(unlike->layout), extraTensors - 1,
-                                    extraTensors - 1 == 1 ? "" : "s", r.wgmma, unlike->name, dLayout));
+                                    varying->name, layoutWord(varying->layout), extra.tensors - 1,
+                                    extra.tensors - 1 == 1 ? "" : "s", r.wgmma, varying->name, dLayout));
     return false;
   }
   // Measured past the estimate as well (`kdlc build`, every later try; bf16, s8 and e4m3, cooperative 128 x 256 and

@@ -1334,9 +1334,9 @@ void runFallback(Harness& h, const KernelUnderTest& k) {
 // never touching what the case is for (a random spec of f16 A, column-major, align 2 did: heavy seed 42002).
 // With a fallback the case also checks that kdl_NAME_path names the sm90a kernel.
 void forTheSm90aKernel(const KernelUnderTest& k, Case& c) {
-  auto tmaLd = [](const Operand& o, int64_t extent) {
+  auto tmaLd = [](const Operand& o, int64_t extent) {  // alignments are powers of two: the larger one covers both
     const int64_t per16 = std::max<int64_t>(1, 16 / (int64_t)storageBytes(o.dtype));
-    return roundUp(roundUp(std::max<int64_t>(extent, 1), o.align), std::max<int64_t>(per16, o.align));
+    return roundUp(std::max<int64_t>(extent, 1), std::max<int64_t>(per16, o.align));
   };
   if (k.A->layout == Layout::Col) c.ldA = tmaLd(*k.A, c.m);
   if (k.B->layout == Layout::Row) c.ldB = tmaLd(*k.B, c.n);
