@@ -3,6 +3,7 @@
 // the spec's kernels filled in). docs/torch.md describes what the ops take and return.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -56,12 +57,22 @@ bool isOutput(const ArgPlan& a) {
          a.role == ArgPlan::Role::AmaxOutput;
 }
 
+// A convolution's optional residual (`Tensor? residual`: None reads as 0).
+bool isResidual(const KernelPlan& p, const ArgPlan& a) {
+  return p.conv() && p.hasSource && a.role == ArgPlan::Role::OperandIn && a.name == p.c.name;
+}
+
 // The op of one kernel: its arguments in schema order (tensors in C ABI order, then the params, which
 // have defaults and so must follow every argument without one, then split_k) and its outputs.
 struct OpShape {
   std::vector<const ArgPlan*> tensors, params, outputs;
   bool splitK = false;
   int maxSplitK = 1;
+  // A convolution's geometry arguments after the params (docs/torch.md, "Convolution ops"): stride, padding,
+  // dilation, then dgrad's input_size or wgrad's kernel_size ("" for fprop).
+  bool conv = false;
+  std::string convExtra;
+  std::string strideDefault = "[1, 1]";
   // Names the generated body declares besides the user's (`problem`, `args`, `guard`), made unique.
   std::string problem, args, guard;
 };
@@ -82,6 +93,14 @@ OpShape opShape(const KernelPlan& p) {
   }
   s.splitK = p.serialSplitK;
   s.maxSplitK = p.maxSplitK;
+  if (p.conv()) {
+    s.conv = true;
+    s.convExtra = p.spec.op.value == Op::Conv2dDgrad   ? "input_size"
+                  : p.spec.op.value == Op::Conv2dWgrad ? "kernel_size"
+                                                       : "";
+    if (p.strideH > 0) s.strideDefault = fmt::format("[{}, {}]", p.strideH, p.strideW);
+    for (const char* n : {"stride", "padding", "dilation", "input_size", "kernel_size"}) taken.insert(n);
+  }
   s.problem = uniqueLocal("problem", taken);
   s.args = uniqueLocal("args", taken);
   s.guard = uniqueLocal("guard", taken);
@@ -90,8 +109,14 @@ OpShape opShape(const KernelPlan& p) {
 
 std::string schemaOf(const KernelPlan& p, const OpShape& s) {
   std::vector<std::string> in, out;
-  for (const ArgPlan* a : s.tensors) in.push_back("Tensor " + a->name);
+  for (const ArgPlan* a : s.tensors) in.push_back((isResidual(p, *a) ? "Tensor? " : "Tensor ") + a->name);
   for (const ArgPlan* a : s.params) in.push_back(fmt::format("float {}={}", a->name, schemaFloat(a->defaultValue)));
+  if (s.conv) {
+    in.push_back("int[2] stride=" + s.strideDefault);
+    in.push_back("int[2] padding=[0, 0]");
+    in.push_back("int[2] dilation=[1, 1]");
+    if (!s.convExtra.empty()) in.push_back("int[] " + s.convExtra + "=[]");
+  }
   if (s.splitK) in.push_back("int split_k=0");
   for (const ArgPlan* a : s.outputs) out.push_back("Tensor " + a->name);
   const std::string ret = out.size() == 1 ? "Tensor" : fmt::format("({})", fmt::join(out, ", "));
@@ -105,11 +130,16 @@ std::string returnType(const OpShape& s) {
 }
 
 // "const ::at::Tensor& A, const ::at::Tensor& B, double alpha, int64_t split_k"
-std::string cppParameters(const OpShape& s, bool withParams) {
+std::string cppParameters(const KernelPlan& p, const OpShape& s, bool withParams) {
   std::vector<std::string> ps;
-  for (const ArgPlan* a : s.tensors) ps.push_back("const ::at::Tensor& " + a->name);
+  for (const ArgPlan* a : s.tensors)
+    ps.push_back((isResidual(p, *a) ? "const ::std::optional<::at::Tensor>& " : "const ::at::Tensor& ") + a->name);
   if (withParams)
     for (const ArgPlan* a : s.params) ps.push_back("double " + a->name);
+  if (s.conv) {
+    for (const char* n : {"stride", "padding", "dilation"}) ps.push_back(fmt::format("::c10::IntArrayRef {}", n));
+    if (!s.convExtra.empty()) ps.push_back("::c10::IntArrayRef " + s.convExtra);
+  }
   if (s.splitK) ps.push_back("::int64_t split_k");
   return fmt::format("{}", fmt::join(ps, ", "));
 }
@@ -117,13 +147,32 @@ std::string cppParameters(const OpShape& s, bool withParams) {
 std::string checkCall(const KernelPlan& p, const OpShape& s) {
   std::vector<std::string> names;
   for (const ArgPlan* a : s.tensors) names.push_back(a->name);
+  if (s.conv) {
+    for (const char* n : {"stride", "padding", "dilation"}) names.push_back(n);
+    if (!s.convExtra.empty()) names.push_back(s.convExtra);
+  }
   if (s.splitK) names.push_back("split_k");
   return fmt::format("::kdl_torch_ops::{}::check({})", p.name, fmt::join(names, ", "));
 }
 
-// What one argument is to the op's checks (kdl::torch_ops::Problem).
+// Which of a convolution's three tensors (kdl::torch_ops::ConvTensor) an input operand is: fprop reads
+// X and W, dgrad Y and W, wgrad Y and X (the spec's names are these).
+const char* convTensor(const ArgPlan& a) {
+  return a.name == "X" ? "ops::ConvTensor::X" : a.name == "W" ? "ops::ConvTensor::W" : "ops::ConvTensor::Y";
+}
+const char* convOpConstant(Op op) {
+  return op == Op::Conv2dDgrad ? "ops::ConvOp::Dgrad" : op == Op::Conv2dWgrad ? "ops::ConvOp::Wgrad" : "ops::ConvOp::Fprop";
+}
+
+// What one argument is to the op's checks (kdl::torch_ops::Problem, or ConvProblem for a convolution).
 std::string declaration(const KernelPlan& p, const ArgPlan& a) {
   const std::string dt = fmt::format("{}, \"{}\"", atDtype(a.dtype), dtypeWord(a.dtype));
+  if (p.conv()) {
+    if (isResidual(p, a)) return fmt::format("residual(\"{0}\", {0}, {1})", a.name, dt);
+    if (a.role == ArgPlan::Role::OperandIn) return fmt::format("input(\"{0}\", {0}, {1}, {2})", a.name, convTensor(a), dt);
+    if (a.kind == ArgPlan::Kind::DeviceScalar) return fmt::format("scalar(\"{0}\", {0}, {1})", a.name, dt);
+    return fmt::format("vector(\"{0}\", {0}, {1})", a.name, dt);
+  }
   switch (a.role) {
     case ArgPlan::Role::BlockScale:
       return a.name == "scale_A" ? fmt::format("scales_a(\"{0}\", {0}, {1}, {2})", a.name, p.blockMA, p.blockK)
@@ -146,8 +195,9 @@ Layout bindLayout(const ArgPlan& a) {
   return a.layout;
 }
 
-std::string outputAllocation(const ArgPlan& a) {
+std::string outputAllocation(const KernelPlan& p, const ArgPlan& a) {
   if (a.role == ArgPlan::Role::AmaxOutput) return "amax_output()";
+  if (p.conv()) return fmt::format("output({})", atDtype(a.dtype));
   return fmt::format("output({}, {})", layoutConstant(a.layout), atDtype(a.dtype));
 }
 
@@ -190,21 +240,29 @@ void emitOp(CodeWriter& w, const KernelPlan& p, const std::string& ns) {
   w.line("namespace kernel = ::kdl_kernels::{};", p.name);
   w.blank();
 
+  const std::string problemType = p.conv() ? "ops::ConvProblem" : "ops::Problem";
   w.raw("// The checks of both implementations, before anything runs: devices, dtypes, ranks and sizes.");
-  w.open("ops::Problem check({}) {{", cppParameters(s, false));
-  w.line("ops::Problem {}(\"{}.{}\");", P, ns, p.name);
+  w.open("{} check({}) {{", problemType, cppParameters(p, s, false));
+  if (p.conv())
+    w.line("ops::ConvProblem {}(\"{}.{}\", {}, {}, {}, {}, {});", P, ns, p.name, convOpConstant(p.spec.op.value),
+           p.filterR, p.filterS, p.strideH, p.strideW);
+  else
+    w.line("ops::Problem {}(\"{}.{}\");", P, ns, p.name);
   for (const ArgPlan* a : s.tensors) w.line("{}.{};", P, declaration(p, *a));
-  w.line("{}.resolve();", P);
+  if (p.conv())
+    w.line("{}.geometry(stride, padding, dilation, {});", P, s.convExtra.empty() ? "{}" : s.convExtra);
+  else
+    w.line("{}.resolve();", P);
   if (s.splitK) w.line("{}.split_k(split_k, {});", P, s.maxSplitK);
   w.line("return {};", P);
   w.close();
   w.blank();
 
   w.raw("// CUDA tensors: the kernel, on the current stream. (CPU tensors come here too and are refused.)");
-  w.open("{} cuda({}) {{", ret, cppParameters(s, true));
-  w.line("ops::Problem {} = {};", P, checkCall(p, s));
-  w.line("const ::c10::cuda::CUDAGuard {}(A.device());", s.guard);
-  for (const ArgPlan* a : s.outputs) w.line("const ::at::Tensor {} = {}.{};", a->name, P, outputAllocation(*a));
+  w.open("{} cuda({}) {{", ret, cppParameters(p, s, true));
+  w.line("{} {} = {};", problemType, P, checkCall(p, s));
+  w.line("const ::c10::cuda::CUDAGuard {}({}.device());", s.guard, s.tensors.front()->name);
+  for (const ArgPlan* a : s.outputs) w.line("const ::at::Tensor {} = {}.{};", a->name, P, outputAllocation(p, *a));
   w.line("kernel::Arguments {};", s.args);
   w.line("{}.sizes({});", P, s.args);
   if (s.splitK) w.line("{}.split_k = static_cast<int>(split_k);", s.args);
@@ -212,8 +270,11 @@ void emitOp(CodeWriter& w, const KernelPlan& p, const std::string& ns) {
     const std::string member = s.args + "." + a.name;
     switch (a.kind) {
       case ArgPlan::Kind::Tensor:
-        w.line("{}.bind_matrix({}, {}, {}, {}.{}, {}.{});", P, a.name, layoutConstant(bindLayout(a)), member, s.args,
-               a.ldName, s.args, a.batchStrideName);
+        if (p.conv())
+          w.line("{}.bind({}, {}, {}.{}, {}.{});", P, a.name, member, s.args, a.ldName, s.args, a.batchStrideName);
+        else
+          w.line("{}.bind_matrix({}, {}, {}, {}.{}, {}.{});", P, a.name, layoutConstant(bindLayout(a)), member, s.args,
+                 a.ldName, s.args, a.batchStrideName);
         break;
       case ArgPlan::Kind::Vector:
         w.line("{}.bind_vector({}, {}, {}.{});", P, a.name, member, s.args, a.batchStrideName);
@@ -232,10 +293,10 @@ void emitOp(CodeWriter& w, const KernelPlan& p, const std::string& ns) {
 
   w.raw("// Meta tensors (torch.compile's tracing): the same checks, and outputs with the shapes, dtypes and strides");
   w.raw("// the kernel would write.");
-  w.open("{} meta({}) {{", ret, cppParameters(s, true));
-  w.line("const ops::Problem {} = {};", P, checkCall(p, s));
+  w.open("{} meta({}) {{", ret, cppParameters(p, s, true));
+  w.line("const {} {} = {};", problemType, P, checkCall(p, s));
   std::vector<std::string> allocs;
-  for (const ArgPlan* a : s.outputs) allocs.push_back(fmt::format("{}.{}", P, outputAllocation(*a)));
+  for (const ArgPlan* a : s.outputs) allocs.push_back(fmt::format("{}.{}", P, outputAllocation(p, *a)));
   if (allocs.size() == 1) {
     w.line("return {};", allocs[0]);
   } else {
@@ -269,6 +330,8 @@ std::string emitTorchExtension(const std::vector<KernelPlan>& plans, const EmitO
   w.line("// with {}_torch_build.py (or `kdlc build --torch`), load it with torch.ops.load_library.", o.torchStem);
   w.raw("#include <c10/cuda/CUDAGuard.h>");
   w.raw("#include <kdl/torch_ops.h>");
+  if (std::any_of(plans.begin(), plans.end(), [](const KernelPlan& p) { return p.conv(); }))
+    w.raw("#include <kdl/torch_conv_ops.h>");
   w.raw("#include <torch/library.h>");
   w.blank();
   w.raw("#include <cstdint>");

@@ -228,11 +228,21 @@ bool checkSupported(const KernelSpec& s, DiagEngine& diags) {
 
 bool checkTorchSupported(const KernelSpec& s, DiagEngine& diags) {
   if (s.op.value == Op::Gemm) return true;
-  diags.error(DiagKind::Unsupported, s.op.loc,
-              fmt::format("kernel `{}`: `--torch` does not generate PyTorch ops for convolutions yet ({}); emit the "
-                          "kernel without --torch and call its C++ API or C ABI",
-                          s.name, opWord(s.op.value)));
-  return false;
+  // A convolution's op takes its geometry by these names (docs/torch.md, "Convolution ops"); an epilogue
+  // param, input or output of the same name would be a second schema argument or a local that hides one.
+  const size_t before = diags.errorCount();
+  auto refuse = [&](const std::string& name, SourceLoc loc, const char* what) {
+    for (const char* taken : kTorchConvArgumentNames)
+      if (name == taken)
+        diags.error(DiagKind::Unsupported, loc,
+                    fmt::format("kernel `{}`: the epilogue's {} `{}` has the name of an argument of the convolution's "
+                                "PyTorch op ({}); rename it for `--torch`",
+                                s.name, what, name, fmt::join(kTorchConvArgumentNames, ", ")));
+  };
+  for (const EpiParam& x : s.epilogue.params) refuse(x.name, x.loc, "param");
+  for (const EpiInput& x : s.epilogue.inputs) refuse(x.name, x.loc, "input");
+  for (const EpiOutput& x : s.epilogue.outputs) refuse(x.name, x.loc, "output");
+  return diags.errorCount() == before;
 }
 
 }  // namespace kdl::codegen

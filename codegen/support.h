@@ -101,8 +101,10 @@ inline bool isWgmmaSchedule(Schedule s) { return s == Schedule::Cooperative || s
 // Reports [unsupported] errors for everything in `spec` this version cannot generate; returns
 // true when the spec is supported.
 bool checkSupported(const KernelSpec& spec, DiagEngine& diags);
-// `kdlc emit --torch`: an [unsupported] error at the op of a kernel the PyTorch extension has no op for
-// (convolutions, for now); true when it has one.
+// The arguments a convolution's PyTorch op takes by name besides the spec's own (codegen/emit_torch.cpp).
+inline constexpr const char* kTorchConvArgumentNames[] = {"stride", "padding", "dilation", "input_size", "kernel_size"};
+// `kdlc emit --torch`: [unsupported] errors for what the PyTorch extension cannot name (a convolution's
+// epilogue name that is one of kTorchConvArgumentNames); true when every op can be generated.
 bool checkTorchSupported(const KernelSpec& spec, DiagEngine& diags);
 
 }  // namespace kdl::codegen

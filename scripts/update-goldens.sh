@@ -29,8 +29,8 @@ FAILED=0
 # ---- emit: the files `kdlc emit` writes for every sample spec (samples/kernels/*.kdl, with --torch: the
 # PyTorch extension too), every sm90a test spec (tests/golden/sm90a/*.kdl, into sm90a_<name>), every
 # torch test spec (tests/golden/torch/*.kdl with --torch, into torch_<name>), every convolution test spec
-# (tests/golden/conv/*.kdl, into conv_<name>; no --torch: conv has no PyTorch ops yet) and the shared
-# convolution example (spec/examples/conv_fprop.kdl, into examples_conv_fprop) ----
+# (tests/golden/conv/*.kdl, into conv_<name>; without --torch: tests/golden/torch/conv_ops.kdl pins the conv
+# ops) and the shared convolution example (spec/examples/conv_fprop.kdl, into examples_conv_fprop) ----
 goldens_emit() {
   local tmp; tmp="$(mktemp -d)"
   trap 'rm -rf "$tmp"' RETURN
@@ -44,8 +44,6 @@ goldens_emit() {
        tests/golden/conv/*) stem="conv_$stem"; torch= ;;
        "$KDL_SHARED_DIR"/*) stem="examples_$stem"; torch= ;;
      esac
-     # Convolutions are not PyTorch ops yet: `kdlc emit --torch` refuses a spec that has one.
-     if grep -Eq '^[[:space:]]*op[[:space:]]*=[[:space:]]*conv2d_' "$spec"; then torch=; fi
      "$KDLC" emit "$spec" -o "$tmp/$stem" $torch --color=never 2>"$tmp/$stem.log" || { cat "$tmp/$stem.log" >&2; exit 1; }
    done) || { FAILED=1; return; }
   if [ "$MODE" = check ]; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Tests of the PyTorch extension `kdlc emit --torch` writes, with a Python that has torch (issue 9):
-  torch_ext.py --kdlc build/kdlc --python .venv/bin/python --case ops|build
+  torch_ext.py --kdlc build/kdlc --python .venv/bin/python --case ops|build|conv
   ops    the extension of tests/golden/torch/ops.kdl, its kernels replaced by stubs (host C++ only, so
          every kernel, sm90a ones included, costs no nvcc): built by the emitted build script from
          another directory with --kernels-lib; then torch_check.py checks every op's schema, its meta
@@ -9,6 +9,9 @@
   build  real nvcc: `kdlc build --torch` of the spec's small sm80 kernel t_bias_relu, then the emitted
          build script alone (only the emitted directory, the include directory and PyTorch; nvcc from
          $KDL_NVCC) run from another directory; both libraries load, have the op, and never link libcuda
+  conv   the extension of tests/golden/torch/conv_ops.kdl (convolution ops) against stub kernels; then
+         torch_conv_check.py checks every op's schema, its meta and FakeTensorMode calls (channels_last and
+         NCHW inputs, channels_last outputs) and its error messages
 Prints SKIP: (exit 0) when the Python is missing or has no torch ($KDL_TORCH_PYTHON or the CMake cache
 variable KDL_TORCH_PYTHON name it; scripts/setup.sh makes .venv), or when there is no CUDA toolkit."""
 import argparse, json, os, shutil, subprocess, sys, tempfile
@@ -16,6 +19,7 @@ import argparse, json, os, shutil, subprocess, sys, tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
 SPEC = os.path.join(SOURCE, "tests", "golden", "torch", "ops.kdl")
+CONV_SPEC = os.path.join(SOURCE, "tests", "golden", "torch", "conv_ops.kdl")
 INCLUDE = os.path.join(SOURCE, "include")
 
 
@@ -165,7 +169,37 @@ def case_build(kdlc, py, tmp):
         check(r.returncode == 0, f"torch_check.py found problems in {lib}", r.stderr[-5000:])
 
 
-CASES = {"ops": case_ops, "build": case_build}
+def case_conv(kdlc, py, tmp):
+    """The convolution ops of tests/golden/torch/conv_ops.kdl against stub kernels: built by the emitted script,
+    then torch_conv_check.py (schemas, meta and FakeTensorMode calls in channels_last, error messages)."""
+    nvcc = find_nvcc()
+    print(f"torch {py[1]} ({py[0]}), {nvcc}")
+    py = py[0]
+    cuda_include = os.path.join(os.path.dirname(os.path.dirname(nvcc)), "include")
+    ext = os.path.join(tmp, "ext")
+    run([kdlc, "emit", "--torch", CONV_SPEC, "-o", ext], "kdlc emit --torch")
+    with open(os.path.join(ext, "manifest.json")) as f:
+        manifest = json.load(f)
+    stubs = os.path.join(tmp, "stubs.cpp")
+    with open(stubs, "w") as f:
+        f.write("".join(STUB.format(name=k["name"]) for k in manifest["kernels"]))
+    cxx = os.environ.get("CXX", "c++")
+    run([cxx, "-std=c++17", "-fPIC", "-I" + ext, "-I" + cuda_include, "-c", stubs, "-o", stubs + ".o"], "the stubs")
+    lib = os.path.join(tmp, "libstubs.a")
+    run(["ar", "rcs", lib, stubs + ".o"], "ar")
+    r = run([py, os.path.join(ext, "conv_ops_torch_build.py"), "--kdl-include", INCLUDE, "--nvcc", nvcc,
+             "--kernels-lib", lib, "--jobs", "2"], "the build script with the stubs", cwd=tmp)
+    so = os.path.join(ext, "conv_ops_torch.so")
+    check(os.path.isfile(so), "the build script wrote no library", r.stdout + r.stderr)
+    check(not any(n.startswith("libcuda.so") for n in needed_libraries(so)), "the extension links libcuda",
+          str(needed_libraries(so)))
+    r = run([py, os.path.join(HERE, "torch_conv_check.py"), "--library", so, "--manifest",
+             os.path.join(ext, "manifest.json")], "torch_conv_check.py", ok=False)
+    print(r.stdout)
+    check(r.returncode == 0, "torch_conv_check.py found problems", r.stdout[-5000:] + r.stderr[-5000:])
+
+
+CASES = {"ops": case_ops, "build": case_build, "conv": case_conv}
 
 
 def main():

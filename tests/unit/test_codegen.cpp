@@ -1271,10 +1271,15 @@ TEST_CASE("conv: sm90a runs the sm80 mainloop unless the spec asks for wgmma; st
   CHECK(contains(convError(convSpec("c9", "conv2d_fprop", "  schedule = cooperative;\n  split_k = serial(2);", "sm90a")),
                  "split_k is generated on the sm90a conv path for conv2d_wgrad only"));
   DiagEngine d;
-  CHECK(!checkTorchSupported(p.spec, d));
+  CHECK(checkTorchSupported(p.spec, d));  // a convolution has PyTorch ops (docs/torch.md)
+  CHECK(!d.hasErrors());
+  KernelSpec named = p.spec;
+  named.epilogue.params.push_back(EpiParam{});
+  named.epilogue.params.back().name = "padding";
+  CHECK(!checkTorchSupported(named, d));
   REQUIRE(d.hasErrors());
-  CHECK(contains(d.all()[0].message, "`--torch` does not generate PyTorch ops for convolutions yet"));
-  CHECK(d.all()[0].loc == p.spec.op.loc);
+  CHECK(contains(d.all()[0].message, "the epilogue's param `padding` has the name of an argument of the convolution's "
+                                     "PyTorch op"));
   CHECK(contains(convError(convSpec("cf", "conv2d_fprop", "", "sm80", "f32")), "f32 inputs of a convolution"));
   // The validator's backstop: a conv spec without its three tensors is refused, not lowered.
   KernelSpec broken = lowerConv(convSpec("cb", "conv2d_fprop", "")).spec;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The PyTorch GPU tests (docs/torch.md): kdl.load() of the sample specs, the shared examples and
-# tests/gpu/torch/ops.kdl, each op against PyTorch's own result (tests/gpu/torch/test_ops.py), then the
-# samples/torch scripts. Needs a CUDA GPU, nvcc and a Python with torch; no pytest, no network.
+# The PyTorch GPU tests (docs/torch.md): kdl.load() of the sample specs, the shared examples,
+# tests/gpu/torch/ops.kdl and tests/golden/torch/conv_ops.kdl, each op against PyTorch's own result
+# (tests/gpu/torch/test_ops.py; the conv ops: test_conv_ops.py, class ConvOps), then the samples/torch scripts. Needs a CUDA GPU, nvcc and a Python with torch; no pytest, no network.
 #   tests/gpu/torch/run.sh [TEST...]     (default: every class of test_ops.py; e.g. Ops.test_split_k)
 # Env: KDLC (default: the kdlc that tests/gpu/prepare.sh carried, else build/kdlc), PYTHON (python3),
 #      KDL_CACHE_DIR (default: a fresh private directory, so the first loads build), KDL_EXAMPLES
@@ -36,7 +36,8 @@ export KDL_EXAMPLES=$EXAMPLES
   t0=$(date +%s)
   pids=()
   for spec in samples/kernels/transformer.kdl tests/gpu/torch/ops.kdl "$EXAMPLES/gemm_basic.kdl" \
-              "$EXAMPLES/gemm_epilogues.kdl" "$EXAMPLES/gemm_sweep.kdl"; do
+              "$EXAMPLES/gemm_epilogues.kdl" "$EXAMPLES/gemm_sweep.kdl" "$EXAMPLES/conv_fprop.kdl" \
+              tests/golden/torch/conv_ops.kdl samples/torch/conv.kdl; do
     $PYTHON -c 'import sys, kdl; m = kdl.load(sys.argv[1]); print("loaded", sys.argv[1], len(m.kernels), "ops")' "$spec" &
     pids+=($!)
   done
@@ -45,11 +46,13 @@ export KDL_EXAMPLES=$EXAMPLES
   # One process per test class, so that a crash in one (a segfault shows its Python stack through
   # faulthandler) does not hide the others' results.
   rc=0
-  if [ $# -gt 0 ]; then classes=("$@"); else classes=(Samples Ops SharedExamples Cache); fi
+  if [ $# -gt 0 ]; then classes=("$@"); else classes=(Samples Ops SharedExamples Cache ConvOps); fi
   for cls in "${classes[@]}"; do
-    $PYTHON -X faulthandler tests/gpu/torch/test_ops.py -v "$cls"
+    file=test_ops.py
+    case "$cls" in ConvOps*) file=test_conv_ops.py ;; esac
+    $PYTHON -X faulthandler tests/gpu/torch/$file -v "$cls"
     r=$?
-    echo "== test_ops.py $cls: rc=$r"
+    echo "== $file $cls: rc=$r"
     [ $r -eq 0 ] || rc=1
   done
   for s in samples/torch/*.py; do

@@ -235,7 +235,7 @@ class Samples(unittest.TestCase):
 
 
 class SharedExamples(unittest.TestCase):
-    """../shared/spec/examples: every GEMM example's ops."""
+    """../shared/spec/examples: every example's ops (the GEMMs and conv_fprop.kdl)."""
 
     def test_gemm_basic(self):
         m = load(os.path.join(EXAMPLES, "gemm_basic.kdl"))
@@ -282,11 +282,21 @@ class SharedExamples(unittest.TestCase):
                 d = getattr(m, name)(a, b, sa, sb)
                 check(self, d, 0.125 * mm(a.float(), b.float()), 1e-2, f"{name} {mm_}x{nn_}x{kk}")
 
-    def test_conv_example_refused_until_conv_lands(self):
-        # Convolutions are not generated yet (their own issue): the spec error is kdlc's located one.
-        with self.assertRaises(kdl.SpecError) as cm:
-            kdl.load(os.path.join(EXAMPLES, "conv_fprop.kdl"))
-        self.assertIn("conv_fprop.kdl:", str(cm.exception))
+    def test_conv_fprop(self):
+        # conv_fprop_f16_relu: Y = relu(conv(X, W) + bias) in channels_last (docs/torch.md, "Convolution ops")
+        m = load(os.path.join(EXAMPLES, "conv_fprop.kdl"))
+        g = gen(23)
+        x = rand(g, (3, 32, 13, 11), torch.float16).contiguous(memory_format=torch.channels_last)
+        w = (rand(g, (48, 32, 3, 3), torch.float16) * 0.2).contiguous(memory_format=torch.channels_last)
+        bias = rand(g, (48,), torch.float32)
+        poison_like(((3, 48, 13, 11), torch.float16))
+        y = m.conv_fprop_f16_relu(x, w, bias, padding=1)
+        self.assertTrue(y.is_contiguous(memory_format=torch.channels_last), f"strides {y.stride()}")
+        ref = torch.relu(F.conv2d(x.double(), w.double(), padding=1) + bias.double().view(1, -1, 1, 1))
+        check(self, y, ref, 5e-3, "conv_fprop_f16_relu pad 1")
+        y2 = m.conv_fprop_f16_relu(x.contiguous(), w, bias, stride=2)  # an NCHW-contiguous X: converted
+        check(self, y2, torch.relu(F.conv2d(x.double(), w.double(), stride=2) + bias.double().view(1, -1, 1, 1)), 5e-3,
+              "conv_fprop_f16_relu NCHW input, stride 2")
 
 
 class Ops(unittest.TestCase):
