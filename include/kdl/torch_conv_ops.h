@@ -126,10 +126,7 @@ class ConvProblem {
           h = extra[extra.size() - 2];
           wd = extra[extra.size() - 1];
           KDL_TORCH_CHECK(h >= 1 && wd >= 1, op_, ": input_size's h and w must be positive, got ", h, ", ", wd);
-          const int64_t ph = out_size(h, pad_h, dilation_h, r, stride_h, "h"),
-                        pq = out_size(wd, pad_w, dilation_w, s, stride_w, "w");
-          KDL_TORCH_CHECK(ph == p && pq == q, op_, ": input_size (h, w) = (", h, ", ", wd, ") gives p, q = ", ph, ", ",
-                          pq, " but ", y->name, " is (n, k, p, q) = ", shape_text(y->t));
+          check_forward(*y, cat("input_size (h, w) = (", h, ", ", wd, ") gives p, q = "));
         }
         break;
       case ConvOp::Wgrad:
@@ -149,13 +146,8 @@ class ConvProblem {
                           ", ", fixed_s_, "): the spec fixes filter = (", fixed_r_, ", ", fixed_s_, "), got (", r, ", ",
                           s, ")");
         }
-        {
-          const int64_t ph = out_size(h, pad_h, dilation_h, r, stride_h, "h"),
-                        pq = out_size(wd, pad_w, dilation_w, s, stride_w, "w");
-          KDL_TORCH_CHECK(ph == p && pq == q, op_, ": ", y->name, " must be (n, k, p, q) with p, q = ", ph, ", ", pq,
-                          " (the forward of ", x->name, " ", shape_text(x->t), " with this filter, stride, padding "
-                          "and dilation), got ", shape_text(y->t));
-        }
+        check_forward(*y, cat(y->name, " must be (n, k, p, q) with p, q (the forward of ", x->name, " ",
+                              shape_text(x->t), " with this filter, stride, padding and dilation) = "));
         break;
     }
     if (residual_.name) check_like_output(residual_);
@@ -228,20 +220,12 @@ class ConvProblem {
     data = static_cast<T*>(t.data_ptr());
   }
 
-  // can_implement (its message verbatim after the op's name), a workspace from PyTorch's caching allocator,
-  // run() on the current stream (the caller's CUDAGuard picks the device). Nothing synchronises.
+  // kdl/torch_ops.h's launch_kernel: can_implement's message verbatim, a workspace from PyTorch's caching
+  // allocator, run() on the current stream. Nothing synchronises.
   template <class Args>
   void launch(const Args& a, const char* (*can_implement)(const Args&), size_t (*workspace_size)(const Args&),
               cudaError_t (*run)(const Args&, void*, cudaStream_t)) const {
-    if (const char* why = can_implement(a)) {
-      KDL_TORCH_CHECK(false, op_, ": ", std::string(why));
-    }
-    const size_t bytes = workspace_size(a);
-    at::Tensor workspace;
-    if (bytes > 0) workspace = at::empty({static_cast<int64_t>(bytes)}, options_.dtype(c10::ScalarType::Byte));
-    const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
-    const cudaError_t err = run(a, bytes > 0 ? workspace.data_ptr() : nullptr, stream);
-    KDL_TORCH_CHECK(err == cudaSuccess, op_, ": the kernel failed to launch: ", cudaGetErrorString(err));
+    launch_kernel(op_, options_, a, can_implement, workspace_size, run);
   }
 
   // Are `t`'s strides those the kernel reads (channels_last, packed rows)? Sizes of 1 constrain nothing.
@@ -269,17 +253,7 @@ class ConvProblem {
   }
 
   void add(const char* name, const at::Tensor& t, c10::ScalarType dtype, const char* spec_dtype) {
-    KDL_TORCH_CHECK(t.defined(), op_, ": ", name, " is not a tensor");
-    if (!first_) {
-      KDL_TORCH_CHECK(t.is_cuda() || t.is_meta(), op_, ": ", name, " must be a CUDA tensor, got one on ", t.device());
-      options_ = t.options();
-      first_ = name;
-    } else {
-      KDL_TORCH_CHECK(t.device() == options_.device(), op_, ": ", name, " must be on ", options_.device(), " (",
-                      first_, "'s device), got ", t.device());
-    }
-    KDL_TORCH_CHECK(t.scalar_type() == dtype, op_, ": ", name, " must be ", dtype_name(dtype), " (", spec_dtype,
-                    " in the spec), got ", dtype_name(t.scalar_type()));
+    check_device_dtype(op_, first_, options_, name, t, dtype, spec_dtype);
   }
 
   ConvTensor output_tensor() const {
@@ -304,6 +278,13 @@ class ConvProblem {
     KDL_TORCH_CHECK(fixed_r_ == 0 || (r == fixed_r_ && s == fixed_s_), op_, ": ", w->name,
                     " must be (k, c, ", fixed_r_, ", ", fixed_s_, "): the spec fixes filter = (", fixed_r_, ", ",
                     fixed_s_, "), got ", shape_text(w->t));
+  }
+  // dY's p and q must be the forward's of h, w (dgrad's input_size, wgrad's X): `what` and the forward's p, q lead
+  // the message.
+  void check_forward(const Input& y, const std::string& what) const {
+    const int64_t fp = out_size(h, pad_h, dilation_h, r, stride_h, "h"), fq = out_size(wd, pad_w, dilation_w, s, stride_w, "w");
+    KDL_TORCH_CHECK(fp == p && fq == q, op_, ": ", what, fp, ", ", fq, ", but ", y.name, " is (n, k, p, q) = ",
+                    shape_text(y.t));
   }
   int64_t out_size(int64_t in, int64_t pad, int64_t dil, int64_t f, int64_t stride, const char* what) const {
     const int64_t span = in + 2 * pad - dil * (f - 1) - 1;

@@ -124,6 +124,42 @@ inline at::Tensor in_layout(const at::Tensor& t, Layout layout) {
   return t.transpose(-1, -2).contiguous().transpose(-1, -2);
 }
 
+// The checks every op makes of each tensor argument as it comes: a tensor at all, the op's device (the first
+// argument's, which must be CUDA or meta), the spec's dtype. `first` names the first argument once it is set.
+inline void check_device_dtype(const char* op, const char*& first, at::TensorOptions& options, const char* name,
+                               const at::Tensor& t, c10::ScalarType dtype, const char* spec_dtype) {
+  KDL_TORCH_CHECK(t.defined(), op, ": ", name, " is not a tensor");
+  if (!first) {
+    KDL_TORCH_CHECK(t.is_cuda() || t.is_meta(), op, ": ", name, " must be a CUDA tensor, got one on ", t.device());
+    options = t.options();
+    first = name;
+  } else {
+    KDL_TORCH_CHECK(t.device() == options.device(), op, ": ", name, " must be on ", options.device(), " (", first,
+                    "'s device), got ", t.device());
+  }
+  KDL_TORCH_CHECK(t.scalar_type() == dtype, op, ": ", name, " must be ", dtype_name(dtype), " (", spec_dtype,
+                  " in the spec), got ", dtype_name(t.scalar_type()));
+}
+
+// The kernel's can_implement (its message, verbatim, after the op's name), a workspace from PyTorch's
+// caching allocator (on `options`' device), and run() on the current stream of the current device (the
+// caller's CUDAGuard). Nothing synchronises and nothing allocates outside PyTorch's allocator, so a CUDA
+// graph can capture it.
+template <class Args>
+void launch_kernel(const char* op, const at::TensorOptions& options, const Args& a,
+                   const char* (*can_implement)(const Args&), size_t (*workspace_size)(const Args&),
+                   cudaError_t (*run)(const Args&, void*, cudaStream_t)) {
+  if (const char* why = can_implement(a)) {
+    KDL_TORCH_CHECK(false, op, ": ", std::string(why));
+  }
+  const size_t bytes = workspace_size(a);
+  at::Tensor workspace;
+  if (bytes > 0) workspace = at::empty({static_cast<int64_t>(bytes)}, options.dtype(c10::ScalarType::Byte));
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
+  const cudaError_t err = run(a, bytes > 0 ? workspace.data_ptr() : nullptr, stream);
+  KDL_TORCH_CHECK(err == cudaSuccess, op, ": the kernel failed to launch: ", cudaGetErrorString(err));
+}
+
 // One call of an op: its arguments' checks, the problem's sizes, and what the launch needs.
 class Problem {
  public:
@@ -248,9 +284,7 @@ class Problem {
     data = static_cast<T*>(t.data_ptr());
   }
 
-  // The kernel's can_implement (its message, verbatim, after the op's name), a workspace from PyTorch's
-  // caching allocator, and run() on the current stream of the current device (the caller's CUDAGuard).
-  // Nothing synchronises and nothing allocates outside PyTorch's allocator, so a CUDA graph can capture it.
+  // launch_kernel() with the batch folded into M where the bound arguments allow it.
   template <class Args>
   void launch(const Args& a, const char* (*can_implement)(const Args&), size_t (*workspace_size)(const Args&),
               cudaError_t (*run)(const Args&, void*, cudaStream_t)) const {
@@ -259,15 +293,7 @@ class Problem {
       b.m = static_cast<int>(batch * m);
       b.batch = 1;
     }
-    if (const char* why = can_implement(b)) {
-      KDL_TORCH_CHECK(false, op_, ": ", std::string(why));
-    }
-    const size_t bytes = workspace_size(b);
-    at::Tensor workspace;
-    if (bytes > 0) workspace = at::empty({static_cast<int64_t>(bytes)}, options_.dtype(c10::ScalarType::Byte));
-    const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
-    const cudaError_t err = run(b, bytes > 0 ? workspace.data_ptr() : nullptr, stream);
-    KDL_TORCH_CHECK(err == cudaSuccess, op_, ": the kernel failed to launch: ", cudaGetErrorString(err));
+    launch_kernel(op_, options_, b, can_implement, workspace_size, run);
   }
 
  private:
@@ -282,16 +308,7 @@ class Problem {
 
   void add(const char* name, const at::Tensor& t, Role role, c10::ScalarType dtype, const char* spec_dtype,
            int block0 = 1, int block1 = 1) {
-    KDL_TORCH_CHECK(t.defined(), op_, ": ", name, " is not a tensor");
-    if (args_.empty()) {
-      KDL_TORCH_CHECK(t.is_cuda() || t.is_meta(), op_, ": ", name, " must be a CUDA tensor, got one on ", t.device());
-      options_ = t.options();
-    } else {
-      KDL_TORCH_CHECK(t.device() == options_.device(), op_, ": ", name, " must be on ", options_.device(), " (", args_[0].name,
-                  "'s device), got ", t.device());
-    }
-    KDL_TORCH_CHECK(t.scalar_type() == dtype, op_, ": ", name, " must be ", dtype_name(dtype), " (", spec_dtype,
-                " in the spec), got ", dtype_name(t.scalar_type()));
+    check_device_dtype(op_, first_, options_, name, t, dtype, spec_dtype);
     if (is_matrix(role)) {
       KDL_TORCH_CHECK(t.dim() == 2 || t.dim() == 3, op_, ": ", name, " must be 2-D ", dims(role, false),
                         " or 3-D ", dims(role, true), ", got ", t.dim(), "-D ", shape_text(t));
@@ -389,6 +406,7 @@ class Problem {
   }
 
   const char* op_;
+  const char* first_ = nullptr;  // the first argument's name (its device is the op's)
   std::vector<Arg> args_;
   at::TensorOptions options_;
   std::vector<at::Tensor> copies_;

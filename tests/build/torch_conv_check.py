@@ -190,7 +190,7 @@ def check_errors(op):
                      extra=[N + 1, C, H, W_])
     if op.kind == "conv2d_wgrad":
         expect_error(op, "n of X", ["X must be (n, c, h, w) with n = 2"], change={"X": lambda t: t[:1]})
-        expect_error(op, "Y's p, q", ["Y must be (n, k, p, q) with p, q ="], change={"Y": lambda t: t[:, :, :-1]})
+        expect_error(op, "Y's p, q", ["Y must be (n, k, p, q) with p, q (the forward of X", "but Y is (n, k, p, q) ="], change={"Y": lambda t: t[:, :, :-1]})
         if op.filter:
             expect_error(op, "another kernel_size", [f"kernel_size must be ({op.filter[0]}, {op.filter[1]}): the spec "
                                                      "fixes"], extra=[op.filter[0] + 2, op.filter[1]])

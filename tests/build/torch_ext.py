@@ -81,13 +81,11 @@ const char* can_implement(const Arguments&) {{ return "a stub of {name} (tests/b
 """
 
 
-def case_ops(kdlc, py, tmp):
-    nvcc = find_nvcc()
-    print(f"torch {py[1]} ({py[0]}), {nvcc}")
-    py = py[0]
+def emit_with_stubs(kdlc, nvcc, spec, tmp):
+    """`kdlc emit --torch` of `spec` into tmp/ext, and a library of stub kernels for it (host C++ only): (ext, lib)."""
     cuda_include = os.path.join(os.path.dirname(os.path.dirname(nvcc)), "include")
     ext = os.path.join(tmp, "ext")
-    run([kdlc, "emit", "--torch", SPEC, "-o", ext], "kdlc emit --torch")
+    run([kdlc, "emit", "--torch", spec, "-o", ext], "kdlc emit --torch")
     with open(os.path.join(ext, "manifest.json")) as f:
         manifest = json.load(f)
     stubs = os.path.join(tmp, "stubs.cpp")
@@ -97,6 +95,14 @@ def case_ops(kdlc, py, tmp):
     run([cxx, "-std=c++17", "-fPIC", "-I" + ext, "-I" + cuda_include, "-c", stubs, "-o", stubs + ".o"], "the stubs")
     lib = os.path.join(tmp, "libstubs.a")
     run(["ar", "rcs", lib, stubs + ".o"], "ar")
+    return ext, lib
+
+
+def case_ops(kdlc, py, tmp):
+    nvcc = find_nvcc()
+    print(f"torch {py[1]} ({py[0]}), {nvcc}")
+    py = py[0]
+    ext, lib = emit_with_stubs(kdlc, nvcc, SPEC, tmp)
     elsewhere = os.path.join(tmp, "elsewhere")
     os.makedirs(elsewhere)
     script = os.path.join(ext, "ops_torch_build.py")
@@ -175,18 +181,7 @@ def case_conv(kdlc, py, tmp):
     nvcc = find_nvcc()
     print(f"torch {py[1]} ({py[0]}), {nvcc}")
     py = py[0]
-    cuda_include = os.path.join(os.path.dirname(os.path.dirname(nvcc)), "include")
-    ext = os.path.join(tmp, "ext")
-    run([kdlc, "emit", "--torch", CONV_SPEC, "-o", ext], "kdlc emit --torch")
-    with open(os.path.join(ext, "manifest.json")) as f:
-        manifest = json.load(f)
-    stubs = os.path.join(tmp, "stubs.cpp")
-    with open(stubs, "w") as f:
-        f.write("".join(STUB.format(name=k["name"]) for k in manifest["kernels"]))
-    cxx = os.environ.get("CXX", "c++")
-    run([cxx, "-std=c++17", "-fPIC", "-I" + ext, "-I" + cuda_include, "-c", stubs, "-o", stubs + ".o"], "the stubs")
-    lib = os.path.join(tmp, "libstubs.a")
-    run(["ar", "rcs", lib, stubs + ".o"], "ar")
+    ext, lib = emit_with_stubs(kdlc, nvcc, CONV_SPEC, tmp)
     r = run([py, os.path.join(ext, "conv_ops_torch_build.py"), "--kdl-include", INCLUDE, "--nvcc", nvcc,
              "--kernels-lib", lib, "--jobs", "2"], "the build script with the stubs", cwd=tmp)
     so = os.path.join(ext, "conv_ops_torch.so")
