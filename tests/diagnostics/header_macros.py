@@ -28,7 +28,7 @@ INCLUDE_LINE = re.compile(r'^\s*#\s*include\s*<([^>]+)>', re.M)
 
 # Headers of the PyTorch extension (`kdlc emit --torch`), not of the kernels: they need PyTorch's headers,
 # whose macros this table does not cover.
-TORCH_ONLY = {"torch_ops.h"}
+TORCH_ONLY = {"torch_ops.h", "torch_conv_ops.h"}
 
 
 def headers(include_dir):
