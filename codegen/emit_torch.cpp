@@ -9,6 +9,7 @@
 
 #include "codegen/emit_internal.h"
 #include "codegen/epilogue_expr.h"
+#include "codegen/support.h"
 #include "codegen/writer.h"
 #include "dsl/diagnostics.h"
 
@@ -99,7 +100,7 @@ OpShape opShape(const KernelPlan& p) {
                   : p.spec.op.value == Op::Conv2dWgrad ? "kernel_size"
                                                        : "";
     if (p.strideH > 0) s.strideDefault = fmt::format("[{}, {}]", p.strideH, p.strideW);
-    for (const char* n : {"stride", "padding", "dilation", "input_size", "kernel_size"}) taken.insert(n);
+    for (const char* n : kTorchConvArgumentNames) taken.insert(n);  // checkTorchSupported refuses them as epilogue names
   }
   s.problem = uniqueLocal("problem", taken);
   s.args = uniqueLocal("args", taken);
