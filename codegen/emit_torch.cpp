@@ -130,6 +130,14 @@ std::string returnType(const OpShape& s) {
   return fmt::format("::std::tuple<{}>", fmt::join(t, ", "));
 }
 
+// A convolution's geometry arguments in schema order: stride, padding, dilation, then input_size or kernel_size.
+std::vector<std::string> geometryNames(const OpShape& s) {
+  if (!s.conv) return {};
+  std::vector<std::string> names = {"stride", "padding", "dilation"};
+  if (!s.convExtra.empty()) names.push_back(s.convExtra);
+  return names;
+}
+
 // "const ::at::Tensor& A, const ::at::Tensor& B, double alpha, int64_t split_k"
 std::string cppParameters(const KernelPlan& p, const OpShape& s, bool withParams) {
   std::vector<std::string> ps;
@@ -137,10 +145,7 @@ std::string cppParameters(const KernelPlan& p, const OpShape& s, bool withParams
     ps.push_back((isResidual(p, *a) ? "const ::std::optional<::at::Tensor>& " : "const ::at::Tensor& ") + a->name);
   if (withParams)
     for (const ArgPlan* a : s.params) ps.push_back("double " + a->name);
-  if (s.conv) {
-    for (const char* n : {"stride", "padding", "dilation"}) ps.push_back(fmt::format("::c10::IntArrayRef {}", n));
-    if (!s.convExtra.empty()) ps.push_back("::c10::IntArrayRef " + s.convExtra);
-  }
+  for (const std::string& n : geometryNames(s)) ps.push_back("::c10::IntArrayRef " + n);
   if (s.splitK) ps.push_back("::int64_t split_k");
   return fmt::format("{}", fmt::join(ps, ", "));
 }
@@ -148,10 +153,7 @@ std::string cppParameters(const KernelPlan& p, const OpShape& s, bool withParams
 std::string checkCall(const KernelPlan& p, const OpShape& s) {
   std::vector<std::string> names;
   for (const ArgPlan* a : s.tensors) names.push_back(a->name);
-  if (s.conv) {
-    for (const char* n : {"stride", "padding", "dilation"}) names.push_back(n);
-    if (!s.convExtra.empty()) names.push_back(s.convExtra);
-  }
+  for (const std::string& n : geometryNames(s)) names.push_back(n);
   if (s.splitK) names.push_back("split_k");
   return fmt::format("::kdl_torch_ops::{}::check({})", p.name, fmt::join(names, ", "));
 }

@@ -78,8 +78,7 @@ class ConvProblem {
   // A [] input: one element on the device.
   void scalar(const char* name, const at::Tensor& t, c10::ScalarType dtype, const char* spec_dtype) {
     add(name, t, dtype, spec_dtype);
-    KDL_TORCH_CHECK(t.dim() <= 1 && t.numel() == 1, op_, ": ", name,
-                    " must hold one element (a [] input: a 0-D or 1-element tensor), got ", shape_text(t));
+    check_one_element(op_, name, t);
   }
 
   // The convolution's stride, padding and dilation (two values each, as F.conv2d's), and `extra`: dgrad's
@@ -164,10 +163,7 @@ class ConvProblem {
   }
 
   // split_k of a `split_k = serial(max)` kernel (0: the kernel chooses).
-  void split_k(int64_t slices, int max) const {
-    KDL_TORCH_CHECK(slices >= 0 && slices <= max, op_, ": split_k (", slices, ") must be in 0..", max,
-                    " (split_k = serial(", max, ") in the spec; 0: the kernel chooses)");
-  }
+  void split_k(int64_t slices, int max) const { check_split_k(op_, slices, max); }
 
   int64_t n = 0, c = 0, h = 0, wd = 0, k = 0, r = 0, s = 0, p = 0, q = 0;
   int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;

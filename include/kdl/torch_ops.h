@@ -141,6 +141,18 @@ inline void check_device_dtype(const char* op, const char*& first, at::TensorOpt
                   " in the spec), got ", dtype_name(t.scalar_type()));
 }
 
+// A [] input: one element (0-D or a 1-element 1-D tensor).
+inline void check_one_element(const char* op, const char* name, const at::Tensor& t) {
+  KDL_TORCH_CHECK(t.dim() <= 1 && t.numel() == 1, op, ": ", name,
+                  " must hold one element (a [] input: a 0-D or 1-element tensor), got ", shape_text(t));
+}
+
+// split_k of a `split_k = serial(max)` kernel (0: the kernel chooses, kdl/split_k.h).
+inline void check_split_k(const char* op, int64_t slices, int max) {
+  KDL_TORCH_CHECK(slices >= 0 && slices <= max, op, ": split_k (", slices, ") must be in 0..", max,
+                  " (split_k = serial(", max, ") in the spec; 0: the kernel chooses)");
+}
+
 // The kernel's can_implement (its message, verbatim, after the op's name), a workspace from PyTorch's
 // caching allocator (on `options`' device), and run() on the current stream of the current device (the
 // caller's CUDAGuard). Nothing synchronises and nothing allocates outside PyTorch's allocator, so a CUDA
@@ -225,10 +237,7 @@ class Problem {
   }
 
   // split_k of a `split_k = serial(max)` kernel (0: the kernel chooses, kdl/split_k.h).
-  void split_k(int64_t slices, int max) const {
-    KDL_TORCH_CHECK(slices >= 0 && slices <= max, op_, ": split_k (", slices, ") must be in 0..", max,
-                      " (split_k = serial(", max, ") in the spec; 0: the kernel chooses)");
-  }
+  void split_k(int64_t slices, int max) const { check_split_k(op_, slices, max); }
 
   int64_t m = 0, n = 0, k = 0, batch = 1;
   bool batched = false;  // some matrix argument is 3-D: the outputs are too
@@ -313,8 +322,7 @@ class Problem {
       KDL_TORCH_CHECK(t.dim() == 2 || t.dim() == 3, op_, ": ", name, " must be 2-D ", dims(role, false),
                         " or 3-D ", dims(role, true), ", got ", t.dim(), "-D ", shape_text(t));
     } else if (role == Role::Scalar) {
-      KDL_TORCH_CHECK(t.dim() <= 1 && t.numel() == 1, op_, ": ", name,
-                        " must hold one element (a [] input: a 0-D or 1-element tensor), got ", shape_text(t));
+      check_one_element(op_, name, t);
     } else {
       KDL_TORCH_CHECK(t.dim() == 1 || t.dim() == 2, op_, ": ", name, " must be 1-D (", length_name(role),
                         ") or 2-D (batch, ", length_name(role), "), got ", t.dim(), "-D ", shape_text(t));

@@ -21,6 +21,10 @@ from torch.nn.grad import conv2d_input, conv2d_weight
 
 import kdl
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_ops  # noqa: E402 -- the GEMM ops' helpers: gen, poison, check
+from test_ops import gen  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SPEC = os.path.join(ROOT, "tests", "golden", "torch", "conv_ops.kdl")
 DEV = "cuda"
@@ -38,21 +42,14 @@ def ops():
     return _module[0]
 
 
-def gen(seed):
-    g = torch.Generator(device=DEV)
-    g.manual_seed(seed)
-    return g
-
-
 def rand(g, shape, dtype, scale=1.0, channels_last=True):
     x = (torch.randn(shape, device=DEV, dtype=torch.float32, generator=g) * scale).to(dtype)
     return x.contiguous(memory_format=CL) if channels_last and x.dim() == 4 else x
 
 
-def poison(*tensors_shapes):
-    """Hand the caching allocator 0xff blocks (NaN in every float type) of the outputs' sizes, then free them."""
-    blocks = [torch.full((4 * n + 4096,), 255, dtype=torch.uint8, device=DEV) for n in tensors_shapes]
-    del blocks
+def poison(*numels):
+    """test_ops.poison's 0xff blocks (NaN in every float type), sized for outputs of these element counts."""
+    test_ops.poison(*(4 * n + 4096 for n in numels))
 
 
 def numel(shape):
@@ -63,16 +60,10 @@ def numel(shape):
 
 
 def check(tc, out, ref, tol, what):
-    """max |out - ref| <= tol * max(1, max |ref|), all finite, same shape, channels_last when 4-D."""
-    tc.assertEqual(tuple(out.shape), tuple(ref.shape), f"{what}: shape")
+    """test_ops.check (shape, all finite, max |out - ref| <= tol * max(1, max |ref|)), and channels_last when 4-D."""
     if out.dim() == 4:
         tc.assertTrue(out.is_contiguous(memory_format=CL), f"{what}: output strides {out.stride()} are not channels_last")
-    o = out.double()
-    tc.assertTrue(bool(torch.isfinite(o).all()), f"{what}: non-finite elements (unwritten or overflow): "
-                  f"{int((~torch.isfinite(o)).sum())} of {o.numel()}")
-    err = (o - ref).abs().max().item()
-    bound = tol * max(1.0, ref.abs().max().item())
-    tc.assertLessEqual(err, bound, f"{what}: max error {err:.4g} > {bound:.4g}")
+    test_ops.check(tc, out, ref, tol, what)
 
 
 def d(x):
