@@ -5,6 +5,8 @@
 // Usage: bench_gemm_sm90 [rounds (default 1) [filter: only configurations whose "MxNxK [bf16 ]name" contains it]]
 //        bench_gemm_sm90 ROUNDS pointwise|implicit: a conv benchmark shape as the plain GEMM it is (the 1x1, or
 //        the first 3x3's implicit GEMM with A as a matrix), tiled loads beside the conv path's (docs/perf-notes.md v17)
+//        bench_gemm_sm90 ROUNDS mlp [filter]: samples/torch/mlp.py's two GEMMs (4000 x 4096 x 1024, 4000 x 1024 x 4096)
+//        without their epilogues, every sm90a tile the sample could take (docs/perf-notes.md v44)
 #include "common.cuh"
 #include "kdl/gemm_sm90.cuh"
 #include <cublasLt.h>
@@ -164,6 +166,34 @@ int main(int argc, char** argv) {
         bench_cfg<Sm90<128, 128, 5, 1, Pp>>("Sm90 pingpong 128x128x64 s5", M, N, K, b, iters);
         bench_cfg<Sm90<128, 128, 6>>("Sm90 128x128x64 s6", M, N, K, b, iters);
         bench_cfg<Sm90<128, 128, 6, 2, Pp>>("Sm90 pingpong 128x128x64 s6 c2x1", M, N, K, b, iters);
+      }
+    }
+    cublasLtDestroy(lt);
+    return 0;
+  }
+  if (g_only && strcmp(g_only, "mlp") == 0) {
+    // mlp: samples/torch/mlp.py's two GEMMs without their epilogues (tokens 4000, 1024 -> 4096 -> 1024): up
+    // 4000 x 4096 x 1024 (16 k-tiles, 3.9 waves of 128 x 256 tiles) and down 4000 x 1024 x 4096 (64 k-tiles,
+    // 128 tiles of 128 x 256 for 132 SMs: one partial wave).
+    g_only = argc > 3 ? argv[3] : nullptr;
+    const size_t lt_ws_bytes = 64u << 20;
+    Bufs b = bench_setup({{4000, 4096, 4096}}, lt_ws_bytes);
+    cublasLtHandle_t lt; CKL(cublasLtCreate(&lt));
+    for (auto s : std::vector<BenchShape>{{4000, 4096, 1024}, {4000, 1024, 4096}}) {
+      const int M = s.m, N = s.n, K = s.k;
+      const LtBf16Tn cublas(lt, b, lt_ws_bytes, M, N, K);
+      const int iters = 100;
+      time_anchor(cublas, M, N, K, iters);
+      for (int r = 0; r < rounds; ++r) {
+        bench_cfg<Sm90<128, 256, 4>>("Sm90 128x256x64 s4", M, N, K, b, iters);
+        bench_cfg<Sm90<128, 256, 4>>("Sm90 128x256x64 s4 no-ws", M, N, K, b, iters, nullptr, nullptr, 1, false);
+        bench_cfg<Sm90<256, 128, 4>>("Sm90 256x128x64 s4", M, N, K, b, iters);
+        bench_cfg<Sm90<256, 128, 4, 1, Coop, 2>>("Sm90 256x128x64 s4 c1x2", M, N, K, b, iters);
+        bench_cfg<Sm90<128, 256, 4, 2>>("Sm90 128x256x64 s4 c2x1", M, N, K, b, iters);
+        bench_cfg<Sm90<128, 128, 6>>("Sm90 128x128x64 s6", M, N, K, b, iters);
+        bench_cfg<Sm90<128, 128, 6, 1, Pp>>("Sm90 pingpong 128x128x64 s6", M, N, K, b, iters);
+        bench_cfg<Sm90<128, 128, 6, 1, Pp>>("Sm90 pingpong 128x128x64 s6 no-ws", M, N, K, b, iters, nullptr, nullptr, 1, false);
+        bench_cfg<Sm90<128, 128, 5, 1, Pp, 2>>("Sm90 pingpong 128x128x64 s5 c1x2", M, N, K, b, iters);
       }
     }
     cublasLtDestroy(lt);
