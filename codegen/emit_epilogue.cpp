@@ -100,6 +100,11 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
       w.line("static ::kdl::OutputD<{0}> output_d(const Params& p) {{ return {{p.{1}, p.{2}, p.{3}}}; }}", dType, out->name,
              out->ldName, out->batchStrideName);
   }
+  // source_c: where the sm90a template finds C to prefetch each tile's rows of it into L2 a k-loop ahead
+  // (kdl::SourceTile, include/kdl/epilogue.cuh); for a C read along the rows (load_tile's addressing) only.
+  if (p.sm90() && readsSource(e) && *tileAccess(p, p.c.layout) == '\0')
+    w.line("__device__ __forceinline__ static ::kdl::SourceTile<{0}> source_c(const Params& p) {{ return {{p.{1}, p.{2}, p.{3}}}; }}",
+           cppQualified(p.c.cppType), p.c.name, p.c.ldName, p.c.batchStrideName);
   // whole<V>: whether, in batch b, every tensor the functor accesses along a row takes V-element
   // vector accesses at columns that are multiples of V (and C is there): then the sm90a template
   // hands interior tiles' coordinates as ::kdl::EpilogueCoordWhole, whose loads and stores skip the

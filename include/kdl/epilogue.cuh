@@ -293,6 +293,20 @@ __device__ __forceinline__ void epilogue_prepare(const E& e, const typename E::P
   if constexpr (HasEpiloguePrepare<E>::value) e.prepare(p, s);
 }
 
+// Where the functor reads its source tile C (laid out like the kernel's output, load_tile's addressing), when it
+// declares `static SourceTile<T> source_c(const Params&)`: GemmSm90 asks for the lines of each tile's C rows into L2
+// at the start of the tile's k-loop, so that the epilogue's loads of C, a window at a time between its stores, do not
+// each wait on DRAM (docs/perf-notes.md v44).
+template <class T>
+struct SourceTile {
+  const T* base;  // null: C reads as 0 (nothing to prefetch)
+  int64_t ld, batch_stride;
+};
+template <class E, class = void>
+struct HasSourceTile : std::false_type {};
+template <class E>
+struct HasSourceTile<E, decltype((void)&E::source_c)> : std::true_type {};
+
 // Whether the functor declares `template <int V> bool whole(params, batch)` (then it takes
 // EpilogueCoordWhole coordinates where that holds: its compute is a template on the coordinate type).
 template <class E, int V, class = void>

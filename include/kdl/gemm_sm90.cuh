@@ -878,6 +878,11 @@ struct GemmSm90 {
         }
         if (kPingpong && j > 0) sm90::named_barrier_sync(kTurnBarrier + consumer, 256);  // the other's mainloop is issued
         if (wg_thread == 0) KDL_TRACE_AT(consumer, j, 0);
+        // The tile's rows of C (the functor's source tile), asked for into L2 now, a k-loop before the epilogue reads
+        // them (kdl/epilogue.cuh, SourceTile); by the unit whose epilogue runs (the last slice of a split tile).
+        if constexpr (HasSourceTile<Epilogue>::value) {
+          if (w.slice + 1 == w.slices) prefetch_source(P, w, row_off, wg_thread);
+        }
 
         // ---- mainloop: acc = A tile rows * B tile over the unit's k-tiles ----
 #pragma unroll
@@ -1185,6 +1190,26 @@ struct GemmSm90 {
   // (8-bit), each operand K- or MN-major (the transpose bits of 16-bit wgmma).
   __device__ __forceinline__ static void mma_kstep(Acc (&d)[kAccRegs], sm90::SmemDesc a, sm90::SmemDesc b, bool accumulate) {
     sm90::wgmma_ss<TileN, ElementA, ElementB, TileA::kMajor, TileB::kMajor>(d, a, b, accumulate);
+  }
+
+  // A consumer warpgroup's rows of unit w's tile of C (in M and N), each 128-byte line of them once, prefetched into L2.
+  __device__ __forceinline__ static void prefetch_source(const KernelParams& P, const Unit& w, int row_off, int wg_thread) {
+    const auto c = Epilogue::source_c(P.ep);
+    using T = typename std::remove_cv<typename std::remove_pointer<decltype(c.base)>::type>::type;
+    const int r0 = w.tm * TileM + row_off, c0 = w.tn * TileN;
+    const int rows = P.m - r0 < kRowsPerConsumer ? P.m - r0 : kRowsPerConsumer;
+    const int cols = P.n - c0 < TileN ? P.n - c0 : TileN;
+    if (c.base == nullptr || rows <= 0 || cols <= 0) return;
+    const char* const tile = reinterpret_cast<const char*>(c.base + (int64_t)w.batch * c.batch_stride + (int64_t)r0 * c.ld + c0);
+    const int64_t ld_bytes = c.ld * (int64_t)sizeof(T);
+    const int row_bytes = cols * int(sizeof(T));
+    const int lines = (row_bytes + 127) / 128 + 1;  // a row's lines, one more where it starts inside a line
+    for (int i = wg_thread; i < rows * lines; i += 128) {
+      const int r = i / lines, l = i - r * lines;
+      const uintptr_t row = reinterpret_cast<uintptr_t>(tile + r * ld_bytes);
+      const uintptr_t line = (row & ~uintptr_t(127)) + uintptr_t(l) * 128;
+      if (line < row + uintptr_t(row_bytes)) sm90::prefetch_l2(reinterpret_cast<const void*>(line));
+    }
   }
 
   // One consumer warp's share of the epilogue: its 16 rows of each m64 accumulator (rows row0 +

@@ -15,7 +15,7 @@
 //     multicast form, 2-D/3-D stores), cp.async.bulk.commit_group / wait_group[.read],
 //     barrier.cluster.arrive / wait, %cluster_ctarank, getctarank.
 //   CUDA's own device builtin: mapa (__cluster_map_shared_rank; CCCL 3.0 has no mapa).
-//   Inline PTX: prefetch.tensormap (CCCL 3.0 has no wrapper for it); a remote mbarrier arrival
+//   Inline PTX: prefetch.tensormap and prefetch.global.L2 (CCCL 3.0 has no wrapper for them); a remote mbarrier arrival
 //     with release at CTA scope (CCCL 3.0 has the cluster-scope one only); named barriers
 //     (bar.sync / bar.arrive with a thread count).
 //
@@ -123,6 +123,14 @@ __device__ __forceinline__ float ld_shared_f32(uint32_t addr) {
 __device__ __forceinline__ void tma_prefetch(const CUtensorMap* map) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+#endif
+}
+
+// Asks for the 128-byte line holding addr in L2 (an epilogue's source tile a k-loop ahead). A hint: it moves nothing
+// into registers. Inline PTX: CCCL 3.0 has no prefetch wrapper.
+__device__ __forceinline__ void prefetch_l2(const void* addr) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(addr));
 #endif
 }
 

@@ -27,6 +27,7 @@ struct Epilogue {
   };
 
   using ElementD = ::__nv_bfloat16;
+  __device__ __forceinline__ static ::kdl::SourceTile<::__nv_bfloat16> source_c(const Params& p) { return {p.C, p.ldc, p.batch_stride_C}; }
   template <int V>
   __device__ __forceinline__ bool whole(const Params& p, int b) const {
     return ::kdl::tile_vector_aligned<::__nv_bfloat16, V>(p.C, p.ldc, p.batch_stride_C, b) && ::kdl::col_vector_aligned<float, V>(p.bias, p.batch_stride_bias, b);

@@ -24,6 +24,7 @@ struct Epilogue {
   };
 
   using ElementD = ::half;
+  __device__ __forceinline__ static ::kdl::SourceTile<::half> source_c(const Params& p) { return {p.C, p.ldc, p.batch_stride_C}; }
   template <int V>
   __device__ __forceinline__ bool whole(const Params& p, int b) const {
     return ::kdl::tile_vector_aligned<::half, V>(p.C, p.ldc, p.batch_stride_C, b) && ::kdl::tile_vector_aligned<float, V>(p.Z, p.ldz, p.batch_stride_Z, b);
