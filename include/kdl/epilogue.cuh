@@ -299,6 +299,7 @@ __device__ __forceinline__ void epilogue_prepare(const E& e, const typename E::P
 // each wait on DRAM (docs/perf-notes.md v44).
 template <class T>
 struct SourceTile {
+  using Element = T;
   const T* base;  // null: C reads as 0 (nothing to prefetch)
   int64_t ld, batch_stride;
 };

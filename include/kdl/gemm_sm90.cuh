@@ -1195,7 +1195,7 @@ struct GemmSm90 {
   // A consumer warpgroup's rows of unit w's tile of C (in M and N), each 128-byte line of them once, prefetched into L2.
   __device__ __forceinline__ static void prefetch_source(const KernelParams& P, const Unit& w, int row_off, int wg_thread) {
     const auto c = Epilogue::source_c(P.ep);
-    using T = typename std::remove_cv<typename std::remove_pointer<decltype(c.base)>::type>::type;
+    using T = typename decltype(c)::Element;
     const int r0 = w.tm * TileM + row_off, c0 = w.tn * TileN;
     const int rows = P.m - r0 < kRowsPerConsumer ? P.m - r0 : kRowsPerConsumer;
     const int cols = P.n - c0 < TileN ? P.n - c0 : TileN;
