@@ -105,6 +105,27 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
   if (p.sm90() && readsSource(e) && *tileAccess(p, p.c.layout) == '\0')
     w.line("__device__ __forceinline__ static ::kdl::SourceTile<{0}> source_c(const Params& p) {{ return {{p.{1}, p.{2}, p.{3}}}; }}",
            cppQualified(p.c.cppType), p.c.name, p.c.ldName, p.c.batchStrideName);
+  // kColVectors / col_vector<S>: the [col] vectors (read along the row) the sm90a template loads into registers once
+  // per tile and hands to the epilogue in its coordinates (kdl::ColVector, include/kdl/epilogue.cuh); compute reads
+  // slot S with load_col_broadcast<T, V, S>.
+  std::vector<int> colSlot(e.inputs.size(), -1);
+  if (p.sm90()) {
+    std::vector<std::string> slots;
+    for (size_t k = 0; k < e.inputs.size(); ++k)
+      if (const EpiInput& in = e.inputs[k]; in.broadcast != Broadcast::Scalar && usesInput(e, int(k)) &&
+                                            std::string(broadcastAccess(p, in.broadcast)) == "col") {
+        colSlot[k] = int(slots.size());
+        slots.push_back(fmt::format("if constexpr (S == {}) return ::kdl::ColVector<{}>{{p.{}, p.batch_stride_{}}};",
+                                    slots.size(), cppQualified(cppElementType(in.dtype)), in.name, in.name));
+      }
+    if (!slots.empty()) {
+      w.line("static constexpr int kColVectors = {};", slots.size());
+      w.line("template <int S>");
+      w.open("__device__ __forceinline__ static auto col_vector(const Params& p) {{");
+      for (size_t i = 0; i < slots.size(); ++i) w.line("{}{}", i ? "else " : "", slots[i]);
+      w.close();
+    }
+  }
   // whole<V>: whether, in batch b, every tensor the functor accesses along a row takes V-element
   // vector accesses at columns that are multiples of V (and C is there): then the sm90a template
   // hands interior tiles' coordinates as ::kdl::EpilogueCoordWhole, whose loads and stores skip the
@@ -151,6 +172,9 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
     const std::string t = cppQualified(cppElementType(in.dtype));
     if (in.broadcast == Broadcast::Scalar)
       w.line("const float in_{0} = s.in_{0};", in.name);
+    else if (colSlot[k] >= 0)
+      w.line("float in_{0}[V]; ::kdl::load_col_broadcast<{1}, V, {2}>(p.{0}, p.batch_stride_{0}, c, in_{0});", in.name, t,
+             colSlot[k]);
     else
       w.line("float in_{0}[V]; ::kdl::load_{2}_broadcast<{1}, V>(p.{0}, p.batch_stride_{0}, c, in_{0});", in.name, t,
              broadcastAccess(p, in.broadcast));

@@ -226,6 +226,51 @@ __device__ __forceinline__ void load_col_broadcast(const T* vec, int64_t batch_s
   detail::load_vector<T, V>(detail::row_base(vec + (int64_t)c.batch * batch_stride) + c.n, out);
 }
 
+// [col] vectors gathered by the sm90a template. A functor declares `static constexpr int kColVectors` and
+// `template <int S> static ColVector<T> col_vector(const Params&)` for the [col] vectors it reads as
+// load_col_broadcast<T, V, S>: GemmSm90 loads each tile's columns of them into registers at the start of the
+// tile's k-loop (their loads' latency under the mainloop, not in the epilogue: docs/perf-notes.md v45), and its
+// TMA-store epilogue hands every pair the first N vectors' values at its columns in the coordinate (WithCols:
+// cols[S * V + i] is vector S at column n + i). Slots from N on, and any other coordinate, load as above.
+template <class T>
+struct ColVector {
+  using Element = T;
+  const T* base;  // null: reads as 0
+  int64_t batch_stride;
+};
+template <class Base, int N>
+struct WithCols : Base {
+  const float* cols;
+};
+template <class T, int V, int S>
+__device__ __forceinline__ void load_col_broadcast(const T* vec, int64_t batch_stride, const EpilogueCoord& c,
+                                                   float (&out)[V]) {
+  load_col_broadcast<T, V>(vec, batch_stride, c, out);
+}
+template <class T, int V, int S>
+__device__ __forceinline__ void load_col_broadcast(const T* vec, int64_t batch_stride, const EpilogueCoordWhole& c,
+                                                   float (&out)[V]) {
+  load_col_broadcast<T, V>(vec, batch_stride, c, out);
+}
+template <class T, int V, int S, class Base, int N>
+__device__ __forceinline__ void load_col_broadcast(const T* vec, int64_t batch_stride, const WithCols<Base, N>& c,
+                                                   float (&out)[V]) {
+  if constexpr (S < N) {
+#pragma unroll
+    for (int i = 0; i < V; ++i) out[i] = c.cols[S * V + i];
+  } else {
+    load_col_broadcast<T, V>(vec, batch_stride, static_cast<const Base&>(c), out);
+  }
+}
+template <class E, class = void>
+struct ColVectorCount {
+  static constexpr int value = 0;
+};
+template <class E>
+struct ColVectorCount<E, decltype((void)E::kColVectors)> {
+  static constexpr int value = E::kColVectors;
+};
+
 // Per-row vector (length M per batch): out[i] = vec[b * batch_stride + m] for all i.
 template <class T, int V>
 __device__ __forceinline__ void load_row_broadcast(const T* vec, int64_t batch_stride,

@@ -379,6 +379,22 @@ struct GemmSm90 {
 #else
   static constexpr bool kEpiWhole = kTmaStoreD && HasEpilogueWhole<Epilogue, 2>::value;
 #endif
+  // The functor's [col] vectors (ColVector, kdl/epilogue.cuh), loaded into registers at each unit's start: a lane
+  // holds columns 8 j + 2 (lane % 4) + {0, 1} of the 8-column groups j = lane / 4 + 8 q, kColRegs values per vector,
+  // and the TMA-store epilogue hands each pair its values by a shuffle from the lane that holds them (instead of
+  // loads whose latency the epilogue waits for window by window: docs/perf-notes.md v45). The first vectors that
+  // fit in 8 registers (one at TileN 256); the functor loads the others itself, and all of them in the checked
+  // build (kdlc build's second try).
+  static constexpr int kColRegs = TileN / 32;
+#ifdef KDL_SM90_EPILOGUE_CHECKED
+  static constexpr int kColVecs = 0;
+#else
+  static constexpr int kColVecs = !kTmaStoreD || TileN % 64 != 0 ? 0
+                                  : ColVectorCount<Epilogue>::value < 8 / kColRegs ? ColVectorCount<Epilogue>::value
+                                                                                  : 8 / kColRegs;
+#endif
+  static constexpr bool kStageCols = kColVecs > 0;
+  using ColRegs = float[kStageCols ? kColVecs : 1][kStageCols ? kColRegs : 1];
   static constexpr int kEpiBarrier = kTurnBarrier + 4;  // named barriers 5, 6: consumer 0's, 1's epilogue buffer
   static constexpr int kHoldBarrier = kTurnBarrier + 6;  // named barrier 7: both consumers, before a held stage's pass
   // The cooperative TMA-store epilogue writes its second pass (of two) into the stage its tile's last k-tile was
@@ -755,6 +771,7 @@ struct GemmSm90 {
 
     Epilogue epilogue{};
     typename Epilogue::State state{};
+    ColRegs cols{};  // this unit's [col] vectors (kStageCols)
 
     if (warpgroup == 0) {
       // ---- producer ----
@@ -883,6 +900,7 @@ struct GemmSm90 {
         if constexpr (HasSourceTile<Epilogue>::value) {
           if (w.slice + 1 == w.slices) prefetch_source(P, w, row_off, wg_thread);
         }
+        if constexpr (kStageCols) load_cols<0>(P, w.batch, w.tn * TileN, wg_thread % 32, cols);
 
         // ---- mainloop: acc = A tile rows * B tile over the unit's k-tiles ----
 #pragma unroll
@@ -999,7 +1017,7 @@ struct GemmSm90 {
                 held = prev_stage;
               }
             }
-            store_tile_tma(P, epilogue, state, acc, epi_smem + consumer * kEpiWgBytes, consumer, wg_thread, w.batch,
+            store_tile_tma(P, epilogue, state, acc, cols, epi_smem + consumer * kEpiWgBytes, consumer, wg_thread, w.batch,
                            w.tm * TileM + row_off, w.tn * TileN, pass2);
             if (wg_thread == 0) KDL_TRACE_AT(consumer, j, 3);
             continue;
@@ -1192,6 +1210,25 @@ struct GemmSm90 {
     sm90::wgmma_ss<TileN, ElementA, ElementB, TileA::kMajor, TileB::kMajor>(d, a, b, accumulate);
   }
 
+  // Vector S.. of the functor's [col] vectors at the tile's columns this lane holds (kStageCols); 0 past N.
+  template <int S>
+  __device__ __forceinline__ static void load_cols(const KernelParams& P, int batch, int col0, int lane, ColRegs& r) {
+    if constexpr (S < kColVecs) {
+      const auto v = Epilogue::template col_vector<S>(P.ep);
+      using T = typename decltype(v)::Element;
+      const T* const base = v.base != nullptr ? v.base + (int64_t)batch * v.batch_stride : nullptr;
+      const int c = col0 + 8 * (lane >> 2) + 2 * (lane & 3);
+#pragma unroll
+      for (int q = 0; q < kColRegs / 2; ++q)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int col = c + 64 * q + e;
+          r[S][2 * q + e] = base != nullptr && col < P.n ? to_float<T>(base[col]) : 0.f;
+        }
+      load_cols<S + 1>(P, batch, col0, lane, r);
+    }
+  }
+
   // A consumer warpgroup's rows of unit w's tile of C (in M and N), each 128-byte line of them once, prefetched into L2.
   __device__ __forceinline__ static void prefetch_source(const KernelParams& P, const Unit& w, int row_off, int wg_thread) {
     const auto c = Epilogue::source_c(P.ep);
@@ -1268,7 +1305,8 @@ struct GemmSm90 {
   // once TMA has read it (the wait at the top of each pass).
   __device__ __forceinline__ static void store_tile_tma(const KernelParams& P, Epilogue& epilogue,
                                                         typename Epilogue::State& state, const Acc (&acc)[kMmaM][kAccRegs],
-                                                        uint8_t* buf, int consumer, int wg_thread, int batch, int row0,
+                                                        const ColRegs& cols, uint8_t* buf, int consumer, int wg_thread,
+                                                        int batch, int row0,
                                                         int col0, uint8_t* pass2 = nullptr) {
     const int bar = kEpiBarrier + consumer;
     // Interior chunks of a tile whose epilogue tensors all take pair accesses (the functor's
@@ -1300,10 +1338,10 @@ struct GemmSm90 {
         // Interior chunks (all of it inside M and N, the common case) skip the per-pair range checks,
         // and with whole<2> also the functor's null and alignment checks.
         if (block_row + 64 <= P.m && chunk_col + kChunkBoxes * kBoxCols <= P.n && (!kEpiWhole || whole))
-          write_chunk<kEpiWhole ? kChunkWhole : kChunkInterior>(P, epilogue, state, acc[i], pbuf, ch, wg_thread, batch,
-                                                                 block_row, chunk_col);
+          write_chunk<kEpiWhole ? kChunkWhole : kChunkInterior>(P, epilogue, state, acc[i], cols, pbuf, ch, wg_thread,
+                                                                 batch, block_row, chunk_col);
         else
-          write_chunk<kChunkChecked>(P, epilogue, state, acc[i], pbuf, ch, wg_thread, batch, block_row, chunk_col);
+          write_chunk<kChunkChecked>(P, epilogue, state, acc[i], cols, pbuf, ch, wg_thread, batch, block_row, chunk_col);
         sm90::fence_proxy_async_shared();  // the writes are visible to the TMA (async proxy)
         sm90::named_barrier_sync(bar, 128);
         if (wg_thread == 0) {
@@ -1323,8 +1361,9 @@ struct GemmSm90 {
   static constexpr int kWholeWindow = 8;  // 8-column groups between the warp barriers of a whole chunk
   template <int Mode>
   __device__ __forceinline__ static void write_chunk(const KernelParams& P, Epilogue& epilogue,
-                                                     typename Epilogue::State& state, const Acc (&a)[kAccRegs], uint8_t* buf,
-                                                     int ch, int wg_thread, int batch, int block_row, int chunk_col) {
+                                                     typename Epilogue::State& state, const Acc (&a)[kAccRegs],
+                                                     const ColRegs& cols, uint8_t* buf, int ch, int wg_thread, int batch,
+                                                     int block_row, int chunk_col) {
     const int lane = wg_thread % 32, warp = wg_thread / 32;
     const int g = lane >> 2, t = lane & 3;
     // The pair's coordinates as a per-thread base plus a constant (row0 + 8 h, col_t + bx * kBoxCols +
@@ -1340,16 +1379,36 @@ struct GemmSm90 {
         // Both rows' pairs (g and g + 8: the same columns) are computed before either is stored, so
         // that nothing is written between their loads of the same [col] values.
         float d[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
+        // The [col] vectors' values at the pair's columns, from the lane that holds group j (kStageCols).
+        float cv[kStageCols ? 2 * kColVecs : 1];
+        if constexpr (kStageCols) {
+#pragma unroll
+          for (int s = 0; s < kColVecs; ++s)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) cv[2 * s + e] = __shfl_sync(0xffffffffu, cols[s][(j / 8) * 2 + e], 4 * (j % 8) + t);
+        }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int row = row0 + 8 * h;
           const float v[2] = {float(a[4 * j + 2 * h]), float(a[4 * j + 2 * h + 1])};
           if constexpr (Mode == kChunkWhole) {
-            epilogue.template compute<2>(P.ep, state, EpilogueCoordWhole{{batch, row, col, 2}}, v, d[h]);
+            const EpilogueCoordWhole ec{{batch, row, col, 2}};
+            if constexpr (kStageCols)
+              epilogue.template compute<2>(P.ep, state, WithCols<EpilogueCoordWhole, kColVecs>{ec, cv}, v, d[h]);
+            else
+              epilogue.template compute<2>(P.ep, state, ec, v, d[h]);
           } else if constexpr (Mode == kChunkInterior) {
-            epilogue.template compute<2>(P.ep, state, EpilogueCoord{batch, row, col, 2}, v, d[h]);
+            const EpilogueCoord ec{batch, row, col, 2};
+            if constexpr (kStageCols)
+              epilogue.template compute<2>(P.ep, state, WithCols<EpilogueCoord, kColVecs>{ec, cv}, v, d[h]);
+            else
+              epilogue.template compute<2>(P.ep, state, ec, v, d[h]);
           } else if (row < P.m && col < P.n) {
-            epilogue.template compute<2>(P.ep, state, EpilogueCoord{batch, row, col, (P.n - col) < 2 ? (P.n - col) : 2}, v, d[h]);
+            const EpilogueCoord ec{batch, row, col, (P.n - col) < 2 ? (P.n - col) : 2};
+            if constexpr (kStageCols)
+              epilogue.template compute<2>(P.ep, state, WithCols<EpilogueCoord, kColVecs>{ec, cv}, v, d[h]);
+            else
+              epilogue.template compute<2>(P.ep, state, ec, v, d[h]);
           }
         }
 #pragma unroll

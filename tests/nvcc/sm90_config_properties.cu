@@ -22,12 +22,22 @@ struct Epi {
   __device__ void apply(const Params&, State&, const kdl::EpilogueCoord&, const float (&)[V]) const {}
   __device__ void finish(const Params&, State&) const {}
 };
+// The same with NV [col] vectors (kColVectors / col_vector<S>, as kdlc emits for `input x : T [col]`).
+template <int NV>
+struct EpiCols : Epi<__nv_bfloat16> {
+  static constexpr int kColVectors = NV;
+  template <int S>
+  __device__ static kdl::ColVector<float> col_vector(const Params&) { return {nullptr, 0}; }
+};
 using bf16 = __nv_bfloat16;
 using e4m3 = __nv_fp8_e4m3;
 constexpr auto Co = kdl::Sm90Schedule::Cooperative, Pp = kdl::Sm90Schedule::Pingpong;
 template <class T, int TM, int TN, int TK, int S, kdl::Sm90Schedule Sch, int CM = 1, int CN = 1, int Promote = 0>
 using G = kdl::GemmSm90<T, kdl::RowMajor, T, kdl::ColMajor, float, TM, TN, TK, S, Sch, CM, CN, false, Promote,
                         kdl::sm90::NoBlockScaling, Epi<bf16>>;
+template <int TM, int TN, int S, kdl::Sm90Schedule Sch, int NV>
+using GC = kdl::GemmSm90<bf16, kdl::RowMajor, bf16, kdl::ColMajor, float, TM, TN, 64, S, Sch, 1, 1, false, 0,
+                         kdl::sm90::NoBlockScaling, EpiCols<NV>>;
 template <int TM, int TN, int S, kdl::Sm90Schedule Sch, int CM = 1, int CN = 1>
 using Fprop = typename kdl::Conv2dSm90Fprop<bf16, TM, TN, S, Sch, 3, 3, 1, 1, Epi<bf16>, true, CM, CN>::Gemm;
 }  // namespace
@@ -53,3 +63,13 @@ static_assert(Fprop<128, 64, 4, Pp, 2, 2>::TileA::kSlices == 2 && Fprop<128, 64,
 using C = G<bf16, 128, 256, 64, 4, Co>;
 static_assert(C::kTurnBarrier == 1 && C::kEpiBarrier == 5 && C::kHoldBarrier == 7 && C::kHoldBarrier < 16,
               "GemmSm90's named barrier ids");
+
+// [col] vectors held in registers from each unit's start (docs/perf-notes.md v45): the first ones that fit in 8
+// registers per lane (TileN / 32 each), the rest loaded by the functor; none without [col] vectors.
+static_assert(GC<128, 256, 4, Co, 1>::kColVecs == 1 && GC<128, 256, 4, Co, 2>::kColVecs == 1,
+              "128x256: one [col] vector in registers (8 per lane)");
+static_assert(GC<128, 128, 6, Pp, 3>::kColVecs == 2 && GC<256, 128, 4, Co, 1>::kColVecs == 1,
+              "TileN 128: up to two [col] vectors in registers");
+static_assert(GC<128, 64, 8, Co, 4>::kColVecs == 4 && GC<128, 64, 8, Co, 5>::kColVecs == 4, "TileN 64: up to four");
+static_assert(!G<bf16, 128, 256, 64, 4, Co>::kStageCols && GC<128, 256, 4, Co, 1>::kStageCols,
+              "only functors with [col] vectors hold them");

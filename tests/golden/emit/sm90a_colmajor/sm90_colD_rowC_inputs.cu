@@ -26,6 +26,11 @@ struct Epilogue {
   };
 
   using ElementD = ::__nv_bfloat16;
+  static constexpr int kColVectors = 1;
+  template <int S>
+  __device__ __forceinline__ static auto col_vector(const Params& p) {
+    if constexpr (S == 0) return ::kdl::ColVector<float>{p.rs, p.batch_stride_rs};
+  }
   template <int V>
   __device__ __forceinline__ bool whole(const Params& p, int b) const {
     return p.C != nullptr && ::kdl::col_vector_aligned<float, V>(p.rs, p.batch_stride_rs, b);
@@ -36,7 +41,7 @@ struct Epilogue {
     float src_C[V];
     if (::kdl::source_present(p.C, c)) ::kdl::load_tile_transposed<::__nv_bfloat16, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);
     else for (int i = 0; i < V; ++i) src_C[i] = 0.0f;
-    float in_rs[V]; ::kdl::load_col_broadcast<float, V>(p.rs, p.batch_stride_rs, c, in_rs);
+    float in_rs[V]; ::kdl::load_col_broadcast<float, V, 0>(p.rs, p.batch_stride_rs, c, in_rs);
     float in_bias[V]; ::kdl::load_row_broadcast<::__nv_bfloat16, V>(p.bias, p.batch_stride_bias, c, in_bias);
     #pragma unroll
     for (int i = 0; i < V; ++i) {

@@ -24,6 +24,11 @@ struct Epilogue {
   };
 
   using ElementD = ::__nv_bfloat16;
+  static constexpr int kColVectors = 1;
+  template <int S>
+  __device__ __forceinline__ static auto col_vector(const Params& p) {
+    if constexpr (S == 0) return ::kdl::ColVector<float>{p.sa, p.batch_stride_sa};
+  }
   template <int V>
   __device__ __forceinline__ bool whole(const Params& p, int b) const {
     return ::kdl::col_vector_aligned<float, V>(p.sa, p.batch_stride_sa, b);
@@ -31,7 +36,7 @@ struct Epilogue {
   template <int V, class Coord = ::kdl::EpilogueCoord>
   __device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_D)[V]) const {
     (void)s;
-    float in_sa[V]; ::kdl::load_col_broadcast<float, V>(p.sa, p.batch_stride_sa, c, in_sa);
+    float in_sa[V]; ::kdl::load_col_broadcast<float, V, 0>(p.sa, p.batch_stride_sa, c, in_sa);
     float in_sb[V]; ::kdl::load_row_broadcast<float, V>(p.sb, p.batch_stride_sb, c, in_sb);
     #pragma unroll
     for (int i = 0; i < V; ++i) {

@@ -28,6 +28,11 @@ struct Epilogue {
 
   using ElementD = ::__nv_bfloat16;
   __device__ __forceinline__ static ::kdl::SourceTile<::__nv_bfloat16> source_c(const Params& p) { return {p.C, p.ldc, p.batch_stride_C}; }
+  static constexpr int kColVectors = 1;
+  template <int S>
+  __device__ __forceinline__ static auto col_vector(const Params& p) {
+    if constexpr (S == 0) return ::kdl::ColVector<float>{p.bias, p.batch_stride_bias};
+  }
   template <int V>
   __device__ __forceinline__ bool whole(const Params& p, int b) const {
     return ::kdl::tile_vector_aligned<::__nv_bfloat16, V>(p.C, p.ldc, p.batch_stride_C, b) && ::kdl::col_vector_aligned<float, V>(p.bias, p.batch_stride_bias, b);
@@ -38,7 +43,7 @@ struct Epilogue {
     float src_C[V];
     if (::kdl::source_present(p.C, c)) ::kdl::load_tile<::__nv_bfloat16, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);
     else for (int i = 0; i < V; ++i) src_C[i] = 0.0f;
-    float in_bias[V]; ::kdl::load_col_broadcast<float, V>(p.bias, p.batch_stride_bias, c, in_bias);
+    float in_bias[V]; ::kdl::load_col_broadcast<float, V, 0>(p.bias, p.batch_stride_bias, c, in_bias);
     #pragma unroll
     for (int i = 0; i < V; ++i) {
       out_D[i] = ::kdl::gelu((((p.alpha * acc[i]) + (p.beta * src_C[i])) + in_bias[i]));

@@ -21,6 +21,11 @@ struct Epilogue {
   };
 
   using ElementD = ::__nv_bfloat16;
+  static constexpr int kColVectors = 1;
+  template <int S>
+  __device__ __forceinline__ static auto col_vector(const Params& p) {
+    if constexpr (S == 0) return ::kdl::ColVector<float>{p.bias, p.batch_stride_bias};
+  }
   template <int V>
   __device__ __forceinline__ bool whole(const Params& p, int b) const {
     return ::kdl::col_vector_aligned<float, V>(p.bias, p.batch_stride_bias, b);
@@ -28,7 +33,7 @@ struct Epilogue {
   template <int V, class Coord = ::kdl::EpilogueCoord>
   __device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_D)[V]) const {
     (void)s;
-    float in_bias[V]; ::kdl::load_col_broadcast<float, V>(p.bias, p.batch_stride_bias, c, in_bias);
+    float in_bias[V]; ::kdl::load_col_broadcast<float, V, 0>(p.bias, p.batch_stride_bias, c, in_bias);
     #pragma unroll
     for (int i = 0; i < V; ++i) {
       out_D[i] = (acc[i] + in_bias[i]);
