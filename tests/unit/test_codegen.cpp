@@ -1035,7 +1035,10 @@ kernel t {
                      "::__nv_fp8_e4m3, ::kdl::ColMajor"));
   CHECK(contains(cu, "// orientation: transposed"));
   // [row] of D is a coordinate column of D^T and [col] a coordinate row.
-  CHECK(contains(cu, "::kdl::load_col_broadcast<float, V>(p.sa, p.batch_stride_sa, c, in_sa);"));
+  // The sm90a template holds the coordinate-column vector in registers (slot 0: kdl::ColVector, v45).
+  CHECK(contains(cu, "::kdl::load_col_broadcast<float, V, 0>(p.sa, p.batch_stride_sa, c, in_sa);"));
+  CHECK(contains(cu, "static constexpr int kColVectors = 1;"));
+  CHECK(contains(cu, "if constexpr (S == 0) return ::kdl::ColVector<float>{p.sa, p.batch_stride_sa};"));
   CHECK(contains(cu, "::kdl::load_row_broadcast<float, V>(p.sb, p.batch_stride_sb, c, in_sb);"));
   // D and Z (column-major) are D^T's rows; the row-major C runs across them.
   CHECK(contains(cu, "::kdl::load_tile_transposed<::__nv_bfloat16, V>(p.C, p.ldc, p.batch_stride_C, c, src_C);"));
