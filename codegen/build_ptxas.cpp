@@ -66,6 +66,13 @@ bool sourceOffersMoreWarps(const std::string& cuPath) {
   text << in.rdbuf();
   return text.str().find(std::string("#ifdef ") + kMoreWarpsMacro) != std::string::npos;
 }
+// Whether the emitted source's epilogue functor declares [col] vectors (include/kdl/epilogue.cuh, ColVector).
+bool sourceHoldsColVectors(const std::string& cuPath) {
+  std::ifstream in(cuPath, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str().find("static constexpr int kColVectors = ") != std::string::npos;
+}
 }  // namespace
 
 std::vector<std::vector<std::string>> retryFlags(const std::vector<std::string>& gencode, const std::string& cuPath) {
@@ -79,6 +86,7 @@ std::vector<std::vector<std::string>> retryFlags(const std::vector<std::string>&
       sm90a ? std::vector<std::vector<std::string>>{{kSm90CheckedEpilogueFlag}, {w4}, {w4, kSm90CheckedEpilogueFlag},
                                                     {w2}, {w2, kSm90CheckedEpilogueFlag}}
             : std::vector<std::vector<std::string>>{{w4}, {w2}};
+  if (sm90a && !cuPath.empty() && sourceHoldsColVectors(cuPath)) tries.insert(tries.begin(), std::vector<std::string>{kSm90NoColRegsFlag});
   if (!cuPath.empty() && sourceOffersMoreWarps(cuPath)) {
     tries.push_back({more});
     tries.push_back(sm90a ? std::vector<std::string>{more, w2, kSm90CheckedEpilogueFlag} : std::vector<std::string>{more, w2});
@@ -92,16 +100,18 @@ std::string retryNote(const PtxasReport& first, const std::vector<std::string>& 
     if (!problems.empty()) problems += "; ";
     problems += p.size() > 160 ? p.substr(0, 157) + "..." : p;
   }
-  bool checked = false, narrowed = false, more = false;
+  bool checked = false, narrowed = false, more = false, cols = false;
   std::string joined;
   for (const std::string& f : flags) {
     checked = checked || f == kSm90CheckedEpilogueFlag;
+    cols = cols || f == kSm90NoColRegsFlag;
     narrowed = narrowed || f.find(kEpilogueMaxWidthMacro) != std::string::npos;
     more = more || f.find(kMoreWarpsMacro) != std::string::npos;
     joined += (joined.empty() ? "" : " ") + f;
   }
   std::vector<std::string> what;
   if (more) what.push_back("the kernel's 8-warp form");
+  if (cols) what.push_back("its [col] vectors loaded by the epilogue");
   if (checked) what.push_back("the checked one");
   if (narrowed) what.push_back("a narrower staged epilogue");
   std::string built = what[0];

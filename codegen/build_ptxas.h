@@ -54,6 +54,10 @@ bool gencodeProducesSass(const std::vector<std::string>& gencode);
 // straight-line interior chunks (include/kdl/gemm_sm90.cuh, kEpiWhole) and fp8 promotion one k-tile at a
 // time (kPairPromote), a few registers lighter.
 inline constexpr const char* kSm90CheckedEpilogueFlag = "-DKDL_SM90_EPILOGUE_CHECKED";
+// The flag of the first later try of an sm90a kernel whose functor declares [col] vectors (kColVectors): the
+// epilogue loads them itself instead of holding them in registers from the tile's start (8 registers fewer
+// through the k-loop; every later try takes the vectors this way, as every build did before v45).
+inline constexpr const char* kSm90NoColRegsFlag = "-DKDL_SM90_NO_COL_REGS";
 // The macro that caps the staged epilogue's vector width (columns per Epilogue::apply call; include/kdl/
 // gemm_sm80.cuh, EpilogueVectorWidth): the later tries, for a kernel whose epilogue lowering's register
 // estimate let through at a width where ptxas spills (it is not monotone near the consumers' budget).
@@ -61,7 +65,8 @@ inline constexpr const char* kEpilogueMaxWidthMacro = "KDL_EPILOGUE_MAX_VECTOR_W
 
 // The extra nvcc flags of each later try (for a successful compile whose report shows a performance loss) for a
 // kernel compiled for `gencode`, in order (the first one whose report is clean is kept): for an sm90a target
-// (kdl::GemmSm90) the checked epilogue, the staged epilogue capped at 4 columns per call, both, 2 columns, 2 and
+// (kdl::GemmSm90) the [col] vectors loaded by the epilogue (where the source at `cuPath` declares any), the checked
+// epilogue, the staged epilogue capped at 4 columns per call, both, 2 columns, 2 and
 // checked; for the others (the multistage path) 4 columns, then 2. Then, where the source at `cuPath` has one
 // (`#ifdef KDL_MULTISTAGE_MORE_WARPS`; an empty or unreadable path has none), the multistage kernel's 8-warp form
 // (kMoreWarpsMacro, codegen/plan.h), alone and with the narrowest epilogue.

@@ -383,10 +383,12 @@ struct GemmSm90 {
   // holds columns 8 j + 2 (lane % 4) + {0, 1} of the 8-column groups j = lane / 4 + 8 q, kColRegs values per vector,
   // and the TMA-store epilogue hands each pair its values by a shuffle from the lane that holds them (instead of
   // loads whose latency the epilogue waits for window by window: docs/perf-notes.md v45). The first vectors that
-  // fit in 8 registers (one at TileN 256); the functor loads the others itself, and all of them in the checked
-  // build (kdlc build's second try).
+  // fit in 8 registers (one at TileN 256); the functor loads the others itself, and all of them in kdlc build's
+  // later tries (KDL_SM90_NO_COL_REGS, the first of them for a functor with [col] vectors, then the checked and
+  // narrower epilogues: each later try is the build it was before the vectors were held).
   static constexpr int kColRegs = TileN / 32;
-#ifdef KDL_SM90_EPILOGUE_CHECKED
+#if defined(KDL_SM90_NO_COL_REGS) || defined(KDL_SM90_EPILOGUE_CHECKED) || \
+    (defined(KDL_EPILOGUE_MAX_VECTOR_WIDTH) && KDL_EPILOGUE_MAX_VECTOR_WIDTH < 16)
   static constexpr int kColVecs = 0;
 #else
   static constexpr int kColVecs = !kTmaStoreD || TileN % 64 != 0 ? 0

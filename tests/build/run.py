@@ -863,6 +863,54 @@ def case_ptxas_gate_sm90a_retry(tmp):
         check(not os.path.exists(obj + ".kdl-try"), "ptxas-gate left a try's object behind")
 
 
+def case_ptxas_gate_sm90a_col_vectors(tmp):
+    """An sm90a kernel whose functor holds [col] vectors in registers (kColVectors, docs/perf-notes.md v45) gets one
+    more later try, first: -DKDL_SM90_NO_COL_REGS (the epilogue loads them itself, as every build did before), then
+    the ladder of a kernel without them; a kernel without [col] vectors never gets that flag, by `kdlc build` or by
+    `kdlc ptxas-gate` (which reads the source too)."""
+    env = base_env(tmp)
+    nocol, checked = "-DKDL_SM90_NO_COL_REGS", "-DKDL_SM90_EPILOGUE_CHECKED"
+    head = ("  op = gemm; arch = sm90a;\n  A : bf16 row; B : bf16 col; D : bf16 row;\n"
+            "  tile = (128, 256, 64); stages = auto; schedule = cooperative;\n")
+    spec = write(os.path.join(tmp, "c.kdl"),
+                 "kernel kcol {\n" + head + "  epilogue { input bias : f32 [col]; D = relu(acc + bias); }\n}\n"
+                 "kernel kplain {\n" + head + "}\n")
+    out = os.path.join(tmp, "out")
+
+    def argvs_of(e, name):
+        return [x["argv"] for x in compiles(e) if any(a.endswith(name + ".cu") for a in x["argv"])]
+
+    # Clean once the vectors are loaded by the epilogue: the second compile is kept, and the note says so.
+    e1 = dict(env, FAKE_PTXAS="spill", FAKE_PTXAS_ONLY="kcol", FAKE_PTXAS_CLEAN_WITH=nocol,
+              FAKE_NVCC_LOG=os.path.join(tmp, "log1"))
+    r = build(spec, out, e1, "--no-cache")
+    check(r.returncode == 0, f"the [col]-vector retry: exit {r.returncode}", r.stderr)
+    check(f"built with its [col] vectors loaded by the epilogue ({nocol})" in r.stderr, "the retry is not reported",
+          r.stderr)
+    a = argvs_of(e1, "kcol")
+    check(len(a) == 2 and nocol not in a[0] and nocol in a[1], "kcol: a first compile, then one with the flag", str(a))
+    # Every try spills: the flag first, then the five tries of a kernel without vectors (seven compiles).
+    e2 = dict(env, FAKE_PTXAS="spill", FAKE_PTXAS_ONLY="kcol", FAKE_NVCC_LOG=os.path.join(tmp, "log2"))
+    r = build(spec, out, e2, "--no-cache")
+    a = argvs_of(e2, "kcol")
+    check(r.returncode == 1 and len(a) == 7 and nocol in a[1] and checked in a[2] and
+          all(nocol not in x for x in a[2:]), "kcol: first, no [col] registers, then the checked epilogue ...", str(a))
+    # A kernel without [col] vectors: the old ladder (checked first), never the flag.
+    e3 = dict(env, FAKE_PTXAS="spill", FAKE_PTXAS_ONLY="kplain", FAKE_NVCC_LOG=os.path.join(tmp, "log3"))
+    r = build(spec, out, e3, "--no-cache")
+    a = argvs_of(e3, "kplain")
+    check(r.returncode == 1 and len(a) == 6 and checked in a[1] and all(nocol not in x for x in a),
+          "kplain: the ladder without the [col] try", str(a))
+    # kdlc ptxas-gate reads the source the same way.
+    for name, body, expect in [("g1.cu", "static constexpr int kColVectors = 1;\n", 0), ("g2.cu", "int x;\n", 1)]:
+        src = write(os.path.join(tmp, "g", name), body)
+        obj = src[:-3] + ".o"
+        e = dict(env, FAKE_PTXAS="spill", FAKE_PTXAS_CLEAN_WITH=nocol, FAKE_NVCC_LOG=os.path.join(tmp, "logg"))
+        r = subprocess.run([KDLC, "ptxas-gate", "--", FAKE_NVCC, "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas", "-v",
+                            "-c", src, "-o", obj], env=e, capture_output=True, text=True)
+        check(r.returncode == expect, f"ptxas-gate {name}: exit {r.returncode}", r.stderr)
+
+
 def case_ptxas_gate_more_warps(tmp):
     """A multistage GEMM tile on 4 warps of 128 accumulators per thread (128 x 128) has an 8-warp form in its
     NAME.cu (#ifdef KDL_MULTISTAGE_MORE_WARPS), and `kdlc build` compiles it as the last try, after the
@@ -1069,6 +1117,7 @@ CASES = {
     "emit-atomic": case_emit_atomic, "cache-dir": case_cache_dir, "torch-cli": case_torch_cli, "torch-script": case_torch_script,
     "launcher": case_launcher, "distcc": case_distcc, "nvcc-smoke": case_nvcc_smoke,
     "ptxas-gate": case_ptxas_gate, "ptxas-gate-sm90a-retry": case_ptxas_gate_sm90a_retry,
+    "ptxas-gate-sm90a-col-vectors": case_ptxas_gate_sm90a_col_vectors,
     "ptxas-gate-more-warps": case_ptxas_gate_more_warps, "nvcc-flags": case_nvcc_flags, "nvcc-spill": case_nvcc_spill,
     "nvcc-sm90a": case_nvcc_sm90a,
 }
