@@ -59,19 +59,13 @@ bool gencodeProducesSass(const std::vector<std::string>& gencode) {
 }
 
 namespace {
-// Whether the emitted NAME.cu at `cuPath` has an 8-warp form; false when it cannot be read.
-bool sourceOffersMoreWarps(const std::string& cuPath) {
+// The emitted NAME.cu at `cuPath`; empty when there is none or it cannot be read.
+std::string readSource(const std::string& cuPath) {
+  if (cuPath.empty()) return {};
   std::ifstream in(cuPath, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
-  return text.str().find(std::string("#ifdef ") + kMoreWarpsMacro) != std::string::npos;
-}
-// Whether the emitted source's epilogue functor declares [col] vectors (include/kdl/epilogue.cuh, ColVector).
-bool sourceHoldsColVectors(const std::string& cuPath) {
-  std::ifstream in(cuPath, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str().find("static constexpr int kColVectors = ") != std::string::npos;
+  return text.str();
 }
 }  // namespace
 
@@ -86,8 +80,12 @@ std::vector<std::vector<std::string>> retryFlags(const std::vector<std::string>&
       sm90a ? std::vector<std::vector<std::string>>{{kSm90CheckedEpilogueFlag}, {w4}, {w4, kSm90CheckedEpilogueFlag},
                                                     {w2}, {w2, kSm90CheckedEpilogueFlag}}
             : std::vector<std::vector<std::string>>{{w4}, {w2}};
-  if (sm90a && !cuPath.empty() && sourceHoldsColVectors(cuPath)) tries.insert(tries.begin(), std::vector<std::string>{kSm90NoColRegsFlag});
-  if (!cuPath.empty() && sourceOffersMoreWarps(cuPath)) {
+  const std::string source = readSource(cuPath);
+  // The epilogue functor holds [col] vectors (include/kdl/epilogue.cuh, ColVector): load them in the epilogue first.
+  if (sm90a && source.find("static constexpr int kColVectors = ") != std::string::npos)
+    tries.insert(tries.begin(), std::vector<std::string>{kSm90NoColRegsFlag});
+  // The kernel has an 8-warp form.
+  if (source.find(std::string("#ifdef ") + kMoreWarpsMacro) != std::string::npos) {
     tries.push_back({more});
     tries.push_back(sm90a ? std::vector<std::string>{more, w2, kSm90CheckedEpilogueFlag} : std::vector<std::string>{more, w2});
   }

@@ -108,12 +108,17 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
   // kColVectors / col_vector<S>: the [col] vectors (read along the row) the sm90a template loads into registers once
   // per tile and hands to the epilogue in its coordinates (kdl::ColVector, include/kdl/epilogue.cuh); compute reads
   // slot S with load_col_broadcast<T, V, S>.
+  // Inputs read along the row: a [col] vector in the kernel's orientation that some expression reads.
+  const auto readAlongRow = [&](size_t k) {
+    const EpiInput& in = e.inputs[k];
+    return in.broadcast != Broadcast::Scalar && usesInput(e, int(k)) &&
+           std::string(broadcastAccess(p, in.broadcast)) == "col";
+  };
   std::vector<int> colSlot(e.inputs.size(), -1);
   if (p.sm90()) {
     std::vector<std::string> slots;
     for (size_t k = 0; k < e.inputs.size(); ++k)
-      if (const EpiInput& in = e.inputs[k]; in.broadcast != Broadcast::Scalar && usesInput(e, int(k)) &&
-                                            std::string(broadcastAccess(p, in.broadcast)) == "col") {
+      if (const EpiInput& in = e.inputs[k]; readAlongRow(k)) {
         colSlot[k] = int(slots.size());
         slots.push_back(fmt::format("if constexpr (S == {}) return ::kdl::ColVector<{}>{{p.{}, p.batch_stride_{}}};",
                                     slots.size(), cppQualified(cppElementType(in.dtype)), in.name, in.name));
@@ -140,8 +145,7 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
         checks.push_back(fmt::format("p.{} != nullptr", p.c.name));
     }
     for (size_t k = 0; k < e.inputs.size(); ++k)
-      if (const EpiInput& in = e.inputs[k]; in.broadcast != Broadcast::Scalar && usesInput(e, int(k)) &&
-                                            std::string(broadcastAccess(p, in.broadcast)) == "col")
+      if (const EpiInput& in = e.inputs[k]; readAlongRow(k))
         checks.push_back(fmt::format("::kdl::col_vector_aligned<{}, V>(p.{}, p.batch_stride_{}, b)",
                                      cppQualified(cppElementType(in.dtype)), in.name, in.name));
     for (const OperandPlan& z : p.extraOutputs)

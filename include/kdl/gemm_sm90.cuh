@@ -1389,28 +1389,24 @@ struct GemmSm90 {
 #pragma unroll
             for (int e = 0; e < 2; ++e) cv[2 * s + e] = __shfl_sync(0xffffffffu, cols[s][(j / 8) * 2 + e], 4 * (j % 8) + t);
         }
+        // The functor's compute at coordinate ec, with the held vectors' values beside it (kStageCols).
+        const auto compute = [&](const auto& ec, const float (&v)[2], float (&out)[2]) {
+          using Coord = std::decay_t<decltype(ec)>;
+          if constexpr (kStageCols)
+            epilogue.template compute<2>(P.ep, state, WithCols<Coord, kColVecs>{ec, cv}, v, out);
+          else
+            epilogue.template compute<2>(P.ep, state, ec, v, out);
+        };
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int row = row0 + 8 * h;
           const float v[2] = {float(a[4 * j + 2 * h]), float(a[4 * j + 2 * h + 1])};
           if constexpr (Mode == kChunkWhole) {
-            const EpilogueCoordWhole ec{{batch, row, col, 2}};
-            if constexpr (kStageCols)
-              epilogue.template compute<2>(P.ep, state, WithCols<EpilogueCoordWhole, kColVecs>{ec, cv}, v, d[h]);
-            else
-              epilogue.template compute<2>(P.ep, state, ec, v, d[h]);
+            compute(EpilogueCoordWhole{{batch, row, col, 2}}, v, d[h]);
           } else if constexpr (Mode == kChunkInterior) {
-            const EpilogueCoord ec{batch, row, col, 2};
-            if constexpr (kStageCols)
-              epilogue.template compute<2>(P.ep, state, WithCols<EpilogueCoord, kColVecs>{ec, cv}, v, d[h]);
-            else
-              epilogue.template compute<2>(P.ep, state, ec, v, d[h]);
+            compute(EpilogueCoord{batch, row, col, 2}, v, d[h]);
           } else if (row < P.m && col < P.n) {
-            const EpilogueCoord ec{batch, row, col, (P.n - col) < 2 ? (P.n - col) : 2};
-            if constexpr (kStageCols)
-              epilogue.template compute<2>(P.ep, state, WithCols<EpilogueCoord, kColVecs>{ec, cv}, v, d[h]);
-            else
-              epilogue.template compute<2>(P.ep, state, ec, v, d[h]);
+            compute(EpilogueCoord{batch, row, col, (P.n - col) < 2 ? (P.n - col) : 2}, v, d[h]);
           }
         }
 #pragma unroll
