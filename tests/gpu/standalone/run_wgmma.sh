@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds (unless prebuilt binaries are given in $KDL_PREBUILT) and runs the standalone wgmma test
 # (kdl/wgmma_sm90.cuh on one warpgroup) and test_wgmma_patch (a conv tap's A read out of a halo'd
-# pixel patch through a shifted descriptor, docs/perf-notes.md v42). The build fails on ptxas spills and on "wgmma
+# pixel patch through a shifted descriptor, docs/perf-notes.md v42) and test_tma_patch (an images-innermost patch
+# loaded by one TMA per channel block, its taps read at atom offsets, D stored through a permuted map: v46). The build fails on ptxas spills and on "wgmma
 # serialized" (C7515); the header is also compiled for sm_80 to show that it stays includable
 # there. KDL_BUILD_ONLY=1 builds without running (for building here and running on the GPU).
 set -u -o pipefail
@@ -22,10 +23,14 @@ if [ -z "${KDL_PREBUILT:-}" ]; then
   "$NVCC" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I"$ROOT/include" -I"$HERE" \
     -o "$BIN/test_wgmma_patch" "$HERE/test_wgmma_patch.cu" > "$OUTDIR/build_wgmma_patch.log" 2>&1 \
     || { cat "$OUTDIR/build_wgmma_patch.log"; exit 1; }
-  echo "build OK: $BIN/test_wgmma_sm90 $BIN/test_wgmma_patch"
+  "$NVCC" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I"$ROOT/include" -I"$HERE" \
+    -o "$BIN/test_tma_patch" "$HERE/test_tma_patch.cu" > "$OUTDIR/build_tma_patch.log" 2>&1 \
+    || { cat "$OUTDIR/build_tma_patch.log"; exit 1; }
+  echo "build OK: $BIN/test_wgmma_sm90 $BIN/test_wgmma_patch $BIN/test_tma_patch"
 fi
 [ -n "${KDL_BUILD_ONLY:-}" ] && exit 0
 rc=0
 "$BIN/test_wgmma_sm90" 2>&1 | tee "$OUTDIR/test_wgmma.log" || rc=1
 "$BIN/test_wgmma_patch" 2>&1 | tee "$OUTDIR/test_wgmma_patch.log" || rc=1
+"$BIN/test_tma_patch" 2>&1 | tee "$OUTDIR/test_tma_patch.log" || rc=1
 exit $rc
