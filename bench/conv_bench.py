@@ -170,15 +170,21 @@ class KdlLaunch:
             raise RuntimeError(f"{self.kernel.name}: run returned {rc}")
 
 
-def bench_case(op, pr, kernels, cc, a, rows, table):
-    label = f"{OP_WORD[op]} {pr.label}"
+def case_operands(op, pr):
+    """A case's bf16 inputs (random, seed 1) by operand name, its output's dims, and cuDNN's launch of the case on
+    channels_last copies of the inputs (the anchor; it returns cuDNN's output)."""
     gen = torch.Generator(device=ca.DEVICE)
     gen.manual_seed(1)
     in_names = ca.OPERANDS[op][:2]
     inputs = {n: ca.Tensor4(pr.tensor_dims(n), torch.bfloat16, pr.tensor_dims(n)[1], gen) for n in in_names}
     out_dims = pr.tensor_dims(ca.OPERANDS[op][2])
     a0, a1 = (inputs[n].view.contiguous(memory_format=torch.channels_last) for n in in_names)
-    cudnn = lambda: ca.conv_reference(op, a0, a1, pr)  # noqa: E731
+    return inputs, out_dims, lambda: ca.conv_reference(op, a0, a1, pr)
+
+
+def bench_case(op, pr, kernels, cc, a, rows, table):
+    label = f"{OP_WORD[op]} {pr.label}"
+    inputs, out_dims, cudnn = case_operands(op, pr)
     flops = pr.flops()
     tf = lambda ms: flops / (ms * 1e-3) / 1e12  # noqa: E731
     # cuDNN's algorithm: the autotuner's pick or the heuristics', whichever runs faster (module docstring).
@@ -188,7 +194,7 @@ def bench_case(op, pr, kernels, cc, a, rows, table):
         timed.append((time_launches(cudnn, a.warmup, a.runs, a.iters), how))
     cudnn_ms, chosen = min(timed)
     torch.backends.cudnn.benchmark = chosen == "autotuned"
-    ref = ca.conv_reference(op, a0, a1, pr).float()
+    ref = cudnn().float()
     print(f"== {label}: cuDNN {cudnn_ms:.3f} ms ({tf(cudnn_ms):.1f} TFLOP/s, {chosen}; " +
           ", ".join(f"{how} {ms:.3f} ms" for ms, how in timed) + ")", flush=True)
     for ms, how in timed:

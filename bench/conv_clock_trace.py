@@ -29,19 +29,15 @@ def main():
     kernels, _ = ca.discover(os.path.join(ROOT, ".carry", "gpu"), ["bench.list"])
     out = os.environ.get("OUT", ".")
     for op, pr in [cb.CASES[0], cb.CASES[2]]:
-        gen = torch.Generator(device=ca.DEVICE)
-        gen.manual_seed(1)
-        in_names = ca.OPERANDS[op][:2]
-        inputs = {n: ca.Tensor4(pr.tensor_dims(n), torch.bfloat16, pr.tensor_dims(n)[1], gen) for n in in_names}
-        out_dims = pr.tensor_dims(ca.OPERANDS[op][2])
-        a0, a1 = (inputs[n].view.contiguous(memory_format=torch.channels_last) for n in in_names)
-        cudnn = lambda: ca.conv_reference(op, a0, a1, pr)  # noqa: E731
-        kdl = cb.KdlLaunch([k for k in kernels if k.name == co.BEST[pr.label]][0], pr, 1, inputs, out_dims)
+        kdl, cudnn, why = co.best_launches(kernels, op, pr)
+        if why is not None:
+            raise SystemExit(f"{pr.label}: {why}")
         for f in (kdl, cudnn):
-            for _ in range(50): f()
+            for _ in range(50):
+                f()
         ca.synchronize()
-        smi = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw", "--format=csv,noheader,nounits", "-lms", "5"],
-                               stdout=subprocess.PIPE, text=True)
+        smi = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw", "--format=csv,noheader,nounits",
+                                "-lms", "5"], stdout=subprocess.PIPE, text=True)
         time.sleep(0.5)
         marks = []
         t_end = time.time() + 4

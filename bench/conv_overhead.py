@@ -44,6 +44,18 @@ def host_us(f, n=200):
     return dt
 
 
+def best_launches(kernels, op, pr):
+    """(kdl's launch of the case's BEST kernel, cuDNN's launch of the case, None), or (None, None, why) when that
+    kernel is missing from the bench libraries or refuses the case."""
+    found = [k for k in kernels if k.name == BEST[pr.label]]
+    if not found:
+        return None, None, f"{BEST[pr.label]} is not in the bench libraries"
+    inputs, out_dims, cudnn = cb.case_operands(op, pr)
+    kdl = cb.KdlLaunch(found[0], pr, 1, inputs, out_dims)
+    why = kdl.can_implement()
+    return (None, None, f"{found[0].name} refuses the case: {why}") if why is not None else (kdl, cudnn, None)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--carry", default=os.path.join(ROOT, ".carry", "gpu"))
@@ -61,21 +73,9 @@ def main():
     for op, pr in cb.CASES:
         if op != "conv2d_fprop" or pr.label not in BEST:
             continue
-        found = [k for k in kernels if k.name == BEST[pr.label]]
-        if not found:
-            print(f"{pr.label}: {BEST[pr.label]} is not in the bench libraries")
-            status = 1
-            continue
-        gen = torch.Generator(device=ca.DEVICE)
-        gen.manual_seed(1)
-        in_names = ca.OPERANDS[op][:2]
-        inputs = {n: ca.Tensor4(pr.tensor_dims(n), torch.bfloat16, pr.tensor_dims(n)[1], gen) for n in in_names}
-        out_dims = pr.tensor_dims(ca.OPERANDS[op][2])
-        a0, a1 = (inputs[n].view.contiguous(memory_format=torch.channels_last) for n in in_names)
-        cudnn = lambda: ca.conv_reference(op, a0, a1, pr)  # noqa: E731
-        kdl = cb.KdlLaunch(found[0], pr, 1, inputs, out_dims)
-        if kdl.can_implement() is not None:
-            print(f"{pr.label}: {found[0].name} refuses the case: {kdl.can_implement()}")
+        kdl, cudnn, why = best_launches(kernels, op, pr)
+        if why is not None:
+            print(f"{pr.label}: {why}")
             status = 1
             continue
         for f in (kdl, cudnn):
@@ -84,7 +84,7 @@ def main():
         ca.synchronize()
         hk = [host_us(kdl) for _ in range(3)]
         hc = [host_us(cudnn) for _ in range(3)]
-        print(f"{pr.label} ({found[0].name}): host us per launch: kdl {' '.join(f'{x:.1f}' for x in hk)}, "
+        print(f"{pr.label} ({kdl.kernel.name}): host us per launch: kdl {' '.join(f'{x:.1f}' for x in hk)}, "
               f"cuDNN {' '.join(f'{x:.1f}' for x in hc)}", flush=True)
         for iters in (20, 200, 20, 200):
             o, t = cb.time_paired(kdl, cudnn, 5, 7, iters)
