@@ -20,17 +20,15 @@ if [ -z "${KDL_PREBUILT:-}" ]; then
   if grep -E "Potential Performance Loss|instructions are serialized|setmaxnreg. ignored" "$OUTDIR/build_wgmma.log" >/dev/null; then echo "FAIL: ptxas serialized wgmma / ignored setmaxnreg"; exit 1; fi
   "$NVCC" -std=c++17 -c -gencode=arch=compute_80,code=sm_80 -I"$ROOT/include" -o /dev/null "$HERE/test_wgmma_sm90.cu" \
     || { echo "FAIL: header does not compile for sm_80"; exit 1; }
-  "$NVCC" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I"$ROOT/include" -I"$HERE" \
-    -o "$BIN/test_wgmma_patch" "$HERE/test_wgmma_patch.cu" > "$OUTDIR/build_wgmma_patch.log" 2>&1 \
-    || { cat "$OUTDIR/build_wgmma_patch.log"; exit 1; }
-  "$NVCC" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I"$ROOT/include" -I"$HERE" \
-    -o "$BIN/test_tma_patch" "$HERE/test_tma_patch.cu" > "$OUTDIR/build_tma_patch.log" 2>&1 \
-    || { cat "$OUTDIR/build_tma_patch.log"; exit 1; }
+  for t in test_wgmma_patch test_tma_patch; do  # the probes: built plain, their log build_<name>.log
+    log="$OUTDIR/build_${t#test_}.log"
+    "$NVCC" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I"$ROOT/include" -I"$HERE" \
+      -o "$BIN/$t" "$HERE/$t.cu" > "$log" 2>&1 || { cat "$log"; exit 1; }
+  done
   echo "build OK: $BIN/test_wgmma_sm90 $BIN/test_wgmma_patch $BIN/test_tma_patch"
 fi
 [ -n "${KDL_BUILD_ONLY:-}" ] && exit 0
 rc=0
 "$BIN/test_wgmma_sm90" 2>&1 | tee "$OUTDIR/test_wgmma.log" || rc=1
-"$BIN/test_wgmma_patch" 2>&1 | tee "$OUTDIR/test_wgmma_patch.log" || rc=1
-"$BIN/test_tma_patch" 2>&1 | tee "$OUTDIR/test_tma_patch.log" || rc=1
+for t in test_wgmma_patch test_tma_patch; do "$BIN/$t" 2>&1 | tee "$OUTDIR/$t.log" || rc=1; done
 exit $rc
