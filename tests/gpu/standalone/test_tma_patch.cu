@@ -193,7 +193,7 @@ static int run_geometry(const std::vector<bf16>& hX, const std::vector<bf16>& hW
   // halo and the pixels past H and W).
   const int blocks[3][3] = {{0, 0, 0},
                             {0, 1, g.Q > g.PX ? g.PX : 1},
-                            {kN - kN % G == kN ? kN - G : kN - kN % G, g.P - 1, g.Q - 3}};
+                            {(kN - 1) / G * G, g.P - 1, g.Q - 3}};
   for (const auto& blk : blocks) {
     const int n0 = blk[0], p0 = blk[1], q0 = blk[2];
     std::vector<uint32_t> poison(ycount, 0x7fc00000u);
