@@ -69,7 +69,7 @@ std::string emitManifest(const std::vector<KernelPlan>& plans, const EmitOptions
            q("kdl_kernels::" + p.name + "::run"));
     w.line("\"c\": {{\"info\": {}, \"can_implement\": {}, \"workspace_size\": {}, \"run\": {}{}}}", q("kdl_" + p.name + "_info"),
            q("kdl_" + p.name + "_can_implement"), q("kdl_" + p.name + "_workspace_size"), q("kdl_" + p.name + "_run"),
-           p.fallback ? fmt::format(", \"path\": {}", q("kdl_" + p.name + "_path")) : std::string());
+           p.fallback || p.convPatch ? fmt::format(", \"path\": {}", q("kdl_" + p.name + "_path")) : std::string());
     w.close("},");
     // fallback = sm80: the sm80-path kernel the host side runs where this one cannot (codegen/lower_fallback.cpp).
     if (const KernelPlan* f = p.fallback.get())

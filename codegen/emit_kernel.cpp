@@ -225,6 +225,11 @@ std::string emitKernelHeader(const KernelPlan& p, const EmitOptions& o) {
     w.raw("// can_implement() refuses them.");
     w.raw("const char* path(const Arguments& args);");
   }
+  if (p.convPatch) {
+    w.raw("// Which mainloop run() takes for these arguments: \"patch\" (X's input pixels loaded once per channel");
+    w.raw("// block: dilation 1 and tensors TMA can describe), \"im2col\", or nullptr when can_implement() refuses them.");
+    w.raw("const char* path(const Arguments& args);");
+  }
   w.blank();
   w.raw(fmt::format("}}  // namespace kdl_kernels::{}", p.name));
   return w.take();
@@ -328,7 +333,7 @@ std::string emitKernelSource(const KernelPlan& p, const EmitOptions& o) {
   w.line("::size_t workspace_size(const Arguments& a) {{ return {}::detail::Host::workspace_size(a); }}", ns);
   w.line("::cudaError_t run(const Arguments& a, void* workspace, ::cudaStream_t stream) {{ return {}::detail::Host::run(a, workspace, stream); }}",
          ns);
-  if (fb) w.line("const char* path(const Arguments& a) {{ return {}::detail::Host::path(a); }}", ns);
+  if (fb || p.convPatch) w.line("const char* path(const Arguments& a) {{ return {}::detail::Host::path(a); }}", ns);
   w.line("}}  // namespace kdl_kernels::{}", N);
   w.blank();
   w.raw("// ---- C ABI (include/kdl/abi.h) ----");
@@ -342,10 +347,10 @@ std::string emitKernelSource(const KernelPlan& p, const EmitOptions& o) {
   w.line("extern \"C\" int kdl_{}_run(const {}* shape, const ::kdl_arg* args, ::int32_t nargs, void* workspace, "
          "::size_t workspace_bytes, void* stream) {{ return {}::detail::Host::abi_run(shape, args, nargs, workspace, workspace_bytes, stream); }}",
          N, shape, ns);
-  if (fb)
-    w.line("extern \"C\" const char* kdl_{}_path(const ::kdl_gemm_shape* shape, const ::kdl_arg* args, ::int32_t nargs) {{ "
+  if (fb || p.convPatch)
+    w.line("extern \"C\" const char* kdl_{}_path(const {}* shape, const ::kdl_arg* args, ::int32_t nargs) {{ "
            "return {}::detail::Host::abi_path(shape, args, nargs); }}",
-           N, ns);
+           N, shape, ns);
   return w.take();
 }
 

@@ -105,8 +105,10 @@ std::string KernelPlan::templateInstance(std::string (*spell)(const std::string&
     if (path == KernelPath::ConvSm90) {
       // Conv2dSm90{Fprop,Dgrad,Wgrad}<Element, TileM, TileN, Stages, Schedule, FilterR, FilterS, StrideH, StrideW, Epilogue>
       // (Conv2dSm90Fprop in a cluster: ..., Epilogue, Im2col = true, ClusterM, ClusterN>)
-      const std::string cluster =
-          clusterM * clusterN > 1 ? fmt::format(", true, {}, {}", clusterM, clusterN) : std::string();
+      // (... Epilogue, Im2col = true, ClusterM, ClusterN, Patch = true> with the patch mainloop)
+      const std::string cluster = convPatch                  ? std::string(", true, 1, 1, true")
+                                  : clusterM * clusterN > 1 ? fmt::format(", true, {}, {}", clusterM, clusterN)
+                                                             : std::string();
       return fmt::format("{}<{}, {}, {}, {}, {}::{}, {}, {}, {}, {}, Epilogue{}>", s(deviceTemplate()), s(a.cppType), tileM,
                          tileN, stages, s("kdl::Sm90Schedule"), schedule == Schedule::Pingpong ? "Pingpong" : "Cooperative",
                          filterR, filterS, strideH, strideW, cluster);
@@ -147,7 +149,7 @@ constexpr LoweringStep kConvSm80Steps[] = {lowerTarget, lowerConvOperands, lower
 // Conv fprop on sm90a with a wgmma schedule (include/kdl/conv_sm90.cuh): the conv's operands, then the sm90a
 // GEMM's math, tiling, pipeline and epilogue (its Gemm is a kdl::GemmSm90 with a gathered A), the arguments.
 constexpr LoweringStep kConvSm90Steps[] = {lowerTarget,       lowerConvOperands, lowerConvSm90Math, lowerSm90Tiling,
-                                           lowerSm90Pipeline, lowerSm90Epilogue, lowerArguments};
+                                           lowerSm90Pipeline, lowerSm90Epilogue, lowerConvPatch,    lowerArguments};
 
 bool runSteps(Lowering& l, const LoweringStep* first, const LoweringStep* last) {
   for (const LoweringStep* step = first; step != last; ++step)

@@ -5,10 +5,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include <string>
 
 #include "codegen/lower_steps.h"
 #include "codegen/support.h"
+#include "include/kdl/gemm_sm90_smem.h"
 
 namespace kdl::codegen {
 
@@ -204,6 +207,65 @@ bool lowerConvOperands(Lowering& l) {
   decideFixed(l, "stride", s.stride, "stride_h, stride_w", p.strideH, p.strideW);
   if (!wgmma) decideSm80Math(l, in0.dtype, in1.dtype);
   decideChannelInputs(l);
+  return true;
+}
+
+// The patch mainloop (kdl::sm90::ConvFpropPatchLoader): fprop with a fixed filter of 2 taps or more at stride
+// (1, 1), cooperative, no cluster, an epilogue that reads nothing by rows (no residual, no [row] input) and writes
+// only Y (no extra output, no amax: a patch tile's rows past n, p or q are computed and clipped by the TMA store),
+// Y's type a whole number of columns per 128-byte box of the tile, and two slots beside 2 stages of W in shared memory.
+bool lowerConvPatch(Lowering& l) {
+  KernelPlan& p = l.plan;
+  const KernelSpec& s = l.spec;
+  if (s.op.value != Op::Conv2dFprop) return true;
+  std::string why;
+  const Epilogue& e = s.epilogue;
+  bool rowInput = false, extraOutput = false;
+  for (const EpiInput& in : e.inputs) rowInput = rowInput || in.broadcast == Broadcast::Row;
+  for (size_t i = 1; i < e.outputs.size(); ++i) extraOutput = true;
+  const int boxCols = 128 / std::max(1, p.d.elementBytes);
+  if (p.schedule != Schedule::Cooperative)
+    why = "the pingpong schedule (a patch is shared by both consumers of a cooperative tile)";
+  else if (p.clusterM * p.clusterN > 1)
+    why = "a cluster (the im2col loads are the ones multicast)";
+  else if (p.filterR == 0 || p.filterS == 0 || p.filterR * p.filterS < 2)
+    why = p.filterR == 0 ? "a run-time filter (the patch's halo is fixed at compile time)"
+                         : "a 1 x 1 filter (no taps share input pixels)";
+  else if (p.strideH != 1 || p.strideW != 1)
+    why = "a stride that is not fixed at (1, 1)";
+  else if (p.hasSource || rowInput)
+    why = "an epilogue that reads by rows (a residual or a [row] input: a patch tile's rows are not Y's)";
+  else if (extraOutput)
+    why = "an extra output or an amax (a patch tile's rows past n, p or q are computed, and only Y's store clips them)";
+  else if (p.tileN % boxCols != 0)
+    why = fmt::format("a tile of {} columns for {}-byte outputs (Y goes out by TMA in {}-column boxes)", p.tileN,
+                      p.d.elementBytes, boxCols);
+  p.patchSlotBytes = kdl::conv_patch_slot_bytes(p.tileM, p.filterR > 0 ? p.filterR : 1, p.filterS > 0 ? p.filterS : 1);
+  if (why.empty()) {
+    p.patchStages = kdl::conv_patch_stages(p.tileM, p.tileN, p.filterR, p.filterS, p.stages, kdl::kGemmSm90SmemLimit);
+    if (p.patchStages < 2)
+      why = fmt::format("shared memory: two {} KB patches beside two stages of W exceed the 227 KB", p.patchSlotBytes / 1024);
+  }
+  if (!why.empty()) {
+    l.decide("mainloop", "im2col (X by TMA in im2col mode, per k-tile)",
+             fmt::format("no patch mainloop: {}", why));
+    return true;
+  }
+  p.convPatch = true;
+  // The launch's shared memory: the larger of the two GEMMs' (Conv2dSm90Fprop::kSmemBytes).
+  const kdl::GemmSm90SmemShape patchShape{p.a.elementBytes, p.b.elementBytes, p.tileM, p.tileN, 64, p.patchStages, 0, 0,
+                                          p.patchSlotBytes};
+  p.smemBytes = std::max(p.smemBytes, size_t(kdl::gemm_sm90_smem_bytes(patchShape)));
+  l.decide("mainloop",
+           fmt::format("patch at dilation 1 where it pays ({}; X's input pixels once per 64-channel block: two {} KB "
+                       "slots beside {} stages of W), im2col otherwise",
+                       p.tileM >= 4 * p.tileN ? "every problem: TileM >= 4 x TileN" : "problems of c <= 64",
+                       p.patchSlotBytes / 1024, p.patchStages),
+           "fixed filter at stride (1, 1), cooperative, an epilogue that reads nothing by rows and writes only Y: the "
+           "tile is (TileM / 64) output rows x 64 / G pixels x G images (G = 8 or 16 per problem), each tap's A a "
+           "window of the patch; run() takes it for any problem whose images are packed and whose X and Y TMA can "
+           "describe and where it measured faster (a tile of TileM >= 4 x TileN, or c <= 64; KDL_CONV_MAINLOOP=patch "
+           "| im2col forces either), the im2col mainloop for the rest (include/kdl/conv_sm90.cuh, ConvFpropPatchLoader)");
   return true;
 }
 

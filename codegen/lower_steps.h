@@ -71,6 +71,9 @@ bool lowerConvOperands(Lowering& l);
 bool lowerConvPipeline(Lowering& l);
 // sm90a conv fprop (kdl::Conv2dSm90Fprop): the accumulator and the wgmma instruction.
 bool lowerConvSm90Math(Lowering& l);
+// sm90a conv fprop: whether the kernel also carries the patch mainloop (X's input pixels once per channel
+// block; kdl::sm90::ConvFpropPatchLoader), which its run() takes at dilation 1, and why (not).
+bool lowerConvPatch(Lowering& l);
 
 // codegen/lower_operands.cpp: the accumulator and the mma.sync instruction of the sm80 mainloop for
 // operands of types a and b (checkSupported admitted them), with their decisions.

@@ -97,6 +97,10 @@ struct KernelPlan {
   // `residual`, `d` the output (fprop Y, dgrad X, wgrad W). The filter and stride the spec fixes
   // (0: given at run time): Conv2dSm80's FilterR, FilterS, StrideH, StrideW.
   int filterR = 0, filterS = 0, strideH = 0, strideW = 0;
+  // sm90a conv fprop: the patch mainloop beside im2col (kdl::Conv2dSm90Fprop's Patch; codegen/lower_conv.cpp,
+  // lowerConvPatch), its W stages and slot bytes.
+  bool convPatch = false;
+  int patchStages = 0, patchSlotBytes = 0;
   const char* convKind() const;  // "Fprop", "Dgrad", "Wgrad" (kdl::ConvKind)
   // The device template: pathTemplate(path), but per op on the sm90a conv path ("kdl::Conv2dSm90Wgrad").
   const char* deviceTemplate() const;

@@ -20,6 +20,9 @@
  *        kernel itself), "sm80" (the fallback: a GPU other than compute capability 9.0, or A / B that
  *        TMA cannot describe), or NULL when kdl_NAME_can_implement refuses them. Static strings.
  *        Kernels without a fallback do not export it: they run their own code or refuse.
+ *   An sm90a conv fprop kernel whose plan carries the patch mainloop (`kdlc list --plan`: "mainloop patch")
+ *   exports it too, taking its kdl_conv2d_shape: "patch" or "im2col", the mainloop kdl_NAME_run takes
+ *   (NULL when can_implement refuses the arguments).
  *
  * Arguments (`args`, `nargs` of them) come in the order of kdl_kernel_info::arg_names, which is the
  * order kdlc documents and manifest.json lists: the op's operands in declaration order (gemm: A, B,

@@ -187,6 +187,16 @@ struct ConvHost {
     return Conv::run(problem, params_of(a), workspace, stream);
   }
 
+  // A kernel with two mainloops (kdl::Conv2dSm90Fprop with the patch mainloop): the one run() takes for the
+  // arguments ("patch" or "im2col"), or nullptr where can_implement refuses them.
+  static const char* path(const Arguments& given) {
+    if (can_implement(given) != nullptr) return nullptr;
+    const Arguments a = resolved(given);
+    Conv2dProblem problem = problem_to_run(a);
+    problem.images_packed = images_packed(a) ? 1 : 0;
+    return Conv::mainloop(problem, params_of(a));
+  }
+
   // ---- the C ABI (kdl/abi.h) ----
 
   // kdl_conv2d_shape -> the Arguments' sizes; stride and dilation 0 read as 1.
@@ -229,6 +239,12 @@ struct ConvHost {
     if (workspace_bytes < workspace_size(a)) return KDL_ERR_INVALID;
     const cudaError_t e = run(a, workspace, static_cast<cudaStream_t>(stream));
     return e == cudaSuccess ? KDL_OK : KDL_ERR_CUDA + (int)e;
+  }
+
+  static const char* abi_path(const kdl_conv2d_shape* shape, const kdl_arg* args, int32_t nargs) {
+    Arguments a;
+    if (unpack(shape, args, nargs, a) != nullptr) return nullptr;
+    return path(a);
   }
 
   static const kdl_kernel_info* abi_info() { return detail::ArgTable<K>::info(); }

@@ -27,6 +27,9 @@
 // Measured on the H100 (bf16 N32 C256 56x56 K256 3x3, 128x256 cooperative): the thread gather 638 TFLOP/s,
 // im2col TMA 692 (docs/perf-notes.md, v13).
 #pragma once
+#include <stdlib.h>
+#include <string.h>
+
 #include "kdl/conv_sm80.cuh"  // Conv2dSm80's argument checks, detail::FastDiv
 #include "kdl/gemm_sm90.cuh"
 
@@ -288,6 +291,163 @@ struct ConvFpropLoader : ConvFpropKOrder {
   }
 };
 
+// Which mainloop a kernel built with both takes: the environment variable KDL_CONV_MAINLOOP when the process first
+// asks -- "patch": the patch mainloop wherever it can run the problem (1), "im2col": never (-1) -- else the
+// measured choice (0, Conv2dSm90Fprop::patch_pays). For tests and comparisons in one build (docs/language.md
+// section 9).
+inline int conv_mainloop_override() {
+  static const int choice = [] {
+    const char* e = getenv("KDL_CONV_MAINLOOP");
+    if (e == nullptr) return 0;
+    if (strcmp(e, "patch") == 0) return 1;
+    if (strcmp(e, "im2col") == 0) return -1;
+    return 0;
+  }();
+  return choice;
+}
+
+// GemmSm90's patch loader for conv fprop at unit stride and dilation with a fixed R x S filter: X's input pixels
+// are loaded once per 64-channel block, not once per tap (docs/perf-notes.md v42, v46).
+//   * The tile's rows are a block of output pixels, images innermost: TileM / 64 output rows x 64 / G pixels x
+//     G images (G = 8 or 16, chosen per problem: Params::g), row (b, x, i) = b * 64 + x * G + i. Tiles walk
+//     (image block, output-row block, pixel block), the pixel block fastest; tiles_m x TileM rows, each tile whole
+//     (TMA clips the parts past n, p or q).
+//   * The patch: the tile's input pixels with the filter's halo, (TileM / 64 + R - 1) rows x (64 / G + S - 1)
+//     pixels x G images x 64 channels, laid out [h][w][image][channel] (one 128-byte row per image and pixel, so
+//     every pixel is G / 8 whole 1024-byte swizzle atoms): one tiled TMA of X described as {c, n, w, h} (its
+//     strides need not grow with the dimension), zero past X's borders, past n and past c. It goes into one of
+//     GemmSm90's two patch slots at each channel block's first tap, on that k-tile's full barrier.
+//   * Tap (r, s)'s A of m64 block b (output row b of the tile, its 64 / G pixels x G images) is then an
+//     ordinary K-major 128-byte-swizzled tile starting ((b + r) * PW + s) * G / 8 atoms into the patch.
+//   * B (W) as the im2col loader's: one tiled TMA per k-tile of W as {c, r*s, k}.
+//   * D: a box of 64 rows (one output row of the tile) through Y described as {k, n, q, p}.
+// The k-tiles walk (channel block, tap) with the tap fastest, as the im2col loader's.
+template <int R, int S, int TileM>
+struct ConvFpropPatchLoader {
+  static constexpr bool kEnabled = false;
+  static constexpr bool kLoadsStage = true;
+  static constexpr int kMaxClusterM = 1;
+  static constexpr int kMaxClusterN = 1;
+  static constexpr int kPatchTaps = R * S;
+  static constexpr int kRows = TileM / 64;  // output rows of a tile (one per m64 block)
+  static constexpr int kPatchSlotBytes = conv_patch_slot_bytes(TileM, R, S);  // kdl/gemm_sm90_smem.h
+  struct Params {
+    CUtensorMap tmX;  // X as {c, n, w, h}, box 64 x G x PW x PH, 128-byte swizzle
+    CUtensorMap tmW;  // W as {c, r*s, k}, box 64 x 1 x TileN
+    CUtensorMap tmY;  // Y as {k, n, q, p}, box (128 bytes) x G x 64 / G x 1, 128-byte swizzle
+    int pad_h, pad_w;
+    int g, tq;                  // images per pixel, output pixels per row of a tile (64 / g)
+    uint32_t patch_bytes;       // PH * PW * g * 128
+    uint32_t tap_step, row_step;  // 16-byte units: the next pixel (g * 8), the next row (PW * g * 8)
+    ::kdl::detail::FastDiv div_qb, div_pb;  // tiles: pixel blocks per row block, row blocks per image block
+  };
+  __device__ __forceinline__ static void prefetch(const Params& g) {
+    tma_prefetch(&g.tmX);
+    tma_prefetch(&g.tmW);
+    tma_prefetch(&g.tmY);
+  }
+  // Tile tm's first image, output row and pixel.
+  __device__ __forceinline__ static void origin(const Params& g, int tm, int& n0, int& p0, int& q0) {
+    int rest, qb, nb, pb;
+    g.div_qb.divmod(tm, rest, qb);
+    g.div_pb.divmod(rest, nb, pb);
+    n0 = nb * g.g;
+    p0 = pb * kRows;
+    q0 = qb * g.tq;
+  }
+  struct Load {
+    int c0, tap, n;  // W's box
+  };
+  template <class TileA, class TileB>
+  __device__ __forceinline__ static Load prepare(const Params&, int, int, int n0, int kt, int, int) {
+    Load l;
+    const int cb = kt / kPatchTaps;
+    l.tap = kt - cb * kPatchTaps;
+    l.c0 = cb * 64;
+    l.n = n0;
+    return l;
+  }
+  template <class TileA, class TileB>
+  __device__ __forceinline__ static void issue(const Params& g, const Load& l, uint32_t stage_b, uint64_t* full) {
+    tma_load_3d(__cvta_shared_to_generic(stage_b), &g.tmW, full, l.c0, l.tap, l.n);
+  }
+  // The patch of channel block cb of the tile at rows m0 into `slot`.
+  __device__ __forceinline__ static void issue_patch(const Params& g, int m0, int cb, uint32_t slot, uint64_t* full) {
+    int n0, p0, q0;
+    origin(g, m0 / TileM, n0, p0, q0);
+    tma_load_4d(__cvta_shared_to_generic(slot), &g.tmX, full, cb * 64, n0, q0 - g.pad_w, p0 - g.pad_h);
+  }
+  __device__ __forceinline__ static uint32_t patch_bytes(const Params& g) { return g.patch_bytes; }
+  __device__ __forceinline__ static uint32_t block_step(const Params& g) { return g.row_step; }
+  // Tap t's A (16-byte units from the patch's start, m64 block 0).
+  __device__ __forceinline__ static uint32_t tap_offset(const Params& g, int t) {
+    const int r = t / S, s = t - r * S;
+    return uint32_t(r) * g.row_step + uint32_t(s) * g.tap_step;
+  }
+  // The 64-row box of D at tile row `row` (its tile's output row (row % TileM) / 64), columns col ..
+  __device__ __forceinline__ static void store_d(const Params& g, const void* src, int col, int row) {
+    int n0, p0, q0;
+    origin(g, row / TileM, n0, p0, q0);
+    tma_store_4d(&g.tmY, src, col, n0, q0, p0 + (row % TileM) / 64);
+  }
+  // The images per pixel for a problem: the one that leaves fewer empty rows (8 on a tie: its patch has
+  // the smaller halo per output pixel).
+  static int images_per_pixel(const Conv2dProblem& p) {
+    auto rows = [&](int gi) { return (int64_t)((p.n + gi - 1) / gi) * gi * (((p.q + 64 / gi - 1) / (64 / gi)) * (64 / gi)); };
+    return rows(16) < rows(8) ? 16 : 8;
+  }
+  // The tiles of a problem at G images per pixel.
+  static int64_t tiles(const Conv2dProblem& p, int gi) {
+    return (int64_t)((p.n + gi - 1) / gi) * ((p.p + kRows - 1) / kRows) * ((p.q + 64 / gi - 1) / (64 / gi));
+  }
+  // Fills the parameters but the W map (the caller's, with the tile's box); false when TMA cannot describe X
+  // or Y (the caller then runs the im2col loader). y: Y's data, pixel stride and image stride (elements).
+  static bool encode(Params& g, const Conv2dProblem& p, int elem_bytes, CUtensorMapDataType dtype, const void* y,
+                     int64_t ldy, int64_t image_stride_y, int y_elem_bytes, CUtensorMapDataType y_dtype) {
+    const DriverApi& api = driver_api();
+    if (api.cuTensorMapEncodeTiled == nullptr) return false;
+    const int gi = images_per_pixel(p), tq = 64 / gi;
+    const int ph = kRows + R - 1, pw = tq + S - 1;
+    g.pad_h = p.pad_h;
+    g.pad_w = p.pad_w;
+    g.g = gi;
+    g.tq = tq;
+    g.patch_bytes = uint32_t(ph * pw * gi * 128);
+    g.tap_step = uint32_t(gi * 8);
+    g.row_step = uint32_t(pw * gi * 8);
+    g.div_qb = ::kdl::detail::FastDiv::make((p.q + tq - 1) / tq);
+    g.div_pb = ::kdl::detail::FastDiv::make((p.p + kRows - 1) / kRows);
+    const int64_t eb = elem_bytes, yb = y_elem_bytes;
+    // One image: its stride may be anything (0 included); TMA takes the packed one.
+    const int64_t image_x = p.n > 1 ? p.batch_stride_a : p.lda * p.w * p.h;
+    const int64_t image_y = p.n > 1 ? image_stride_y : ldy * p.q * p.p;
+    auto aligned = [](const void* ptr, int64_t bytes) { return (reinterpret_cast<uintptr_t>(ptr) % 16) == 0 && bytes % 16 == 0; };
+    // (The TMA store clips at k in 16-byte granules: Y's rows must end on one.)
+    if (y == nullptr || !aligned(p.A, p.lda * eb) || (image_x * eb) % 16 || image_x <= 0 || !aligned(y, ldy * yb) ||
+        (image_y * yb) % 16 || image_y <= 0 || ((int64_t)p.k * yb) % 16 || ldy < p.k)
+      return false;
+    {
+      cuuint64_t dims[4] = {(cuuint64_t)p.c, (cuuint64_t)p.n, (cuuint64_t)p.w, (cuuint64_t)p.h};
+      cuuint64_t strides[3] = {(cuuint64_t)(image_x * eb), (cuuint64_t)(p.lda * eb), (cuuint64_t)(p.lda * p.w * eb)};
+      cuuint32_t box[4] = {64, (cuuint32_t)gi, (cuuint32_t)pw, (cuuint32_t)ph}, estr[4] = {1, 1, 1, 1};
+      if (api.cuTensorMapEncodeTiled(&g.tmX, dtype, 4, const_cast<void*>(p.A), dims, strides, box, estr,
+                                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+        return false;
+    }
+    {
+      cuuint64_t dims[4] = {(cuuint64_t)p.k, (cuuint64_t)p.n, (cuuint64_t)p.q, (cuuint64_t)p.p};
+      cuuint64_t strides[3] = {(cuuint64_t)(image_y * yb), (cuuint64_t)(ldy * yb), (cuuint64_t)(ldy * p.q * yb)};
+      cuuint32_t box[4] = {(cuuint32_t)(128 / yb), (cuuint32_t)gi, (cuuint32_t)tq, 1}, estr[4] = {1, 1, 1, 1};
+      if (api.cuTensorMapEncodeTiled(&g.tmY, y_dtype, 4, const_cast<void*>(y), dims, strides, box, estr,
+                                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                     CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+        return false;
+    }
+    return true;
+  }
+};
+
 // GemmSm90's stage loader for conv dgrad at unit stride: dX = the convolution of dY with W's taps flipped
 // and its k and c swapped, i.e. an fprop over dY: M = the input pixels (h x w per image; images_as_rows:
 // n*h*w, tiles crossing images), N = c, K = (64 output channels k, flipped tap) walked tap fastest.
@@ -431,8 +591,12 @@ struct ConvWgradLoader {
 
 }  // namespace sm90
 
+// Patch = true (kdlc's plan: a fixed filter of at least 2 taps, stride (1, 1), cooperative, no cluster, an epilogue
+// that reads nothing by rows and stores Y by TMA): a second GEMM on sm90::ConvFpropPatchLoader, which run() takes
+// for every problem it can describe (dilation 1, the epilogue's images packed, X and Y describable by tiled TMA);
+// the im2col GEMM runs the others.
 template <class Element, int TileM, int TileN, int Stages, Sm90Schedule Schedule, int FilterR, int FilterS, int StrideH,
-          int StrideW, class Epilogue, bool Im2col = true, int ClusterM = 1, int ClusterN = 1>
+          int StrideW, class Epilogue, bool Im2col = true, int ClusterM = 1, int ClusterN = 1, bool Patch = false>
 struct Conv2dSm90Fprop {
   static constexpr ConvKind kKind = ConvKind::Fprop;
   // ClusterM = 2: clusters of 2 CTAs on adjacent pixel tiles share W's tile (each loads half, multicast).
@@ -443,6 +607,21 @@ struct Conv2dSm90Fprop {
   using Loader = typename std::conditional<Im2col, sm90::ConvFpropLoader, sm90::ConvFpropGather>::type;
   using Gemm = GemmSm90<Element, RowMajor, Element, ColMajor, float, TileM, TileN, 64, Stages, Schedule, ClusterM, ClusterN,
                         false, 0, sm90::NoBlockScaling, Epilogue, Loader>;
+  static_assert(!Patch || (Im2col && ClusterM == 1 && ClusterN == 1 && Schedule == Sm90Schedule::Cooperative &&
+                           FilterR > 0 && FilterS > 0 && FilterR * FilterS >= 2 && StrideH == 1 && StrideW == 1),
+                "Conv2dSm90Fprop: the patch mainloop needs a fixed filter of 2 taps or more, stride (1, 1), the "
+                "cooperative schedule and no cluster");
+  using PatchLoader = sm90::ConvFpropPatchLoader<(FilterR > 0 ? FilterR : 1), (FilterS > 0 ? FilterS : 1), TileM>;
+  // The patch GEMM's stages (kdl/gemm_sm90_smem.h; kdlc's plan asks for Patch only where 2 or more fit).
+  static constexpr int kPatchStagesFit =
+      Patch ? conv_patch_stages(TileM, TileN, FilterR, FilterS, Stages, kGemmSm90SmemLimit) : Stages;
+  static_assert(kPatchStagesFit >= 2, "Conv2dSm90Fprop: the patch mainloop's two slots and two stages exceed shared memory");
+  static constexpr int kPatchStages = kPatchStagesFit;
+  using PatchGemm = typename std::conditional<
+      Patch,
+      GemmSm90<Element, RowMajor, Element, ColMajor, float, TileM, TileN, 64, kPatchStages, Schedule, 1, 1, false, 0,
+               sm90::NoBlockScaling, Epilogue, PatchLoader>,
+      Gemm>::type;
   // The convolution's own argument checks (sizes, padding, strides, alignment of 8 elements: also what TMA
   // needs of every pointer and stride), shared with the sm80 path (only its host-side can_implement is
   // instantiated).
@@ -450,8 +629,32 @@ struct Conv2dSm90Fprop {
                             Epilogue>;
   static_assert(sizeof(Element) == 2, "Conv2dSm90Fprop: f16 or bf16 tensors");
   static constexpr int kThreads = Gemm::kThreads;
-  static constexpr int kSmemBytes = Gemm::kSmemBytes;
-  static constexpr int kMinSmemBytes = Gemm::kMinSmemBytes;
+  static constexpr int kSmemBytes = Gemm::kSmemBytes > PatchGemm::kSmemBytes ? Gemm::kSmemBytes : PatchGemm::kSmemBytes;
+  static constexpr int kMinSmemBytes = kSmemBytes;
+
+  // Whether run() takes the patch GEMM for p (its can_implement has passed): dilation 1, the epilogue's images
+  // packed (tiles cross images; [channel] vectors shared), and the tiles' rows within 32-bit indexing; TMA's
+  // description of X and Y is the last check (run).
+  // Where the patch mainloop pays (measured on the H200 against im2col in one process, bf16, docs/perf-notes.md v47):
+  // X's share of the im2col loads is large -- a tile of TileM >= 4 x TileN (256 x 64: +12-14 % on the three 3x3
+  // shapes of the benchmark) -- or the channels are few (c <= 64: +2-25 % on every tile); elsewhere it measured
+  // level or slower (128 x 256: within 0.6 %; 256 x 128 -2-3 %, 128 x 64 -11 % at c >= 256).
+  static bool patch_pays(const Conv2dProblem& p) { return TileM >= 4 * TileN || p.c <= 64; }
+  static bool patch_applies(const Conv2dProblem& p) {
+    if constexpr (!Patch) {
+      return false;
+    } else {
+      const int choice = sm90::conv_mainloop_override();
+      return choice >= 0 && (choice > 0 || patch_pays(p)) && p.dil_h == 1 && p.dil_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.images_packed &&
+             PatchLoader::tiles(p, PatchLoader::images_per_pixel(p)) * TileM < 0x7fffffffLL;
+    }
+  }
+  static GemmProblem gemm_of_patch(const Conv2dProblem& p) {
+    GemmProblem g = gemm_of(p);
+    g.m = PatchLoader::tiles(p, PatchLoader::images_per_pixel(p)) * TileM;
+    g.batch = 1;
+    return g;
+  }
 
   // The batched GEMM: per image, M = p*q, N = k, K = r*s taps x c channels (the loader: rounded up to
   // 64 per tap; the gather: c a multiple of 64, B = W as the column-major k x (r*s*c) matrix).
@@ -499,10 +702,40 @@ struct Conv2dSm90Fprop {
     return Gemm::can_implement(gemm_of(p));
   }
   // Optional: with it, GemmSm90 spreads a part-filled last wave of tiles over every SM (stream-K tail).
-  static size_t workspace_size(const Conv2dProblem& p) { return Gemm::workspace_size(gemm_of(p)); }
+  static size_t workspace_size(const Conv2dProblem& p) {
+    const size_t a = Gemm::workspace_size(gemm_of(p));
+    if (!patch_applies(p)) return a;
+    const size_t b = PatchGemm::workspace_size(gemm_of_patch(p));
+    return a > b ? a : b;
+  }
+
+  // The patch GEMM's parameters for p (its can_implement has passed); false: run() takes the im2col mainloop.
+  static bool patch_params(const Conv2dProblem& p, const typename Epilogue::Params& ep, typename PatchLoader::Params& g) {
+    if constexpr (!Patch) {
+      return false;
+    } else {
+      const GemmProblem gp = gemm_of(p);
+      if (!patch_applies(p) || gp.m <= 0 || gp.n <= 0 || gp.k <= 0) return false;
+      using ElementD = typename detail::EpilogueD<Epilogue>::Element;
+      const OutputD<ElementD> d = detail::output_d<Epilogue>(ep);
+      return PatchLoader::encode(g, p, int(sizeof(Element)), detail::Sm90TmaDtype<Element>::value, d.data, d.ld,
+                                 d.batch_stride, int(sizeof(ElementD)), detail::Sm90StoreDtype<ElementD>::value) &&
+             sm90::encode_filter_taps(&g.tmW, p, TileN, int(sizeof(Element)), detail::Sm90TmaDtype<Element>::value) ==
+                 cudaSuccess;
+    }
+  }
+  // The mainloop run() takes for p (its can_implement has passed): "patch" or "im2col" (kdl_NAME_path).
+  static const char* mainloop(const Conv2dProblem& p, const typename Epilogue::Params& ep) {
+    typename PatchLoader::Params g{};
+    return patch_params(p, ep, g) ? "patch" : "im2col";
+  }
 
   static cudaError_t run(const Conv2dProblem& p, const typename Epilogue::Params& ep, void* workspace, cudaStream_t stream) {
     if (can_implement(p) != nullptr) return cudaErrorInvalidValue;
+    if constexpr (Patch) {
+      typename PatchLoader::Params g{};
+      if (patch_params(p, ep, g)) return PatchGemm::run(gemm_of_patch(p), ep, workspace, stream, g);
+    }
     typename Loader::Params g{};
     static_cast<sm90::ConvFpropShape&>(g) = sm90::ConvFpropShape::of(p);
     const GemmProblem gp = gemm_of(p);

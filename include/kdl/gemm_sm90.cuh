@@ -177,6 +177,16 @@ struct allows_dynamic_order { static constexpr bool value = true; };
 template <class G>
 struct allows_dynamic_order<G, decltype((void)G::kDynamicOrder)> { static constexpr bool value = G::kDynamicOrder; };
 
+// A patch loader's slot size (GemmSm90::kPatch; 0: the loader fills A in the stages).
+template <class G, class = void>
+struct patch_slot_bytes { static constexpr int value = 0; };
+template <class G>
+struct patch_slot_bytes<G, decltype((void)G::kPatchSlotBytes)> { static constexpr int value = G::kPatchSlotBytes; };
+template <class G, class = void>
+struct patch_taps { static constexpr int value = 1; };
+template <class G>
+struct patch_taps<G, decltype((void)G::kPatchTaps)> { static constexpr int value = G::kPatchTaps; };
+
 // D's TMA element type: the operands' (16-bit types, float, bytes), and s32.
 template <class E>
 struct Sm90StoreDtype : Sm90TmaDtype<E> {};
@@ -214,6 +224,13 @@ struct BlockScaling {
 // kMaxClusterN say what the loader can); m0 or n0 may lie past the last row or column (the cluster's last
 // tile; the loader still completes the stage); e.g. conv fprop's X in im2col
 // mode and W as a 3-D tensor, kdl/conv_sm90.cuh); GemmSm90 then encodes no tensor map of A or B.
+// A patch loader (kPatchSlotBytes > 0: kdl/conv_sm90.cuh's ConvFpropPatchLoader) loads B alone into the stages
+// (`issue<TileA, TileB>(params, load, stage_b, full)`) and, once per kPatchTaps k-tiles, a patch of A's source
+// into one of two slots (by turns), on the full barrier of a k-tile before the patch's first
+// (`issue_patch(params, m0, patch, slot, full)`: patch `patch` of the unit at rows m0; `patch_bytes(params)`). The consumers read A out of the slot: k-tile kt's m64 block i of the tile at
+// `tap_offset` + i * `block_step(params)` (16-byte units, from the slot's start); `store_d(params, src, col,
+// row)` stores a 64-row box of D at the tile row `row` (tiles_m x TileM rows: the loader's tiles, every one
+// whole), TMA clipping what lies outside the output.
 // A thread gather's per-thread rows (AGather::Rows<TileM>); nothing for the TMA loaders, which need none.
 template <bool Gathers, class AGather, int TileM>
 struct GatherRows {
@@ -334,10 +351,27 @@ struct GemmSm90 {
   using TileB = sm90::OperandTile<ElementB, kBKMajor, TileN, TileK, ClusterM>;
   static constexpr int kTurnBarrier = 1;                 // pingpong: named barriers 1, 2 = "consumer 0, 1 may issue"
 
-  static constexpr int kTileBytesA = TileA::kBytes;
+  // A patch loader (detail::patch_slot_bytes): the stages hold B alone; two patch slots follow them.
+  static constexpr int kPatchSlotBytes = detail::patch_slot_bytes<AGather>::value;
+  static constexpr bool kPatch = kPatchSlotBytes > 0;
+  static constexpr int kPatchTaps = detail::patch_taps<AGather>::value;  // k-tiles per patch
+  // Where a unit's next patch is loaded: on the stage of the k-tile kPatchAhead into the current one, the first
+  // that may overwrite the slot (the one two patches back, whose last k-tile is then the one Stages back: its
+  // release is what the producer waits for), Stages - 1 k-tiles before the patch's first tap reads it; 0: at the
+  // patch's own first k-tile (Stages - 1 >= kPatchTaps).
+  static constexpr int kPatchAhead = Stages - 1 < kPatchTaps ? Stages - 1 : 0;
+  static_assert(!kPatch || (kLoadsStage && !kPingpong && ClusterM == 1 && ClusterN == 1 && kAKMajor && !kFp8 &&
+                            kPatchSlotBytes % 1024 == 0 && Stages <= kPatchTaps + 1 &&
+                            detail::EpilogueD<Epilogue>::kComputes && TileN % (128 / int(sizeof(typename
+                            detail::EpilogueD<Epilogue>::Element))) == 0 && !HasSourceTile<Epilogue>::value),
+                "GemmSm90: a patch loader runs cooperative kernels without clusters, 16-bit K-major A, at most "
+                "kPatchTaps + 1 stages (a slot is reloaded once the stage of the k-tile Stages back is released), and "
+                "an epilogue that reads nothing by rows and stores D by TMA (its tiles' rows are the loader's)");
+  static constexpr int kTileBytesA = kPatch ? 0 : TileA::kBytes;
   static constexpr int kTileBytesB = TileB::kBytes;
   static constexpr int kStageBytes = kTileBytesA + kTileBytesB;
-  static constexpr int kBarOffset = Stages * kStageBytes;
+  static constexpr int kPatchOffset = Stages * kStageBytes;
+  static constexpr int kBarOffset = kPatchOffset + 2 * kPatchSlotBytes;
   // Epilogue staging: per consumer warp 16 rows x kEpiCols columns of f32, rows padded by 8 floats.
   static constexpr int kEpiV = detail::EpilogueVectorWidth<Epilogue>::value;
   static_assert(kEpiV == 1 || kEpiV == 2 || kEpiV == 4 || kEpiV == 8 || kEpiV == 16,
@@ -351,7 +385,7 @@ struct GemmSm90 {
   // Block scaling: each stage's scale slot holds the k-block's TileM scales of A and its scale of B.
   static constexpr bool kStageScales = kBlockScaled;
   static constexpr GemmSm90SmemShape kSmemShape{int(sizeof(ElementA)), int(sizeof(ElementB)), TileM, TileN, TileK,
-                                                Stages, int(Schedule), kStageScales ? TileM : 0};
+                                                Stages, int(Schedule), kStageScales ? TileM : 0, kPatchSlotBytes};
   static constexpr int kScaleOffset = gemm_sm90_scale_offset(kSmemShape);
   static constexpr int kScaleSlotBytes = gemm_sm90_scale_slot_bytes(kSmemShape);
   static constexpr int kEpiOffset = gemm_sm90_epilogue_offset(kSmemShape);  // 1024-byte aligned
@@ -637,6 +671,10 @@ struct GemmSm90 {
 
   // The multicast masks of a cluster (rank = rm + rn * ClusterM): the CTAs of cluster row rm (they share an
   // A tile) and of cluster column rn (a B tile).
+  // Patch slot i's shared-memory address (a patch loader), from the ring's base (stage 0's address).
+  __device__ __forceinline__ static uint32_t patch_slot_addr(uint32_t ring_base, int i) {
+    return ring_base + uint32_t(kPatchOffset + i * kPatchSlotBytes);
+  }
   __host__ __device__ static constexpr uint16_t row_mask(int rm) {
     uint16_t m = 0;
     for (int r = 0; r < ClusterN; ++r) m |= uint16_t(1u << (rm + r * ClusterM));
@@ -670,6 +708,8 @@ struct GemmSm90 {
     typename sm90::GatherRows<kGather, AGather, TileM>::type rows;  // this thread's rows of the A tile (a thread gather)
     const int n_walk = walk_length(P, walker, walkers);
     int turn = 0;  // a stage loader's issuers take turns: this one (thread / 32) fills every kIssuers-th k-tile
+    int patch_tap = 0, patch_slot = 0;  // a patch loader: the k-tile's place in its patch, the patch's slot
+    bool next_patch_loaded = false;     // a patch loader: the next unit's first patch is on its way
     int ticket = kDyn && dyn && thread == 0 ? atomicAdd(P.tickets, 1) : 0;  // the first issuer's (Tickets::write)
     for (int j = 0;; ++j) {
       Unit w;
@@ -682,8 +722,35 @@ struct GemmSm90 {
         w = unit_at(P, walker, walkers, j, rm, rn);
       }
       if constexpr (kGather) rows.init(P.gather, w.batch, w.tm, thread);
+      const bool first_patch_loaded = next_patch_loaded;  // by the previous unit (a patch loader)
+      next_patch_loaded = false;
       for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
         if (kDyn && dyn && thread == 0 && kt == w.kt_end - 1) ticket = atomicAdd(P.tickets, 1);  // the next unit's
+        // A patch loader: the patch this k-tile's stage brings (-1: none), its slot and its unit's rows. A unit's
+        // first k-tile brings its first patch; with kPatchAhead, the k-tile kPatchAhead into each patch brings the
+        // next one: the unit's, or in the static walk the next unit's first (every issuer counts every k-tile).
+        int patch_cb = -1, slot = patch_slot, patch_m0 = w.tm * TileM;
+        if constexpr (kPatch) {
+          if (kt == w.kt_begin) {
+            if (!first_patch_loaded) patch_cb = 0;
+          } else if (kPatchAhead == 0 ? patch_tap == 0 : patch_tap == kPatchAhead) {
+            if (kPatchAhead == 0) {
+              patch_cb = (kt - w.kt_begin) / kPatchTaps;
+            } else if (kt + kPatchTaps - kPatchAhead < w.kt_end) {
+              patch_cb = (kt - w.kt_begin) / kPatchTaps + 1;
+              slot = patch_slot ^ 1;
+            } else if (!(kDyn && dyn) && j + 1 < n_walk) {
+              patch_cb = 0;
+              patch_m0 = unit_at(P, walker, walkers, j + 1, rm, rn).tm * TileM;
+              slot = patch_slot ^ 1;
+              next_patch_loaded = true;
+            }
+          }
+          if (++patch_tap == kPatchTaps) {
+            patch_tap = 0;
+            patch_slot ^= 1;
+          }
+        }
         if constexpr (kIssuers > 1) {
           const bool mine = turn == thread / 32;
           turn = turn + 1 == kIssuers ? 0 : turn + 1;
@@ -701,9 +768,21 @@ struct GemmSm90 {
           KDL_TRACE_T0(tw_);
           sm90::mbarrier_wait(empty_bar(ring.stage), ring.phase ^ 1u);
           KDL_TRACE_WAIT(2, kt, tw_);
-          sm90::mbarrier_arrive_expect_tx(full, (uint32_t)kStageBytes);
-          AGather::template issue<TileA, TileB>(P.gather, load, stage_a(ring.stage), stage_b(ring.stage), full, mask_b,
-                                                mask_a);
+          if constexpr (kPatch) {
+            // The slot's last readers (the patch two back) have released every k-tile up to the one Stages back
+            // (wgmmas retire in order; kPatchAhead = Stages - 1 when that is less than kPatchTaps), which this wait
+            // has seen released.
+            sm90::mbarrier_arrive_expect_tx(full, (uint32_t)kStageBytes + (patch_cb >= 0 ? AGather::patch_bytes(P.gather) : 0u));
+            if (patch_cb >= 0) AGather::issue_patch(P.gather, patch_m0, patch_cb, patch_slot_addr(stage_a(0), slot), full);
+            AGather::template issue<TileA, TileB>(P.gather, load, stage_b(ring.stage), full);
+          } else {
+            (void)slot;
+            (void)patch_cb;
+            (void)patch_m0;
+            sm90::mbarrier_arrive_expect_tx(full, (uint32_t)kStageBytes);
+            AGather::template issue<TileA, TileB>(P.gather, load, stage_a(ring.stage), stage_b(ring.stage), full, mask_b,
+                                                  mask_a);
+          }
         } else {
           sm90::mbarrier_wait(empty_bar(ring.stage), ring.phase ^ 1u);
           if (thread == 0) {
@@ -857,6 +936,14 @@ struct GemmSm90 {
       const uint32_t desc_b0 = uint32_t(TileB::desc(stage_b(0), 0, 0).bits);
       auto desc_a = [&](int s) { return desc_a0 + uint32_t(s) * uint32_t(kStageBytes >> 4); };
       auto desc_b = [&](int s) { return desc_b0 + uint32_t(s) * uint32_t(kStageBytes >> 4); };
+      // A patch loader: A's descriptor at slot 0's start (this consumer's first m64 block: its output row), the
+      // step between m64 blocks; per k-tile the slot and the tap's offset (patch_tap's place in the patch).
+      uint32_t desc_p0 = 0, p_block = 0;
+      int patch_tap = 0, patch_slot = 0;
+      if constexpr (kPatch) {
+        p_block = AGather::block_step(P.gather);
+        desc_p0 = uint32_t(TileA::desc(patch_slot_addr(stage_a(0), 0), 0, 0).bits) + uint32_t(consumer * kMmaM) * p_block;
+      }
       const int n_walk = walk_length(P, walker, walkers);
       auto unit_ktiles = [&](int j) {
         const Unit w = unit_at(P, walker, walkers, j, rm, rn);
@@ -951,10 +1038,17 @@ struct GemmSm90 {
           if (kt == w.kt_begin && wg_thread == 0) KDL_TRACE_AT(consumer, j, 1);
           // A gathered A was written through the generic proxy (cp.async); wgmma reads through the async one.
           if constexpr (kGather) sm90::fence_proxy_async_shared();
-          const uint32_t a_tile = desc_a(ring.stage);
+          uint32_t a_tile = desc_a(ring.stage);
           const uint32_t b_tile = desc_b(ring.stage);
+          if constexpr (kPatch) {
+            a_tile = desc_p0 + uint32_t(patch_slot * (kPatchSlotBytes >> 4)) + AGather::tap_offset(P.gather, patch_tap);
+            if (++patch_tap == kPatchTaps) {
+              patch_tap = 0;
+              patch_slot ^= 1;
+            }
+          }
           if constexpr (!kPromote) {
-            issue_ktile(acc, a_tile, b_tile, true);
+            issue_ktile(acc, a_tile, b_tile, true, p_block);
             // The previous k-tile's group has completed: its stage may be refilled.
             sm90::wgmma_wait_group<1>();
             if (prev_stage >= 0 && warp_leader) release(prev_stage);
@@ -1118,8 +1212,9 @@ struct GemmSm90 {
   // b_tile: the descriptors of the stage's A rows of this consumer and of its B tile at k-step 0; every
   // other k-step's is a compile-time offset from them (OperandTile::desc_offset).
   template <class A>
+  // a_block: a patch loader's step between m64 blocks of A (16-byte units); else the tile's (TileA's offsets).
   __device__ __forceinline__ static void issue_ktile(A (&d)[kMmaM][kAccRegs], uint32_t a_tile, uint32_t b_tile,
-                                                     bool accumulate) {
+                                                     bool accumulate, uint32_t a_block = 0) {
     constexpr uint64_t kHiA = TileA::desc(0, 0, 0).bits >> 32 << 32, kHiB = TileB::desc(0, 0, 0).bits >> 32 << 32;
 #pragma unroll
     for (int i = 0; i < kMmaM; ++i) sm90::warpgroup_fence_acc(d[i]);
@@ -1128,9 +1223,11 @@ struct GemmSm90 {
     for (int ks = 0; ks < kKSteps; ++ks) {
       const sm90::SmemDesc db{kHiB | (b_tile + uint32_t(TileB::desc_offset(0, ks)))};
 #pragma unroll
-      for (int i = 0; i < kMmaM; ++i)
-        mma_kstep(d[i], sm90::SmemDesc{kHiA | (a_tile + uint32_t(TileA::desc_offset(i * 64, ks)))}, db,
-                  accumulate || ks > 0);
+      for (int i = 0; i < kMmaM; ++i) {
+        const uint32_t a = kPatch ? a_tile + uint32_t(i) * a_block + uint32_t(TileA::desc_offset(0, ks))
+                                  : a_tile + uint32_t(TileA::desc_offset(i * 64, ks));
+        mma_kstep(d[i], sm90::SmemDesc{kHiA | a}, db, accumulate || ks > 0);
+      }
     }
     sm90::wgmma_commit_group();
 #pragma unroll
@@ -1349,7 +1446,12 @@ struct GemmSm90 {
         if (wg_thread == 0) {
 #pragma unroll
           for (int bx = 0; bx < kChunkBoxes; ++bx)
-            if (chunk_col + bx * kBoxCols < P.n) sm90::tma_store_3d(&P.tmD, pbuf + bx * kBoxBytes, chunk_col + bx * kBoxCols, block_row, batch);
+            if (chunk_col + bx * kBoxCols < P.n) {
+              if constexpr (kPatch)
+                AGather::store_d(P.gather, pbuf + bx * kBoxBytes, chunk_col + bx * kBoxCols, block_row);
+              else
+                sm90::tma_store_3d(&P.tmD, pbuf + bx * kBoxBytes, chunk_col + bx * kBoxCols, block_row, batch);
+            }
           sm90::tma_store_commit();
         }
       }
@@ -1750,7 +1852,8 @@ struct GemmSm90 {
     // Without a workspace the tail wave runs whole tiles (stream-K is an optimisation, split-K is not); a
     // DRAM-bound problem takes its units in run-time order instead (dynamic_order; its counter is the workspace).
     const bool dyn = workspace != nullptr && dynamic_order(p, sms);
-    kp.sk_groups = (p.split_k == 1 && workspace != nullptr && !dyn) ? stream_k_groups(p, sms) : 0;
+    // (A patch loader's units are whole tiles: its patches start at a unit's first k-tile.)
+    kp.sk_groups = (p.split_k == 1 && workspace != nullptr && !dyn && !kPatch) ? stream_k_groups(p, sms) : 0;
     kp.dp_groups = (int)groups_of(p) - kp.sk_groups;
     if (p.split_k > 1 || kp.sk_groups > 0) {
       if (workspace == nullptr) return cudaErrorInvalidValue;
@@ -1760,7 +1863,10 @@ struct GemmSm90 {
         return e;
     }
     kp.ep = ep;
-    if constexpr (kTmaStoreD) kp.store_d = encode_d(&kp.tmD, p, ep) ? 1 : 0;
+    if constexpr (kPatch)
+      kp.store_d = 1;  // through the loader's map of D (store_d), which its caller has encoded
+    else if constexpr (kTmaStoreD)
+      kp.store_d = encode_d(&kp.tmD, p, ep) ? 1 : 0;
     kp.tickets = nullptr;
     if (dyn) {
       kp.tickets = static_cast<int*>(workspace);

@@ -3,7 +3,9 @@
 // `stages = auto`, and lowering, which reports the launch size) compute it with one function.
 //
 // Layout (from a 1024-byte aligned base; 1 KB of slack aligns the dynamic base):
-//   Stages x (A tile: TileM x TileK, B tile: TileN x TileK), each tile 1024-byte aligned (the swizzle atom)
+//   Stages x (A tile: TileM x TileK, B tile: TileN x TileK), each tile 1024-byte aligned (the swizzle atom);
+//   a patch mainloop (patch_bytes > 0: kdl::sm90::ConvFpropPatchLoader) keeps only B in its stages, and
+//   two patch slots of patch_bytes each follow them (A is read out of the patches)
 //   full[Stages] and empty[Stages] mbarriers (8 bytes each)
 //   block-scaled fp8 only: Stages scale slots, each a k-block's TileM scales of A (one per tile row) and
 //   its scale of B, 16-byte aligned (the producer stages them beside the operand tiles)
@@ -22,6 +24,7 @@ struct GemmSm90SmemShape {
   int stages;
   int schedule;  // int(Sm90Schedule)
   int scale_rows = 0;  // block-scaled fp8: tile_m (a stage's scales of A; one of B follows); 0: none
+  int patch_bytes = 0;  // a patch mainloop: one patch slot's bytes (a multiple of 1024; two slots); 0: none
 };
 
 constexpr int gemm_sm90_consumer_warpgroups(const GemmSm90SmemShape&) { return 2; }
@@ -31,9 +34,14 @@ constexpr int gemm_sm90_stage_bytes(int element_bytes_a, int element_bytes_b, in
   return tile_m * tile_k * element_bytes_a + tile_n * tile_k * element_bytes_b;
 }
 constexpr int gemm_sm90_stage_bytes(const GemmSm90SmemShape& s) {
-  return gemm_sm90_stage_bytes(s.element_bytes_a, s.element_bytes_b, s.tile_m, s.tile_n, s.tile_k);
+  return s.patch_bytes > 0 ? s.tile_n * s.tile_k * s.element_bytes_b
+                           : gemm_sm90_stage_bytes(s.element_bytes_a, s.element_bytes_b, s.tile_m, s.tile_n, s.tile_k);
 }
-constexpr int gemm_sm90_barrier_offset(const GemmSm90SmemShape& s) { return s.stages * gemm_sm90_stage_bytes(s); }
+// The patch slots (a patch mainloop) follow the stages.
+constexpr int gemm_sm90_patch_offset(const GemmSm90SmemShape& s) { return s.stages * gemm_sm90_stage_bytes(s); }
+constexpr int gemm_sm90_barrier_offset(const GemmSm90SmemShape& s) {
+  return gemm_sm90_patch_offset(s) + 2 * s.patch_bytes;
+}
 // A stage's scale slot (block-scaled fp8): scale_rows f32 scales of A, then B's scale, padded to 16 bytes.
 constexpr int gemm_sm90_scale_slot_bytes(const GemmSm90SmemShape& s) {
   return s.scale_rows > 0 ? (s.scale_rows + 4) * 4 : 0;
@@ -68,6 +76,26 @@ constexpr int gemm_sm90_max_stages(GemmSm90SmemShape s, int limit, int max_stage
     if (gemm_sm90_smem_bytes(s) <= limit) best = st;
   }
   return best;
+}
+
+// One patch slot of kdl::sm90::ConvFpropPatchLoader (conv fprop's patch mainloop, kdl/conv_sm90.cuh): the input
+// pixels of tile_m / 64 output rows x 64 / g pixels x g images with an r x s filter's halo, 64 channels of 2
+// bytes each, for the larger of g = 8 and g = 16 (chosen per problem).
+constexpr int conv_patch_bytes(int tile_m, int r, int s, int g) {
+  return (tile_m / 64 + r - 1) * (64 / g + s - 1) * g * 128;
+}
+constexpr int conv_patch_slot_bytes(int tile_m, int r, int s) {
+  return conv_patch_bytes(tile_m, r, s, 8) > conv_patch_bytes(tile_m, r, s, 16) ? conv_patch_bytes(tile_m, r, s, 8)
+                                                                                : conv_patch_bytes(tile_m, r, s, 16);
+}
+// The patch GEMM's stages (W alone in each): the most of `stages` (at most r * s + 1: a slot is reloaded once
+// the stage of the k-tile `stages` back is released) that fit beside its two slots; 0 when not even 2 fit.
+constexpr int conv_patch_stages(int tile_m, int tile_n, int r, int s, int stages, int limit) {
+  const GemmSm90SmemShape shape{2, 2, tile_m, tile_n, 64, stages, 0, 0, conv_patch_slot_bytes(tile_m, r, s)};
+  int most = stages < r * s + 1 ? stages : r * s + 1;
+  if (most > 8) most = 8;
+  const int fit = gemm_sm90_max_stages(shape, limit, most);
+  return fit >= 2 ? fit : 0;
 }
 
 // `stages = auto`: the deepest pipeline that fits (at most max_stages), except that a block-scaled kernel

@@ -167,6 +167,14 @@ __device__ __forceinline__ void tma_load_3d_multicast(void* dst, const CUtensorM
 #endif
 }
 
+__device__ __forceinline__ void tma_load_4d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1, int c2,
+                                            int c3) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const int32_t coords[4] = {c0, c1, c2, c3};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, bar);
+#endif
+}
+
 // Stores a CTA shared-memory tile to global memory (out-of-range elements are not written).
 // Issue after fence_proxy_async_shared() has ordered the writes that filled the tile; group
 // the stores with tma_store_commit() and reuse the tile after tma_store_wait_read<N>().
@@ -180,6 +188,13 @@ __device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void*
 __device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, const void* src, int c0, int c1, int c2) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const int32_t coords[3] = {c0, c1, c2};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, map, coords, src);
+#endif
+}
+
+__device__ __forceinline__ void tma_store_4d(const CUtensorMap* map, const void* src, int c0, int c1, int c2, int c3) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const int32_t coords[4] = {c0, c1, c2, c3};
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, map, coords, src);
 #endif
 }

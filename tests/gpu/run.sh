@@ -61,6 +61,21 @@ if [ -z "${KDL_SANITIZER_ONLY:-}" ]; then
   fi
 fi
 
+# The conv patch mainloop forced on every problem it can run (KDL_CONV_MAINLOOP=patch: by default a kernel takes it
+# only where it measured faster than im2col, include/kdl/conv_sm90.cuh): conv_patch.kdl's kernels once more.
+if [ -z "${KDL_SANITIZER_ONLY:-}" ]; then
+  while read -r spec lib; do
+    case "$spec" in
+      */conv_patch.kdl)
+        KDL_CONV_MAINLOOP=patch "$CARRY/bin/kdl_gpu_test" "${lists[@]}" "$@" "$CARRY/$spec" "$CARRY/$lib" \
+          >"$OUT/gpu_tests_patch.log" 2>&1 || rc=1
+        echo "patch mainloop forced ($spec): $(tail -n 1 "$OUT/gpu_tests_patch.log")" | tee -a "$OUT/gpu_tests.log"
+        grep "^FAIL" "$OUT/gpu_tests_patch.log" | head -20
+        ;;
+    esac
+  done <"$CARRY/tests.list"
+fi
+
 # compute-sanitizer over a small set (memcheck: out-of-bounds and misaligned accesses; racecheck:
 # shared-memory hazards; synccheck: barrier misuse) of our kernels (hazards inside cuBLASLt's own
 # reference kernels, `nvjet_*`, are not counted: racecheck does not follow their TMA/mbarrier

@@ -1290,6 +1290,68 @@ TEST_CASE("conv: sm90a runs the sm80 mainloop unless the spec asks for wgmma; st
   CHECK(contains(firstError(broken), "a convolution needs its two inputs and its output"));
 }
 
+TEST_CASE("conv: sm90a fprop carries the patch mainloop beside im2col where the plan allows it, and says why not",
+          "[codegen][lower][conv]") {
+  const char* fixed = "  schedule = cooperative;\n  tile = (128, 256, 64); stages = 4;\n  filter = (3, 3);\n  stride = (1, 1);\n";
+  const std::string text = convSpec(
+      "cp", "conv2d_fprop", std::string(fixed) + "  epilogue {\n    input b : f32 [channel];\n    Y = relu(acc + b);\n  }",
+      "sm90a", "bf16");
+  KernelPlan p = lowerConv(text);
+  REQUIRE(p.path == KernelPath::ConvSm90);
+  CHECK(p.convPatch);
+  CHECK(p.templateInstance() ==
+        "kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 4, kdl::Sm90Schedule::Cooperative, 3, 3, 1, 1, Epilogue, true, 1, 1, "
+        "true>");
+  // Two 48 KB slots (the larger of G = 8 and 16 images per pixel) beside 3 stages of W's 32 KB: what fits in 227 KB.
+  CHECK(p.patchSlotBytes == conv_patch_slot_bytes(128, 3, 3));
+  CHECK(p.patchSlotBytes == 48 * 1024);
+  CHECK(p.patchStages == 3);
+  CHECK(contains(decision(p, "mainloop")->value, "patch at dilation 1"));
+  CHECK(contains(decision(p, "mainloop")->value, "two 48 KB slots beside 3 stages of W"));
+  // The launch's shared memory is the larger GEMM's: the patch one here.
+  const GemmSm90SmemShape patchShape{2, 2, 128, 256, 64, 3, 0, 0, 48 * 1024};
+  CHECK(p.smemBytes == size_t(gemm_sm90_smem_bytes(patchShape)));
+  CHECK(gemm_sm90_stage_bytes(patchShape) == 256 * 128);  // W alone in a stage
+  CHECK(gemm_sm90_barrier_offset(patchShape) == 3 * 256 * 128 + 2 * 48 * 1024);
+  std::map<std::string, std::string> files = emitText(text);
+  CHECK(contains(files.at("cp.h"), "const char* path(const Arguments& args);"));
+  CHECK(contains(files.at("cp.cu"), "kdl_cp_path(const ::kdl_conv2d_shape* shape"));
+  CHECK(contains(files.at("manifest.json"), "\"path\": \"kdl_cp_path\""));
+
+  // Why not, one reason each; the kernel is then the im2col one alone (no path symbol).
+  auto whyNot = [&](const std::string& body, const std::string& dtype = "bf16") {
+    const std::string t = convSpec("cq", "conv2d_fprop", body, "sm90a", dtype);
+    KernelPlan q = lowerConv(t);
+    CHECK(!q.convPatch);
+    CHECK(!contains(q.templateInstance(), ", true>"));
+    CHECK(!contains(emitText(t).at("cq.cu"), "kdl_cq_path"));
+    const Decision* d = decision(q, "mainloop");
+    REQUIRE(d != nullptr);
+    CHECK(contains(d->value, "im2col"));
+    return d->why;
+  };
+  CHECK(contains(whyNot("  schedule = pingpong;\n  filter = (3, 3);\n  stride = (1, 1);"), "the pingpong schedule"));
+  CHECK(contains(whyNot("  schedule = cooperative;\n  tile = (128, 128, 64);\n  filter = (3, 3);\n  stride = (1, 1);\n"
+                        "  cluster = (2, 1, 1);"),
+                 "a cluster"));
+  CHECK(contains(whyNot("  schedule = cooperative;\n  stride = (1, 1);"), "a run-time filter"));
+  CHECK(contains(whyNot("  schedule = cooperative;\n  filter = (1, 1);\n  stride = (1, 1);"), "a 1 x 1 filter"));
+  CHECK(contains(whyNot("  schedule = cooperative;\n  filter = (3, 3);"), "a stride that is not fixed at (1, 1)"));
+  CHECK(contains(whyNot("  schedule = cooperative;\n  filter = (3, 3);\n  stride = (2, 2);"), "not fixed at (1, 1)"));
+  CHECK(contains(whyNot(std::string(fixed) + "  residual : bf16 nhwc;\n  epilogue {\n    Y = acc + residual;\n  }"),
+                 "an epilogue that reads by rows"));
+  CHECK(contains(whyNot(std::string(fixed) + "  epilogue {\n    output Z : f32 nhwc = acc;\n    Y = acc;\n  }"),
+                 "an extra output or an amax"));
+  CHECK(contains(whyNot(std::string(fixed) + "  epilogue {\n    output amax_y : f32 = max(abs(acc));\n    Y = acc;\n  }"),
+                 "an extra output or an amax"));
+  // 7 x 7: two 160 KB patches do not fit beside any W ring.
+  CHECK(contains(whyNot("  schedule = cooperative;\n  tile = (128, 128, 64);\n  filter = (7, 7);\n  stride = (1, 1);"),
+                 "shared memory: two 160 KB patches"));
+  CHECK(conv_patch_stages(128, 128, 7, 7, 4, kGemmSm90SmemLimit) == 0);
+  // A 2 x 2 filter: at most r * s + 1 = 5 stages (a slot is reloaded once the stage Stages back is released).
+  CHECK(conv_patch_stages(128, 64, 2, 2, 8, kGemmSm90SmemLimit) == 5);
+}
+
 TEST_CASE("conv: emitted files use kdl::ConvHost, conv_input entries and kdl_conv2d_shape", "[codegen][emit][conv]") {
   std::map<std::string, std::string> files =
       emitText(convSpec("cw", "conv2d_wgrad", "  filter = (3, 3);\n  stride = (2, 2);\n  split_k = serial(4);"));

@@ -194,6 +194,11 @@ class ConvKernel:
         self._ws = getattr(lib, pre + "workspace_size")
         self._ws.restype = ctypes.c_size_t
         self._ws.argtypes = [ctypes.POINTER(ConvShape)]
+        # A kernel with the patch mainloop beside im2col (kdl_NAME_path: which one runs); None for the others.
+        self._path = getattr(lib, pre + "path", None)
+        if self._path is not None:
+            self._path.restype = ctypes.c_char_p
+            self._path.argtypes = [ctypes.POINTER(ConvShape), ctypes.POINTER(KdlArg), ctypes.c_int32]
         self._run = getattr(lib, pre + "run")
         self._run.restype = ctypes.c_int
         self._run.argtypes = [ctypes.POINTER(ConvShape), ctypes.POINTER(KdlArg), ctypes.c_int32, ctypes.c_void_p,
@@ -222,6 +227,13 @@ class ConvKernel:
         if self.arg_names[:len(lead)] != lead:
             p.append(f"leading arguments {self.arg_names[:len(lead)]}, expected {lead}")
         return "; ".join(p)
+
+    def path(self, shape, args):
+        """The mainloop kdl_NAME_run takes ("patch" / "im2col"); None for a kernel with one mainloop."""
+        if self._path is None:
+            return None
+        m = self._path(ctypes.byref(shape), args, len(args))
+        return None if m is None else m.decode(errors="replace")
 
     def can_implement(self, shape, args):
         m = self._can(ctypes.byref(shape), args, len(args))

@@ -122,6 +122,19 @@ def run_case(kernel, pr, split, cpad_extra, seed, default_params):
     if msg is not None:
         report(False, f"{label}: can_implement rejected a valid problem: {msg}")
         return
+    # A kernel with the patch mainloop beside im2col (kdl_NAME_path) takes it at dilation 1 (the harness's tensors
+    # are all TMA-describable, their images back to back) where it pays (a tile of TileM >= 4 x TileN, or c <= 64:
+    # Conv2dSm90Fprop::patch_pays) or KDL_CONV_MAINLOOP=patch forces it, never with KDL_CONV_MAINLOOP=im2col; the
+    # label says which ran.
+    path = kernel.path(shape, args_c)
+    if path is not None:
+        force = os.environ.get("KDL_CONV_MAINLOOP", "")
+        pays = kernel.tile[0] >= 4 * kernel.tile[1] or pr.c <= 64
+        want = "patch" if pr.dil == (1, 1) and force != "im2col" and (force == "patch" or pays) else "im2col"
+        label += f" [{path}]"
+        if path != want:
+            report(False, f"{label}: kdl_{kernel.name}_path says {path}, expected {want}")
+            return
     ws_bytes = kernel.workspace_size(shape)
     ws = torch.full((max(ws_bytes, 1),), 255, dtype=torch.uint8, device=DEV)
     rc = kernel.run(shape, args_c, ws.data_ptr() if ws_bytes else None, ws_bytes, ca.stream_handle())
