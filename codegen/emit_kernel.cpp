@@ -306,6 +306,12 @@ std::string emitKernelSource(const KernelPlan& p, const EmitOptions& o) {
   w.raw("#include <kdl/numeric.cuh>");
   w.blank();
   w.line("namespace kdl_kernels::{}::detail {{", N);
+  // Internal linkage for the functor, the kernel and every template instance made of them: two libraries whose
+  // specs share a kernel name can live in one process. With external linkage their instances' function-local
+  // statics (a launch's one-time per-device set-up, kdl/per_device.h) are GNU unique symbols, which the dynamic
+  // loader binds across libraries even when each is loaded RTLD_LOCAL: the second library's kernel then ran
+  // without its shared-memory attribute set (cudaErrorInvalidValue; docs/perf-notes.md v47).
+  w.raw("namespace {");
   w.blank();
   w.lines(emitEpilogueFunctor(p, 0));
   w.blank();
@@ -326,6 +332,7 @@ std::string emitKernelSource(const KernelPlan& p, const EmitOptions& o) {
     w.line("using Host = ::kdl::{}<Kernel>;", p.conv() ? "ConvHost" : "GemmHost");
   }
   w.blank();
+  w.raw("}  // namespace");
   w.line("}}  // namespace kdl_kernels::{}::detail", N);
   w.blank();
   w.line("namespace kdl_kernels::{} {{", N);

@@ -10,6 +10,14 @@ if(Python3_FOUND)
                    --gencode=-gencode=arch=compute_80,code=sm_80 --specs ${CMAKE_CURRENT_LIST_DIR}/clashing_names.kdl)
   set_tests_properties("codegen: kernels with clashing names compile" PROPERTIES LABELS "nvcc" TIMEOUT 600
                        SKIP_REGULAR_EXPRESSION "^SKIP:")
+  # Two libraries from different specs that share a kernel name export no unique symbol of that kernel in common
+  # (the emitted kernel lives in an anonymous namespace; otherwise one library's one-time state and argument
+  # table served both in one process): kdlc build of two small sm80 GEMMs, nm -D.
+  add_test(NAME "codegen: two libraries with a kernel of the same name share no symbol of it (nvcc, nm)"
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/same_name_libraries.py
+                   --kdlc $<TARGET_FILE:kdlc> --include ${PROJECT_SOURCE_DIR}/include)
+  set_tests_properties("codegen: two libraries with a kernel of the same name share no symbol of it (nvcc, nm)"
+                       PROPERTIES LABELS "nvcc" TIMEOUT 600 SKIP_REGULAR_EXPRESSION "^SKIP:")
   # Column-major C, D and extra outputs on the sm80 path (a column-major D computed as D^T = B^T A^T):
   # compiled for sm_90, which builds both kdl::GemmSm80 and the TMA variant of kdl::GemmSm80Tma.
   add_test(NAME "codegen: column-major kernels of the sm80 path compile (nvcc sm_90)"

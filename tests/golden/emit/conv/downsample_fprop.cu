@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::downsample_fprop::detail {
+namespace {
 
 // Y = acc * scale + shift
 struct Epilogue {
@@ -70,6 +71,7 @@ struct Kernel {
 };
 using Host = ::kdl::ConvHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::downsample_fprop::detail
 
 namespace kdl_kernels::downsample_fprop {

@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::resnet_dgrad::detail {
+namespace {
 
 // X = acc + residual
 struct Epilogue {
@@ -69,6 +70,7 @@ struct Kernel {
 };
 using Host = ::kdl::ConvHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::resnet_dgrad::detail
 
 namespace kdl_kernels::resnet_dgrad {

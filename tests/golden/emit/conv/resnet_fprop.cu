@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::resnet_fprop::detail {
+namespace {
 
 // Y = relu(acc + bias + residual)
 struct Epilogue {
@@ -72,6 +73,7 @@ struct Kernel {
 };
 using Host = ::kdl::ConvHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::resnet_fprop::detail
 
 namespace kdl_kernels::resnet_fprop {

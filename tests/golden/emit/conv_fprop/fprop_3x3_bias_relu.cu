@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::fprop_3x3_bias_relu::detail {
+namespace {
 
 // Y = relu(acc + bias)
 struct Epilogue {
@@ -67,6 +68,7 @@ struct Kernel {
 };
 using Host = ::kdl::ConvHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::fprop_3x3_bias_relu::detail
 
 namespace kdl_kernels::fprop_3x3_bias_relu {

@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::fprop_extra_amax::detail {
+namespace {
 
 // let z = alpha * acc; Y = z * scale; pre = z; amax_y = max(abs(Y))
 struct Epilogue {
@@ -83,6 +84,7 @@ struct Kernel {
 };
 using Host = ::kdl::ConvHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::fprop_extra_amax::detail
 
 namespace kdl_kernels::fprop_extra_amax {

@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::wgrad_accumulate::detail {
+namespace {
 
 // W = acc + residual
 struct Epilogue {
@@ -70,6 +71,7 @@ struct Kernel {
 };
 using Host = ::kdl::ConvHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::wgrad_accumulate::detail
 
 namespace kdl_kernels::wgrad_accumulate {

@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::conv_sm90a_wgmma_coop::detail {
+namespace {
 
 // Y = relu(acc + bias)
 struct Epilogue {
@@ -75,6 +76,7 @@ struct Kernel {
 };
 using Host = ::kdl::ConvHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::conv_sm90a_wgmma_coop::detail
 
 namespace kdl_kernels::conv_sm90a_wgmma_coop {

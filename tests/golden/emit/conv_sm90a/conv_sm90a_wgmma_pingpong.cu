@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::conv_sm90a_wgmma_pingpong::detail {
+namespace {
 
 // Y = alpha * acc
 struct Epilogue {
@@ -70,6 +71,7 @@ struct Kernel {
 };
 using Host = ::kdl::ConvHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::conv_sm90a_wgmma_pingpong::detail
 
 namespace kdl_kernels::conv_sm90a_wgmma_pingpong {

@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::conv_sm90a_wgmma_wgrad::detail {
+namespace {
 
 // W = alpha * acc
 struct Epilogue {
@@ -71,6 +72,7 @@ struct Kernel {
 };
 using Host = ::kdl::ConvHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::conv_sm90a_wgmma_wgrad::detail
 
 namespace kdl_kernels::conv_sm90a_wgmma_wgrad {

@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::wgrad_channel_scale::detail {
+namespace {
 
 // W = lr * acc * decay
 struct Epilogue {
@@ -70,6 +71,7 @@ struct Kernel {
 };
 using Host = ::kdl::ConvHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::wgrad_channel_scale::detail
 
 namespace kdl_kernels::wgrad_channel_scale {

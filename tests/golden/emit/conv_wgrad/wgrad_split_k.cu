@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::wgrad_split_k::detail {
+namespace {
 
 // W = alpha * acc
 struct Epilogue {
@@ -68,6 +69,7 @@ struct Kernel {
 };
 using Host = ::kdl::ConvHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::wgrad_split_k::detail
 
 namespace kdl_kernels::wgrad_split_k {

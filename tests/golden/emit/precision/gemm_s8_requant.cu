@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::gemm_s8_requant::detail {
+namespace {
 
 // D = acc * scale + zero_point
 struct Epilogue {
@@ -74,6 +75,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::gemm_s8_requant::detail
 
 namespace kdl_kernels::gemm_s8_requant {

@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::gemm_tf32_aux::detail {
+namespace {
 
 // D = alpha * acc + beta * C; Z = acc
 struct Epilogue {
@@ -83,6 +84,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::gemm_tf32_aux::detail
 
 namespace kdl_kernels::gemm_tf32_aux {

@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::gemm_bf16_splitk::detail {
+namespace {
 
 // D = alpha * acc + beta * C
 struct Epilogue {
@@ -79,6 +80,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::gemm_bf16_splitk::detail
 
 namespace kdl_kernels::gemm_bf16_splitk {

@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::gemm_f16_batched::detail {
+namespace {
 
 // D = scale * acc
 struct Epilogue {
@@ -67,6 +68,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::gemm_f16_batched::detail
 
 namespace kdl_kernels::gemm_f16_batched {

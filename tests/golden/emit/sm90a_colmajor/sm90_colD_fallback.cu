@@ -14,6 +14,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::sm90_colD_fallback::detail {
+namespace {
 
 // D = acc + bias
 // D is column-major: the kernel computes D^T, so c.m is a column of D and c.n.. are rows of it.
@@ -142,6 +143,7 @@ struct Kernel {
 }  // namespace fallback
 using Host = ::kdl::GemmHostWithFallback<Kernel, fallback::Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::sm90_colD_fallback::detail
 
 namespace kdl_kernels::sm90_colD_fallback {

@@ -11,6 +11,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::sm90_colD_rowC_inputs::detail {
+namespace {
 
 // D = acc * rs + beta * C + bias
 // D is column-major: the kernel computes D^T, so c.m is a column of D and c.n.. are rows of it.
@@ -87,6 +88,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::sm90_colD_rowC_inputs::detail
 
 namespace kdl_kernels::sm90_colD_rowC_inputs {

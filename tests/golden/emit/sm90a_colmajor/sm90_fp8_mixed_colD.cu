@@ -11,6 +11,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::sm90_fp8_mixed_colD::detail {
+namespace {
 
 // D = acc * sa * sb
 // D is column-major: the kernel computes D^T, so c.m is a column of D and c.n.. are rows of it.
@@ -79,6 +80,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::sm90_fp8_mixed_colD::detail
 
 namespace kdl_kernels::sm90_fp8_mixed_colD {

@@ -11,6 +11,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::sm90_nn_colD_colZ_pp::detail {
+namespace {
 
 // D = relu(acc); Z = acc; amax = max(abs(D))
 // D is column-major: the kernel computes D^T, so c.m is a column of D and c.n.. are rows of it.
@@ -76,6 +77,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::sm90_nn_colD_colZ_pp::detail
 
 namespace kdl_kernels::sm90_nn_colD_colZ_pp {

@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::sm90_rowD_colC_colZ::detail {
+namespace {
 
 // D = acc + C; Z = acc
 struct Epilogue {
@@ -76,6 +77,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::sm90_rowD_colC_colZ::detail
 
 namespace kdl_kernels::sm90_rowD_colC_colZ {

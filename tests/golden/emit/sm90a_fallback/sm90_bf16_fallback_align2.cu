@@ -13,6 +13,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::sm90_bf16_fallback_align2::detail {
+namespace {
 
 // D = gelu(alpha * acc + beta * C + bias)
 struct Epilogue {
@@ -156,6 +157,7 @@ struct Kernel {
 }  // namespace fallback
 using Host = ::kdl::GemmHostWithFallback<Kernel, fallback::Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::sm90_bf16_fallback_align2::detail
 
 namespace kdl_kernels::sm90_bf16_fallback_align2 {

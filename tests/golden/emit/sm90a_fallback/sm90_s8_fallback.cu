@@ -13,6 +13,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::sm90_s8_fallback::detail {
+namespace {
 
 // D = clamp(acc * s, -128, 127)
 struct Epilogue {
@@ -142,6 +143,7 @@ struct Kernel {
 }  // namespace fallback
 using Host = ::kdl::GemmHostWithFallback<Kernel, fallback::Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::sm90_s8_fallback::detail
 
 namespace kdl_kernels::sm90_s8_fallback {

@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::sm90_bf16_256_rowscale::detail {
+namespace {
 
 // D = silu(acc) * scale
 struct Epilogue {
@@ -69,6 +70,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::sm90_bf16_256_rowscale::detail
 
 namespace kdl_kernels::sm90_bf16_256_rowscale {

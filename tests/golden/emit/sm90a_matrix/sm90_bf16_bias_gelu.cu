@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::sm90_bf16_bias_gelu::detail {
+namespace {
 
 // D = gelu(acc + bias)
 struct Epilogue {
@@ -73,6 +74,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::sm90_bf16_bias_gelu::detail
 
 namespace kdl_kernels::sm90_bf16_bias_gelu {

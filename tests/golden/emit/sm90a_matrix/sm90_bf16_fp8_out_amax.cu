@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::sm90_bf16_fp8_out_amax::detail {
+namespace {
 
 // D = acc * scale; amax_d = max(abs(D))
 struct Epilogue {
@@ -77,6 +78,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::sm90_bf16_fp8_out_amax::detail
 
 namespace kdl_kernels::sm90_bf16_fp8_out_amax {

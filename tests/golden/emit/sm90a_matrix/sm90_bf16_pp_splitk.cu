@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::sm90_bf16_pp_splitk::detail {
+namespace {
 
 // D = acc + bias
 struct Epilogue {
@@ -74,6 +75,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::sm90_bf16_pp_splitk::detail
 
 namespace kdl_kernels::sm90_bf16_pp_splitk {

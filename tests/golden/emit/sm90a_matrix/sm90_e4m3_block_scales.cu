@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::sm90_e4m3_block_scales::detail {
+namespace {
 
 // D = acc + bias
 struct Epilogue {
@@ -75,6 +76,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::sm90_e4m3_block_scales::detail
 
 namespace kdl_kernels::sm90_e4m3_block_scales {

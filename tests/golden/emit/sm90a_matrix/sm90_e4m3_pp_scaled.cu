@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::sm90_e4m3_pp_scaled::detail {
+namespace {
 
 // D = acc * scale_a * scale_b
 struct Epilogue {
@@ -78,6 +79,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::sm90_e4m3_pp_scaled::detail
 
 namespace kdl_kernels::sm90_e4m3_pp_scaled {

@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::sm90_f16_n64_s8::detail {
+namespace {
 
 // D = clamp(acc * s, -128, 127)
 struct Epilogue {
@@ -68,6 +69,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::sm90_f16_n64_s8::detail
 
 namespace kdl_kernels::sm90_f16_n64_s8 {

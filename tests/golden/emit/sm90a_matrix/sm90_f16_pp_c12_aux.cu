@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::sm90_f16_pp_c12_aux::detail {
+namespace {
 
 // D = relu(acc); pre = acc
 struct Epilogue {
@@ -70,6 +71,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::sm90_f16_pp_c12_aux::detail
 
 namespace kdl_kernels::sm90_f16_pp_c12_aux {

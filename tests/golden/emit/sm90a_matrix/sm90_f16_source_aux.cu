@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::sm90_f16_source_aux::detail {
+namespace {
 
 // D = alpha * acc + beta * C; Z = acc
 struct Epilogue {
@@ -80,6 +81,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::sm90_f16_source_aux::detail
 
 namespace kdl_kernels::sm90_f16_source_aux {

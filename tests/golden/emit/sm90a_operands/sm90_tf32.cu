@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::sm90_tf32::detail {
+namespace {
 
 // D = alpha * acc
 struct Epilogue {
@@ -68,6 +69,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::sm90_tf32::detail
 
 namespace kdl_kernels::sm90_tf32 {

@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::sm90_u8_s8_scale::detail {
+namespace {
 
 // D = acc * scale
 struct Epilogue {
@@ -69,6 +70,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::sm90_u8_s8_scale::detail
 
 namespace kdl_kernels::sm90_u8_s8_scale {

@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::c_dgrad_sm90::detail {
+namespace {
 
 // X = alpha * acc
 struct Epilogue {
@@ -70,6 +71,7 @@ struct Kernel {
 };
 using Host = ::kdl::ConvHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::c_dgrad_sm90::detail
 
 namespace kdl_kernels::c_dgrad_sm90 {

@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::c_fprop::detail {
+namespace {
 
 // Y = relu(alpha * acc + bias + residual); Z = acc; amax_y = max(abs(Y))
 struct Epilogue {
@@ -82,6 +83,7 @@ struct Kernel {
 };
 using Host = ::kdl::ConvHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::c_fprop::detail
 
 namespace kdl_kernels::c_fprop {

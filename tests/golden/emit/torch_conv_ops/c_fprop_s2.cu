@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::c_fprop_s2::detail {
+namespace {
 
 // Y = alpha * acc
 struct Epilogue {
@@ -67,6 +68,7 @@ struct Kernel {
 };
 using Host = ::kdl::ConvHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::c_fprop_s2::detail
 
 namespace kdl_kernels::c_fprop_s2 {

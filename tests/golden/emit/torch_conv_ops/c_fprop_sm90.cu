@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::c_fprop_sm90::detail {
+namespace {
 
 // Y = (acc + bias) * scale
 struct Epilogue {
@@ -82,6 +83,7 @@ struct Kernel {
 };
 using Host = ::kdl::ConvHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::c_fprop_sm90::detail
 
 namespace kdl_kernels::c_fprop_sm90 {

@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::t_bias_relu::detail {
+namespace {
 
 // D = relu(alpha * acc + bias)
 struct Epilogue {
@@ -69,6 +70,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::t_bias_relu::detail
 
 namespace kdl_kernels::t_bias_relu {

@@ -11,6 +11,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::t_col_d::detail {
+namespace {
 
 // D = alpha * acc
 // D is column-major: the kernel computes D^T, so c.m is a column of D and c.n.. are rows of it.
@@ -75,6 +76,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::t_col_d::detail
 
 namespace kdl_kernels::t_col_d {

@@ -13,6 +13,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::t_fallback::detail {
+namespace {
 
 // D = alpha * acc
 struct Epilogue {
@@ -132,6 +133,7 @@ struct Kernel {
 }  // namespace fallback
 using Host = ::kdl::GemmHostWithFallback<Kernel, fallback::Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::t_fallback::detail
 
 namespace kdl_kernels::t_fallback {

@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::t_fp8_block::detail {
+namespace {
 
 // D = alpha * acc
 struct Epilogue {
@@ -70,6 +71,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::t_fp8_block::detail
 
 namespace kdl_kernels::t_fp8_block {

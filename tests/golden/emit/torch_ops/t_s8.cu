@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::t_s8::detail {
+namespace {
 
 // D = acc * args * ops + problem
 struct Epilogue {
@@ -76,6 +77,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::t_s8::detail
 
 namespace kdl_kernels::t_s8 {

@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::t_source_aux::detail {
+namespace {
 
 // D = (alpha * acc + beta * C) * rs + cs * s; Z = acc; amax_d = max(abs(D))
 struct Epilogue {
@@ -102,6 +103,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::t_source_aux::detail
 
 namespace kdl_kernels::t_source_aux {

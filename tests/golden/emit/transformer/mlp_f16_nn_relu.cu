@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::mlp_f16_nn_relu::detail {
+namespace {
 
 // D = relu(alpha * acc)
 struct Epilogue {
@@ -72,6 +73,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::mlp_f16_nn_relu::detail
 
 namespace kdl_kernels::mlp_f16_nn_relu {

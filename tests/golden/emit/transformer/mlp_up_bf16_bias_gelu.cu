@@ -10,6 +10,7 @@
 #include <kdl/numeric.cuh>
 
 namespace kdl_kernels::mlp_up_bf16_bias_gelu::detail {
+namespace {
 
 // D = gelu(acc + bias)
 struct Epilogue {
@@ -67,6 +68,7 @@ struct Kernel {
 };
 using Host = ::kdl::GemmHost<Kernel>;
 
+}  // namespace
 }  // namespace kdl_kernels::mlp_up_bf16_bias_gelu::detail
 
 namespace kdl_kernels::mlp_up_bf16_bias_gelu {
