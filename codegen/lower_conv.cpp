@@ -211,18 +211,14 @@ bool lowerConvOperands(Lowering& l) {
 }
 
 // The patch mainloop (kdl::sm90::ConvFpropPatchLoader): fprop with a fixed filter of 2 taps or more at stride
-// (1, 1), cooperative, no cluster, an epilogue that reads nothing by rows (no residual, no [row] input) and writes
-// only Y (no extra output, no amax: a patch tile's rows past n, p or q are computed and clipped by the TMA store),
-// Y's type a whole number of columns per 128-byte box of the tile, and two slots beside 2 stages of W in shared memory.
+// (1, 1), cooperative, no cluster, Y's type a whole number of columns per 128-byte box of the tile (Y goes out by TMA;
+// the residual and extra outputs by the functor at each row's output row), and two slots beside 2 stages of W in
+// shared memory.
 bool lowerConvPatch(Lowering& l) {
   KernelPlan& p = l.plan;
   const KernelSpec& s = l.spec;
   if (s.op.value != Op::Conv2dFprop) return true;
   std::string why;
-  const Epilogue& e = s.epilogue;
-  bool rowInput = false, extraOutput = false;
-  for (const EpiInput& in : e.inputs) rowInput = rowInput || in.broadcast == Broadcast::Row;
-  for (size_t i = 1; i < e.outputs.size(); ++i) extraOutput = true;
   const int boxCols = 128 / std::max(1, p.d.elementBytes);
   if (p.schedule != Schedule::Cooperative)
     why = "the pingpong schedule (a patch is shared by both consumers of a cooperative tile)";
@@ -233,10 +229,6 @@ bool lowerConvPatch(Lowering& l) {
                          : "a 1 x 1 filter (no taps share input pixels)";
   else if (p.strideH != 1 || p.strideW != 1)
     why = "a stride that is not fixed at (1, 1)";
-  else if (p.hasSource || rowInput)
-    why = "an epilogue that reads by rows (a residual or a [row] input: a patch tile's rows are not Y's)";
-  else if (extraOutput)
-    why = "an extra output or an amax (a patch tile's rows past n, p or q are computed, and only Y's store clips them)";
   else if (p.tileN % boxCols != 0)
     why = fmt::format("a tile of {} columns for {}-byte outputs (Y goes out by TMA in {}-column boxes)", p.tileN,
                       p.d.elementBytes, boxCols);
@@ -261,8 +253,7 @@ bool lowerConvPatch(Lowering& l) {
                        "slots beside {} stages of W), im2col otherwise",
                        p.tileM >= 4 * p.tileN ? "every problem: TileM >= 4 x TileN" : "problems of c <= 64",
                        p.patchSlotBytes / 1024, p.patchStages),
-           "fixed filter at stride (1, 1), cooperative, an epilogue that reads nothing by rows and writes only Y: the "
-           "tile is (TileM / 64) output rows x 64 / G pixels x G images (G = 8 or 16 per problem), each tap's A a "
+           "fixed filter at stride (1, 1), cooperative, Y stored by TMA: the tile is (TileM / 64) output rows x 64 / G pixels x G images (G = 8 or 16 per problem), each tap's A a "
            "window of the patch; run() takes it for any problem whose images are packed and whose X and Y TMA can "
            "describe and where it measured faster (a tile of TileM >= 4 x TileN, or c <= 64; KDL_CONV_MAINLOOP=patch "
            "| im2col forces either), the im2col mainloop for the rest (include/kdl/conv_sm90.cuh, ConvFpropPatchLoader)");

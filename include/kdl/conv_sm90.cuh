@@ -20,6 +20,9 @@
 //     zero-filling padding and rows past p*q; each thread then arrives on the stage's full barrier when
 //     its copies land (cp.async.mbarrier.arrive.noinc). B comes by TMA as the GEMM's column-major B: W as
 //     one k x (r*s*c) matrix, so c a multiple of 64 and W's taps packed.
+//   * Patch = true (beside the im2col loader; sm90::ConvFpropPatchLoader): X's input pixels loaded once per
+//     64-channel block into a patch each tap's A is a window of, W alone in the stages; run() takes it at
+//     dilation 1 where it measured faster (patch_pays) and TMA can describe X and Y.
 // Requirements beyond the sm80 path's (can_implement names the one that fails): n <= 65535, no split-K;
 // X, W, Y pointers and strides 16-byte aligned (the kernel's alignment of 8 elements); im2col: strides <= 8,
 // padding and the dilated filter within the tensor map's corner range (-128 .. 127).
@@ -340,6 +343,8 @@ struct ConvFpropPatchLoader {
     uint32_t patch_bytes;       // PH * PW * g * 128
     uint32_t tap_step, row_step;  // 16-byte units: the next pixel (g * 8), the next row (PW * g * 8)
     ::kdl::detail::FastDiv div_qb, div_pb;  // tiles: pixel blocks per row block, row blocks per image block
+    int n, p, q;                // the output's images, rows and pixels
+    int g_shift;                // log2(g)
   };
   __device__ __forceinline__ static void prefetch(const Params& g) {
     tma_prefetch(&g.tmX);
@@ -384,6 +389,15 @@ struct ConvFpropPatchLoader {
     const int r = t / S, s = t - r * S;
     return uint32_t(r) * g.row_step + uint32_t(s) * g.tap_step;
   }
+  // The output's row of tile row `row` (the GEMM's M: (image * p + output row) * q + pixel, the row the epilogue
+  // reads C and writes extra outputs at), or -1 past n, p or q.
+  __device__ __forceinline__ static int output_row(const Params& g, int row) {
+    int n0, p0, q0;
+    origin(g, row / TileM, n0, p0, q0);
+    const int r = row % 64;
+    const int n = n0 + (r & (g.g - 1)), q = q0 + (r >> g.g_shift), p = p0 + (row % TileM) / 64;
+    return n < g.n && p < g.p && q < g.q ? (n * g.p + p) * g.q + q : -1;
+  }
   // The 64-row box of D at tile row `row` (its tile's output row (row % TileM) / 64), columns col ..
   __device__ __forceinline__ static void store_d(const Params& g, const void* src, int col, int row) {
     int n0, p0, q0;
@@ -411,7 +425,11 @@ struct ConvFpropPatchLoader {
     g.pad_h = p.pad_h;
     g.pad_w = p.pad_w;
     g.g = gi;
+    g.g_shift = gi == 16 ? 4 : 3;
     g.tq = tq;
+    g.n = p.n;
+    g.p = p.p;
+    g.q = p.q;
     g.patch_bytes = uint32_t(ph * pw * gi * 128);
     g.tap_step = uint32_t(gi * 8);
     g.row_step = uint32_t(pw * gi * 8);
@@ -591,8 +609,8 @@ struct ConvWgradLoader {
 
 }  // namespace sm90
 
-// Patch = true (kdlc's plan: a fixed filter of at least 2 taps, stride (1, 1), cooperative, no cluster, an epilogue
-// that reads nothing by rows and stores Y by TMA): a second GEMM on sm90::ConvFpropPatchLoader, which run() takes
+// Patch = true (kdlc's plan: a fixed filter of at least 2 taps, stride (1, 1), cooperative, no cluster, Y stored by
+// TMA; the epilogue's residual, [channel] inputs, extra outputs and amax at each tile row's output row): a second GEMM on sm90::ConvFpropPatchLoader, which run() takes
 // for every problem it can describe (dilation 1, the epilogue's images packed, X and Y describable by tiled TMA);
 // the im2col GEMM runs the others.
 template <class Element, int TileM, int TileN, int Stages, Sm90Schedule Schedule, int FilterR, int FilterS, int StrideH,

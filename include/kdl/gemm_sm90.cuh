@@ -227,9 +227,10 @@ struct BlockScaling {
 // A patch loader (kPatchSlotBytes > 0: kdl/conv_sm90.cuh's ConvFpropPatchLoader) loads B alone into the stages
 // (`issue<TileA, TileB>(params, load, stage_b, full)`) and, once per kPatchTaps k-tiles, a patch of A's source
 // into one of two slots (by turns), on the full barrier of a k-tile before the patch's first
-// (`issue_patch(params, m0, patch, slot, full)`: patch `patch` of the unit at rows m0; `patch_bytes(params)`). The consumers read A out of the slot: k-tile kt's m64 block i of the tile at
-// `tap_offset` + i * `block_step(params)` (16-byte units, from the slot's start); `store_d(params, src, col,
-// row)` stores a 64-row box of D at the tile row `row` (tiles_m x TileM rows: the loader's tiles, every one
+// (`issue_patch(params, m0, patch, slot, full)`: patch `patch` of the unit at rows m0, `patch_bytes(params)` of
+// it). The consumers read A out of the slot: m64 block i of the tile at k-tile `t` into its patch at
+// `tap_offset(params, t)` + i * `block_step(params)` (16-byte units, from the slot's start); `store_d(params, src,
+// col, row)` stores a 64-row box of D at the tile row `row` (tiles_m x TileM rows: the loader's tiles, every one
 // whole), TMA clipping what lies outside the output.
 // A thread gather's per-thread rows (AGather::Rows<TileM>); nothing for the TMA loaders, which need none.
 template <bool Gathers, class AGather, int TileM>
@@ -355,18 +356,18 @@ struct GemmSm90 {
   static constexpr int kPatchSlotBytes = detail::patch_slot_bytes<AGather>::value;
   static constexpr bool kPatch = kPatchSlotBytes > 0;
   static constexpr int kPatchTaps = detail::patch_taps<AGather>::value;  // k-tiles per patch
-  // Where a unit's next patch is loaded: on the stage of the k-tile kPatchAhead into the current one, the first
-  // that may overwrite the slot (the one two patches back, whose last k-tile is then the one Stages back: its
-  // release is what the producer waits for), Stages - 1 k-tiles before the patch's first tap reads it; 0: at the
-  // patch's own first k-tile (Stages - 1 >= kPatchTaps).
+  // Where the next patch is loaded: on the stage of the k-tile kPatchAhead into the current one, the first that may
+  // overwrite the slot (last read by the patch before the current one, whose last k-tile is then the one Stages
+  // back: its release is what the producer waits for), kPatchTaps - kPatchAhead k-tiles before its first tap;
+  // 0: at the patch's own first k-tile (Stages - 1 >= kPatchTaps).
   static constexpr int kPatchAhead = Stages - 1 < kPatchTaps ? Stages - 1 : 0;
   static_assert(!kPatch || (kLoadsStage && !kPingpong && ClusterM == 1 && ClusterN == 1 && kAKMajor && !kFp8 &&
                             kPatchSlotBytes % 1024 == 0 && Stages <= kPatchTaps + 1 &&
                             detail::EpilogueD<Epilogue>::kComputes && TileN % (128 / int(sizeof(typename
-                            detail::EpilogueD<Epilogue>::Element))) == 0 && !HasSourceTile<Epilogue>::value),
+                            detail::EpilogueD<Epilogue>::Element))) == 0),
                 "GemmSm90: a patch loader runs cooperative kernels without clusters, 16-bit K-major A, at most "
                 "kPatchTaps + 1 stages (a slot is reloaded once the stage of the k-tile Stages back is released), and "
-                "an epilogue that reads nothing by rows and stores D by TMA (its tiles' rows are the loader's)");
+                "an epilogue that stores D by TMA (its tiles' rows are the loader's, mapped to D's by output_row)");
   static constexpr int kTileBytesA = kPatch ? 0 : TileA::kBytes;
   static constexpr int kTileBytesB = TileB::kBytes;
   static constexpr int kStageBytes = kTileBytesA + kTileBytesB;
@@ -669,12 +670,12 @@ struct GemmSm90 {
     return w;
   }
 
-  // The multicast masks of a cluster (rank = rm + rn * ClusterM): the CTAs of cluster row rm (they share an
-  // A tile) and of cluster column rn (a B tile).
   // Patch slot i's shared-memory address (a patch loader), from the ring's base (stage 0's address).
   __device__ __forceinline__ static uint32_t patch_slot_addr(uint32_t ring_base, int i) {
     return ring_base + uint32_t(kPatchOffset + i * kPatchSlotBytes);
   }
+  // The multicast masks of a cluster (rank = rm + rn * ClusterM): the CTAs of cluster row rm (they share an
+  // A tile) and of cluster column rn (a B tile).
   __host__ __device__ static constexpr uint16_t row_mask(int rm) {
     uint16_t m = 0;
     for (int r = 0; r < ClusterN; ++r) m |= uint16_t(1u << (rm + r * ClusterM));
@@ -779,6 +780,7 @@ struct GemmSm90 {
             (void)slot;
             (void)patch_cb;
             (void)patch_m0;
+            (void)first_patch_loaded;
             sm90::mbarrier_arrive_expect_tx(full, (uint32_t)kStageBytes);
             AGather::template issue<TileA, TileB>(P.gather, load, stage_a(ring.stage), stage_b(ring.stage), full, mask_b,
                                                   mask_a);
@@ -986,7 +988,8 @@ struct GemmSm90 {
         if (wg_thread == 0) KDL_TRACE_AT(consumer, j, 0);
         // The tile's rows of C (the functor's source tile), asked for into L2 now, a k-loop before the epilogue reads
         // them (kdl/epilogue.cuh, SourceTile); by the unit whose epilogue runs (the last slice of a split tile).
-        if constexpr (HasSourceTile<Epilogue>::value) {
+        // (Not for a patch loader's tiles, whose rows are not consecutive rows of C.)
+        if constexpr (HasSourceTile<Epilogue>::value && !kPatch) {
           if (w.slice + 1 == w.slices) prefetch_source(P, w, row_off, wg_thread);
         }
         if constexpr (kStageCols) load_cols<0>(P, w.batch, w.tn * TileN, wg_thread % 32, cols);
@@ -1211,8 +1214,8 @@ struct GemmSm90 {
   // committed wgmma group; accumulate = false starts d from zero at the k-tile's first k-step. a_tile /
   // b_tile: the descriptors of the stage's A rows of this consumer and of its B tile at k-step 0; every
   // other k-step's is a compile-time offset from them (OperandTile::desc_offset).
-  template <class A>
   // a_block: a patch loader's step between m64 blocks of A (16-byte units); else the tile's (TileA's offsets).
+  template <class A>
   __device__ __forceinline__ static void issue_ktile(A (&d)[kMmaM][kAccRegs], uint32_t a_tile, uint32_t b_tile,
                                                      bool accumulate, uint32_t a_block = 0) {
     constexpr uint64_t kHiA = TileA::desc(0, 0, 0).bits >> 32 << 32, kHiB = TileB::desc(0, 0, 0).bits >> 32 << 32;
@@ -1473,6 +1476,13 @@ struct GemmSm90 {
     // The pair's coordinates as a per-thread base plus a constant (row0 + 8 h, col_t + bx * kBoxCols +
     // 8 jj), so that its addresses fold into a row pointer plus an immediate.
     const int row0 = block_row + warp * 16 + g, col_t = chunk_col + 2 * t;
+    // A patch loader's tile rows are not the output's: each of this thread's two rows' output row (the GEMM row the
+    // functor reads C and writes extra outputs at) or -1 past the output (no compute: its D is clipped by the store).
+    int out_row[2] = {row0, row0 + 8};
+    if constexpr (kPatch) {
+      out_row[0] = AGather::output_row(P.gather, row0);
+      out_row[1] = AGather::output_row(P.gather, row0 + 8);
+    }
 #pragma unroll
     for (int bx = 0; bx < kChunkBoxes; ++bx) {
 #pragma unroll
@@ -1503,7 +1513,10 @@ struct GemmSm90 {
         for (int h = 0; h < 2; ++h) {
           const int row = row0 + 8 * h;
           const float v[2] = {float(a[4 * j + 2 * h]), float(a[4 * j + 2 * h + 1])};
-          if constexpr (Mode == kChunkWhole) {
+          if constexpr (kPatch) {
+            if (out_row[h] >= 0 && col < P.n)
+              compute(EpilogueCoord{batch, out_row[h], col, (P.n - col) < 2 ? (P.n - col) : 2}, v, d[h]);
+          } else if constexpr (Mode == kChunkWhole) {
             compute(EpilogueCoordWhole{{batch, row, col, 2}}, v, d[h]);
           } else if constexpr (Mode == kChunkInterior) {
             compute(EpilogueCoord{batch, row, col, 2}, v, d[h]);
