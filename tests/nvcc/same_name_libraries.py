@@ -3,7 +3,7 @@
 
   python3 tests/nvcc/same_name_libraries.py --kdlc build/kdlc --include include
 
-Builds two small sm80 GEMM specs whose kernel is named `twin` (different tiles) with `kdlc build`, and reads
+Builds two small sm86 GEMM specs (one target: the fastest to compile) whose kernel is named `twin` (different tiles) with `kdlc build`, and reads
 each library's dynamic symbols (nm -D). What the emitted code defines for the kernel lives in an anonymous
 namespace (codegen/emit_kernel.cpp), so no symbol keyed on the kernel's own types may be exported by both: a
 GNU unique symbol ('u', e.g. a template instance's function-local static such as a launch's one-time per-device
@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 SPEC = """kernel twin {{
-  op = gemm; arch = sm80;
+  op = gemm; arch = sm86;
   A : f16 row; B : f16 col; D : f16 row;
   tile = {tile}; stages = 3;
 }}

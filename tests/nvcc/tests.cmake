@@ -12,7 +12,7 @@ if(Python3_FOUND)
                        SKIP_REGULAR_EXPRESSION "^SKIP:")
   # Two libraries from different specs that share a kernel name export no unique symbol of that kernel in common
   # (the emitted kernel lives in an anonymous namespace; otherwise one library's one-time state and argument
-  # table served both in one process): kdlc build of two small sm80 GEMMs, nm -D.
+  # table served both in one process): kdlc build of two small sm86 GEMMs, nm -D.
   add_test(NAME "codegen: two libraries with a kernel of the same name share no symbol of it (nvcc, nm)"
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/same_name_libraries.py
                    --kdlc $<TARGET_FILE:kdlc> --include ${PROJECT_SOURCE_DIR}/include)
