@@ -78,16 +78,16 @@ def main():
                           f"workspace {launch.ws_bytes} bytes)", flush=True)
                     ok, status = False, 1
                     continue
-                err = ((launch.out.view.float() - ref).norm() / ref.norm().clamp_min(1e-30)).item()
-                if not err <= 2e-2:
+                err = cb.relative_error(launch.out.view, ref)
+                if err > 2e-2:
                     print(f"WRONG {pr.label} {k.name} {tag}: relative error {err:.3g}", flush=True)
                     ok, status = False, 1
             if ok:
                 pairs.append((k.name, la, lb, k.path(la.shape, la.args), by_b[k.name].path(lb.shape, lb.args)))
         ta = {n: [] for n, *_ in pairs}
         tb = {n: [] for n, *_ in pairs}
-        ca_ = {n: [] for n, *_ in pairs}
-        cb_ = {n: [] for n, *_ in pairs}
+        cudnn_a = {n: [] for n, *_ in pairs}
+        cudnn_b = {n: [] for n, *_ in pairs}
         for _ in range(a.rounds):
             for name, la, lb, _pa, _pb in pairs:
                 for _ in range(3):
@@ -97,12 +97,12 @@ def main():
                 ca.synchronize()
                 for _ in range(a.runs):
                     ta[name].append(cb.batch_ms(la, a.iters))
-                    ca_[name].append(cb.batch_ms(cudnn, a.iters))
+                    cudnn_a[name].append(cb.batch_ms(cudnn, a.iters))
                     tb[name].append(cb.batch_ms(lb, a.iters))
-                    cb_[name].append(cb.batch_ms(cudnn, a.iters))
+                    cudnn_b[name].append(cb.batch_ms(cudnn, a.iters))
         for name, _la, _lb, path_a, path_b in pairs:
             ma, mb = statistics.median(ta[name]), statistics.median(tb[name])
-            ra, rb = cb.pair_ratio(ta[name], ca_[name]), cb.pair_ratio(tb[name], cb_[name])
+            ra, rb = cb.pair_ratio(ta[name], cudnn_a[name]), cb.pair_ratio(tb[name], cudnn_b[name])
             ab = statistics.median(y / x for x, y in zip(ta[name], tb[name]))
             line = (f"{pr.label:28s} {name:34s} A[{path_a or '-'}] {ma * 1e3:7.1f} us ({ra:.3f}x cuDNN)  "
                     f"B[{path_b or '-'}] {mb * 1e3:7.1f} us ({rb:.3f}x cuDNN)  B/A {ab:.3f}")

@@ -170,6 +170,12 @@ class KdlLaunch:
             raise RuntimeError(f"{self.kernel.name}: run returned {rc}")
 
 
+def relative_error(out, ref):
+    """A kdl output's relative Frobenius error against cuDNN's `ref` (float); a NaN counts as 1e30."""
+    got = torch.nan_to_num(out.float(), nan=1e30)
+    return float(torch.linalg.vector_norm((got - ref).flatten()) / max(float(torch.linalg.vector_norm(ref.flatten())), 1e-30))
+
+
 def case_operands(op, pr):
     """A case's bf16 inputs (random, seed 1) by operand name, its output's dims, and cuDNN's launch of the case on
     channels_last copies of the inputs (the anchor; it returns cuDNN's output)."""
@@ -222,9 +228,7 @@ def bench_case(op, pr, kernels, cc, a, rows, table):
             else:
                 launch()
                 ca.synchronize()
-                got = launch.out.view.float()
-                err = float(torch.linalg.vector_norm((torch.nan_to_num(got, nan=1e30) - ref).flatten()) /
-                            max(float(torch.linalg.vector_norm(ref.flatten())), 1e-30))
+                err = relative_error(launch.out.view, ref)
                 if err > 2e-2:
                     status = f"WRONG (rel {err:.2e} vs cuDNN)"
             cands.append({"k": k, "split": split, "launch": launch, "status": status, "ours": [], "theirs": [],

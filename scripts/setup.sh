@@ -8,7 +8,7 @@
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
-pkgs=(antlr4 libantlr4-runtime-dev libfmt-dev catch2 cmake ninja-build clang libclang-rt-14-dev python3 python3-venv distcc)
+pkgs=(antlr4 libantlr4-runtime-dev libfmt-dev catch2 cmake ninja-build clang libclang-rt-14-dev binutils python3 python3-venv distcc)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
