@@ -2,6 +2,12 @@
 # Included from tests/CMakeLists.txt.
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_FOUND)
+  # compile_emitted.py's batches (several kernels per nvcc run) on made-up kernels: no kernel compiles
+  # thanks to a header only a neighbour includes; one gencode and distinct names per batch. No nvcc needed.
+  add_test(NAME "codegen: compile_emitted batches keep each kernel's headers its own (no nvcc)"
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/batches_test.py)
+  set_tests_properties("codegen: compile_emitted batches keep each kernel's headers its own (no nvcc)" PROPERTIES
+                       LABELS "cpu")
   # Item 8 of issue 6: kernels and params named like the types and namespaces the emitted code uses
   # (half, int64_t, size_t, cudaStream_t, kdl, std, ...) compile (host and device, sm_80).
   add_test(NAME "codegen: kernels with clashing names compile"
@@ -82,8 +88,9 @@ if(Python3_FOUND)
 endif()
 
 # The sm90a epilogue's vector width (codegen/lower_sm90.cpp) against ptxas: heavy epilogues on the
-# largest tiles, with clusters, split-K and fp8 promotion, built through `kdlc build`'s ptxas gate
-# (kdlc's compile cache makes a rerun with unchanged headers cheap); the plain epilogue keeps 8 columns.
+# largest tiles, with clusters, split-K and fp8 promotion: each kernel's device code with kdlc build's
+# flags, judged like kdlc build's ptxas gate; a kernel ptxas flags goes through `kdlc build` itself (its
+# lighter retries), which must accept it. The plain epilogue keeps 8 columns.
 if(Python3_FOUND)
   add_test(NAME "codegen: sm90a epilogue vector width keeps heavy epilogues from spilling (nvcc sm_90a, ptxas gate)"
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/epilogue_registers.py
