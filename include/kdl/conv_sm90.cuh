@@ -414,6 +414,8 @@ struct ConvFpropPatchLoader {
   static int64_t tiles(const Conv2dProblem& p, int gi) {
     return (int64_t)((p.n + gi - 1) / gi) * ((p.p + kRows - 1) / kRows) * ((p.q + 64 / gi - 1) / (64 / gi));
   }
+  // The GEMM's rows: its tiles (at images_per_pixel), every one whole.
+  static int64_t rows(const Conv2dProblem& p) { return tiles(p, images_per_pixel(p)) * TileM; }
   // Fills the parameters but the W map (the caller's, with the tile's box); false when TMA cannot describe X
   // or Y (the caller then runs the im2col loader). y: Y's data, pixel stride and image stride (elements).
   static bool encode(Params& g, const Conv2dProblem& p, int elem_bytes, CUtensorMapDataType dtype, const void* y,
@@ -631,10 +633,9 @@ struct Conv2dSm90Fprop {
                 "cooperative schedule and no cluster");
   using PatchLoader = sm90::ConvFpropPatchLoader<(FilterR > 0 ? FilterR : 1), (FilterS > 0 ? FilterS : 1), TileM>;
   // The patch GEMM's stages (kdl/gemm_sm90_smem.h; kdlc's plan asks for Patch only where 2 or more fit).
-  static constexpr int kPatchStagesFit =
+  static constexpr int kPatchStages =
       Patch ? conv_patch_stages(TileM, TileN, FilterR, FilterS, Stages, kGemmSm90SmemLimit) : Stages;
-  static_assert(kPatchStagesFit >= 2, "Conv2dSm90Fprop: the patch mainloop's two slots and two stages exceed shared memory");
-  static constexpr int kPatchStages = kPatchStagesFit;
+  static_assert(kPatchStages >= 2, "Conv2dSm90Fprop: the patch mainloop's two slots and two stages exceed shared memory");
   using PatchGemm = typename std::conditional<
       Patch,
       GemmSm90<Element, RowMajor, Element, ColMajor, float, TileM, TileN, 64, kPatchStages, Schedule, 1, 1, false, 0,
@@ -664,12 +665,12 @@ struct Conv2dSm90Fprop {
     } else {
       const int choice = sm90::conv_mainloop_override();
       return choice >= 0 && (choice > 0 || patch_pays(p)) && p.dil_h == 1 && p.dil_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.images_packed &&
-             PatchLoader::tiles(p, PatchLoader::images_per_pixel(p)) * TileM < 0x7fffffffLL;
+             PatchLoader::rows(p) < 0x7fffffffLL;
     }
   }
   static GemmProblem gemm_of_patch(const Conv2dProblem& p) {
     GemmProblem g = gemm_of(p);
-    g.m = PatchLoader::tiles(p, PatchLoader::images_per_pixel(p)) * TileM;
+    g.m = PatchLoader::rows(p);
     g.batch = 1;
     return g;
   }
