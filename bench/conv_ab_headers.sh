@@ -3,7 +3,8 @@
 # benchmark's kernels built twice from the same spec, A with this tree's include/ and B (kernels renamed cbB_) with
 # the headers in $B_INCLUDE (a copy of another revision's include/ folder), timed beside cuDNN in one process by
 # bench/conv_ab.py (B / A > 1: A faster). AB_ARGS: more conv_ab.py arguments (e.g. --case C64); KERNELS: the kernels
-# to build, their names without the cb_ prefix (default: all).
+# to build, their names without the cb_ prefix (default: all); B_SED: a sed expression more for B's spec (e.g.
+# 's/^  stride   = (1, 1);$//': no fixed stride, so no kernel of B carries the patch mainloop, as bench/conv_ab_run.sh).
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out/bench}
 B_INCLUDE=${B_INCLUDE:?set B_INCLUDE to the include folder of the other revision}
@@ -11,7 +12,7 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$PWD/.carry/gpu/bin:/usr/local/cuda/lib64 PATH=$PATH:/usr/local/cuda/bin
 C=.carry/gpu
 mkdir -p $C/libs/bench $C/libs/benchb $C/specs/benchb
-sed -e "s/^kernel cb_/kernel cbB_/" $C/specs/bench/conv.kdl > $C/specs/benchb/conv.kdl
+sed -e "s/^kernel cb_/kernel cbB_/" -e "${B_SED:-s/^//}" $C/specs/bench/conv.kdl > $C/specs/benchb/conv.kdl
 KA=(); KB=()
 for k in ${KERNELS:-}; do KA+=(--kernel cb_$k); KB+=(--kernel cbB_$k); done
 rm -rf /tmp/cb /tmp/cbb
