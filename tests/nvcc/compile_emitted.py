@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Emits every kernel of the given specs that this version generates, then compiles each .cu with
 nvcc for its own arch (the gencode flags of manifest.json, or --gencode for all), reporting the time
-per file. Kernels `kdlc emit` refuses as [unsupported] are skipped, unless --require-all (then they
+per nvcc run. Kernels `kdlc emit` refuses as [unsupported] are skipped, unless --require-all (then they
 fail); --expect N fails unless exactly N kernels were compiled; --support-specs adds the spec of
 `kdlc support --specs` (one sm90a kernel per line of the table that is on); --assert-smem compiles each
 convolution (manifest path conv_sm80) through a wrapper that static_asserts that its template's launch
@@ -11,8 +11,8 @@ is absent.
 Kernels are compiled --batch at a time (default 6) in one translation unit that includes their .cu files
 (a unity build: the headers are parsed and the host code compiled once per batch, which more than halves
 the time). In a batch, each kernel's sources include every header the kernels before it include, so no
-kernel compiles thanks to a header only a neighbour includes; and a batch holds distinct kernel names. A batch that fails is
-compiled again one kernel at a time, and the kernels that fail alone are named; if each compiles alone,
+kernel compiles thanks to a header only a neighbour includes; and a batch holds distinct kernel names. A
+batch that fails is compiled again one kernel at a time, and the kernels that fail alone are named; if each compiles alone,
 the batch's failure is reported as such (emitted kernels must also build together, e.g. under CMake's
 UNITY_BUILD). --batch 1 compiles every kernel alone."""
 import argparse, json, os, re, shutil, subprocess, sys, tempfile, time
