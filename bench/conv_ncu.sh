@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# On the GPU machine, after tests/gpu/prepare.sh (KDL_KERNELS_ON_GPU_MACHINE=1) carried .carry/gpu: builds the conv
+# benchmark's KERNELS (names without the cb_ prefix), then reads ncu's counters of one launch of each on CASE (a
+# substring of a bench/conv_bench.py case label) with each mainloop of MAINLOOPS (KDL_CONV_MAINLOOP), through
+# bench/conv_launch.py. Writes $OUT/ncu_<kernel>_<mainloop>.txt and prints the figures (docs/perf-notes.md v48).
+cd "$(dirname "$0")/.."
+OUT=${OUT:-out/bench}
+KERNELS=${KERNELS:-fprop3x3_sm90a_128x64x64 fprop3x3_sm90a_128x256x64}
+CASE=${CASE:-N32 C256}
+MAINLOOPS=${MAINLOOPS:-patch im2col}
+mkdir -p "$OUT"
+export PATH=$PATH:/usr/local/cuda/bin LD_LIBRARY_PATH=$PWD/.carry/gpu/bin:/usr/local/cuda/lib64
+C=.carry/gpu
+KA=(); NAMES=(); for k in $KERNELS; do KA+=(--kernel cb_$k); NAMES+=(cb_$k); done
+mkdir -p $C/libs/bench
+rm -rf /tmp/kdl-conv-ncu
+KDL_INCLUDE_DIR=$PWD/include $C/bin/kdlc build $C/specs/bench/conv.kdl -o /tmp/kdl-conv-ncu -j 16 "${KA[@]}" > $OUT/build.txt 2>&1 ||
+  { tail $OUT/build.txt; exit 1; }
+cp /tmp/kdl-conv-ncu/libconv.so $C/libs/bench/
+$C/bin/kdlc list --json $C/specs/bench/conv.kdl | python3 -c '
+import json, sys
+d = json.load(sys.stdin); keep = set(sys.argv[1:])
+d["kernels"] = [k for k in d["kernels"] if k["name"] in keep]
+json.dump(d, sys.stdout)' "${NAMES[@]}" > $C/libs/bench/conv.kernels.json
+echo "specs/bench/conv.kdl libs/bench/libconv.so" > $C/bench.list
+M=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,lts__t_bytes.sum,dram__bytes.sum,smsp__inst_executed.sum
+M=$M,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,sm__warps_active.avg.pct_of_peak_sustained_active
+for k in "${NAMES[@]}"; do for ml in $MAINLOOPS; do
+  echo "=== $k $ml"
+  KDL_CONV_MAINLOOP=$ml timeout 200 ncu --clock-control none -k regex:gemm_sm90 --launch-skip 3 -c 1 --section WarpStateStats \
+    --metrics $M python3 bench/conv_launch.py --kernel $k --case "$CASE" --times 5 > $OUT/ncu_${k}_$ml.txt 2>&1
+  grep -E "gpu__time|cycles_elapsed|lts__t_bytes|dram__bytes|bank_conflicts|inst_executed|warps_active|Warp Cycles" \
+    $OUT/ncu_${k}_$ml.txt
+done; done
