@@ -11,17 +11,9 @@ MAINLOOPS=${MAINLOOPS:-patch im2col}
 mkdir -p "$OUT"
 export PATH=$PATH:/usr/local/cuda/bin LD_LIBRARY_PATH=$PWD/.carry/gpu/bin:/usr/local/cuda/lib64
 C=.carry/gpu
-KA=(); NAMES=(); for k in $KERNELS; do KA+=(--kernel cb_$k); NAMES+=(cb_$k); done
-mkdir -p $C/libs/bench
-rm -rf /tmp/kdl-conv-ncu
-KDL_INCLUDE_DIR=$PWD/include $C/bin/kdlc build $C/specs/bench/conv.kdl -o /tmp/kdl-conv-ncu -j 16 "${KA[@]}" > $OUT/build.txt 2>&1 ||
+NAMES=(); for k in $KERNELS; do NAMES+=(cb_$k); done
+KDL_INCLUDE_DIR=$PWD/include bench/conv_build_kernels.sh $C/specs/bench/conv.kdl $C/libs/bench "${NAMES[@]}" > $OUT/build.txt 2>&1 ||
   { tail $OUT/build.txt; exit 1; }
-cp /tmp/kdl-conv-ncu/libconv.so $C/libs/bench/
-$C/bin/kdlc list --json $C/specs/bench/conv.kdl | python3 -c '
-import json, sys
-d = json.load(sys.stdin); keep = set(sys.argv[1:])
-d["kernels"] = [k for k in d["kernels"] if k["name"] in keep]
-json.dump(d, sys.stdout)' "${NAMES[@]}" > $C/libs/bench/conv.kernels.json
 echo "specs/bench/conv.kdl libs/bench/libconv.so" > $C/bench.list
 M=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,lts__t_bytes.sum,dram__bytes.sum,smsp__inst_executed.sum
 M=$M,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,sm__warps_active.avg.pct_of_peak_sustained_active

@@ -1511,25 +1511,18 @@ struct GemmSm90 {
         };
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int row = row0 + 8 * h;
+          const int row = out_row[h];
           const float v[2] = {float(a[4 * j + 2 * h]), float(a[4 * j + 2 * h + 1])};
-          if constexpr (kPatch) {
-            // The chunk's mode holds for its columns (a whole or interior chunk lies inside N); its rows are
-            // checked by out_row alone (the loader's tiles are whole: rows past the output map to -1).
-            if (out_row[h] >= 0) {
-              if constexpr (Mode == kChunkWhole)
-                compute(EpilogueCoordWhole{{batch, out_row[h], col, 2}}, v, d[h]);
-              else if constexpr (Mode == kChunkInterior)
-                compute(EpilogueCoord{batch, out_row[h], col, 2}, v, d[h]);
-              else if (col < P.n)
-                compute(EpilogueCoord{batch, out_row[h], col, (P.n - col) < 2 ? (P.n - col) : 2}, v, d[h]);
-            }
-          } else if constexpr (Mode == kChunkWhole) {
-            compute(EpilogueCoordWhole{{batch, row, col, 2}}, v, d[h]);
-          } else if constexpr (Mode == kChunkInterior) {
-            compute(EpilogueCoord{batch, row, col, 2}, v, d[h]);
-          } else if (row < P.m && col < P.n) {
-            compute(EpilogueCoord{batch, row, col, (P.n - col) < 2 ? (P.n - col) : 2}, v, d[h]);
+          // The chunk's mode holds for its columns (a whole or interior chunk lies inside N) and, but for a patch
+          // loader's, its rows; those are checked by out_row alone (its tiles are whole: rows past the output map to -1).
+          const bool row_in = kPatch ? row >= 0 : (Mode != kChunkChecked || row < P.m);
+          if (row_in) {
+            if constexpr (Mode == kChunkWhole)
+              compute(EpilogueCoordWhole{{batch, row, col, 2}}, v, d[h]);
+            else if constexpr (Mode == kChunkInterior)
+              compute(EpilogueCoord{batch, row, col, 2}, v, d[h]);
+            else if (col < P.n)
+              compute(EpilogueCoord{batch, row, col, (P.n - col) < 2 ? (P.n - col) : 2}, v, d[h]);
           }
         }
 #pragma unroll

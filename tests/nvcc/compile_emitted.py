@@ -15,7 +15,7 @@ kernel compiles thanks to a header only a neighbour includes; and a batch holds 
 batch that fails is compiled again one kernel at a time, and the kernels that fail alone are named; if each compiles alone,
 the batch's failure is reported as such (emitted kernels must also build together, e.g. under CMake's
 UNITY_BUILD). --batch 1 compiles every kernel alone."""
-import argparse, json, os, re, shutil, subprocess, sys, tempfile, time
+import argparse, functools, json, os, re, shutil, subprocess, sys, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
 
 
@@ -29,6 +29,7 @@ def find_nvcc():
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 
 
+@functools.lru_cache(maxsize=None)
 def header_set(cu):
     """The system headers (<...>) a kernel's .cu includes, directly or through its own "NAME.h"."""
     seen, todo, found = set(), [cu], set()
