@@ -211,7 +211,7 @@ bool lowerConvOperands(Lowering& l) {
 }
 
 // The patch mainloop (kdl::sm90::ConvFpropPatchLoader): fprop with a fixed filter of 2 taps or more at stride
-// (1, 1), cooperative, no cluster, Y's type a whole number of columns per 128-byte box of the tile (Y goes out by TMA;
+// (1, 1), no cluster, Y's type a whole number of columns per 128-byte box of the tile (Y goes out by TMA;
 // the residual and extra outputs by the functor at each row's output row), and two slots beside 2 stages of W in
 // shared memory.
 bool lowerConvPatch(Lowering& l) {
@@ -220,9 +220,7 @@ bool lowerConvPatch(Lowering& l) {
   if (s.op.value != Op::Conv2dFprop) return true;
   std::string why;
   const int boxCols = 128 / std::max(1, p.d.elementBytes);
-  if (p.schedule != Schedule::Cooperative)
-    why = "the pingpong schedule (a patch is shared by both consumers of a cooperative tile)";
-  else if (p.clusterM * p.clusterN > 1)
+  if (p.clusterM * p.clusterN > 1)
     why = "a cluster (the im2col loads are the ones multicast)";
   else if (p.filterR == 0 || p.filterS == 0 || p.filterR * p.filterS < 2)
     why = p.filterR == 0 ? "a run-time filter (the patch's halo is fixed at compile time)"
@@ -251,11 +249,13 @@ bool lowerConvPatch(Lowering& l) {
   l.decide("mainloop",
            fmt::format("patch at dilation 1 where it pays ({}; X's input pixels once per 64-channel block: two {} KB "
                        "slots beside {} stages of W), im2col otherwise",
-                       p.tileM >= 4 * p.tileN ? "every problem: TileM >= 4 x TileN" : "problems of c <= 64",
+                       p.schedule == Schedule::Pingpong ? "every problem: pingpong"
+                       : p.tileM >= 4 * p.tileN         ? "every problem: TileM >= 4 x TileN"
+                                                        : "problems of c <= 64",
                        p.patchSlotBytes / 1024, p.patchStages),
-           "fixed filter at stride (1, 1), cooperative, Y stored by TMA: the tile is (TileM / 64) output rows x 64 / G pixels x G images (G = 8 or 16 per problem), each tap's A a "
+           "fixed filter at stride (1, 1), no cluster, Y stored by TMA: the tile is (TileM / 64) output rows x 64 / G pixels x G images (G = 8 or 16 per problem), each tap's A a "
            "window of the patch; run() takes it for any problem whose images are packed and whose X and Y TMA can "
-           "describe and where it measured faster (a tile of TileM >= 4 x TileN, or c <= 64; KDL_CONV_MAINLOOP=patch "
+           "describe and where it measured faster (pingpong, a tile of TileM >= 4 x TileN, or c <= 64; KDL_CONV_MAINLOOP=patch "
            "| im2col forces either), the im2col mainloop for the rest (include/kdl/conv_sm90.cuh, ConvFpropPatchLoader)");
   return true;
 }

@@ -611,7 +611,7 @@ struct ConvWgradLoader {
 
 }  // namespace sm90
 
-// Patch = true (kdlc's plan: a fixed filter of at least 2 taps, stride (1, 1), cooperative, no cluster, Y stored by
+// Patch = true (kdlc's plan: a fixed filter of at least 2 taps, stride (1, 1), no cluster, Y stored by
 // TMA; the epilogue's residual, [channel] inputs, extra outputs and amax at each tile row's output row): a second GEMM on sm90::ConvFpropPatchLoader, which run() takes
 // for every problem it can describe (dilation 1, the epilogue's images packed, X and Y describable by tiled TMA);
 // the im2col GEMM runs the others.
@@ -627,10 +627,9 @@ struct Conv2dSm90Fprop {
   using Loader = typename std::conditional<Im2col, sm90::ConvFpropLoader, sm90::ConvFpropGather>::type;
   using Gemm = GemmSm90<Element, RowMajor, Element, ColMajor, float, TileM, TileN, 64, Stages, Schedule, ClusterM, ClusterN,
                         false, 0, sm90::NoBlockScaling, Epilogue, Loader>;
-  static_assert(!Patch || (Im2col && ClusterM == 1 && ClusterN == 1 && Schedule == Sm90Schedule::Cooperative &&
-                           FilterR > 0 && FilterS > 0 && FilterR * FilterS >= 2 && StrideH == 1 && StrideW == 1),
-                "Conv2dSm90Fprop: the patch mainloop needs a fixed filter of 2 taps or more, stride (1, 1), the "
-                "cooperative schedule and no cluster");
+  static_assert(!Patch || (Im2col && ClusterM == 1 && ClusterN == 1 && FilterR > 0 && FilterS > 0 &&
+                           FilterR * FilterS >= 2 && StrideH == 1 && StrideW == 1),
+                "Conv2dSm90Fprop: the patch mainloop needs a fixed filter of 2 taps or more, stride (1, 1) and no cluster");
   using PatchLoader = sm90::ConvFpropPatchLoader<(FilterR > 0 ? FilterR : 1), (FilterS > 0 ? FilterS : 1), TileM>;
   // The patch GEMM's stages (kdl/gemm_sm90_smem.h; kdlc's plan asks for Patch only where 2 or more fit).
   static constexpr int kPatchStages =
@@ -654,11 +653,15 @@ struct Conv2dSm90Fprop {
   // Whether run() takes the patch GEMM for p (its can_implement has passed): dilation 1, the epilogue's images
   // packed (tiles cross images; [channel] vectors shared), and the tiles' rows within 32-bit indexing; TMA's
   // description of X and Y is the last check (run).
-  // Where the patch mainloop pays (measured on the H200 against im2col in one process, bf16, docs/perf-notes.md v47):
-  // X's share of the im2col loads is large -- a tile of TileM >= 4 x TileN (256 x 64: +12-14 % on the three 3x3
-  // shapes of the benchmark) -- or the channels are few (c <= 64: +2-25 % on every tile); elsewhere it measured
-  // level or slower (128 x 256: within 0.6 %; 256 x 128 -2-3 %, 128 x 64 -11 % at c >= 256).
-  static bool patch_pays(const Conv2dProblem& p) { return TileM >= 4 * TileN || p.c <= 64; }
+  // Where the patch mainloop pays (measured on the H200 against im2col in one process, bf16, docs/perf-notes.md v47,
+  // v49): every pingpong tile (128 x 128: +2.7 % on the first 3x3 shape of the benchmark, +3.8 % on K512, +31 % at
+  // c = 64; 128 x 64: +0.4-13 %), X's share of the im2col loads is large -- a cooperative tile of TileM >= 4 x TileN
+  // (256 x 64: +12-14 % on the three 3x3 shapes) -- or the channels are few (c <= 64: +2-25 % on every tile);
+  // elsewhere it measured level or slower (cooperative 128 x 256: within 0.6 %; 256 x 128 -2-3 %, 128 x 64 -11 % at
+  // c >= 256).
+  static bool patch_pays(const Conv2dProblem& p) {
+    return Schedule == Sm90Schedule::Pingpong || TileM >= 4 * TileN || p.c <= 64;
+  }
   static bool patch_applies(const Conv2dProblem& p) {
     if constexpr (!Patch) {
       return false;

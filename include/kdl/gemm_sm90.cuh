@@ -361,11 +361,11 @@ struct GemmSm90 {
   // back: its release is what the producer waits for), kPatchTaps - kPatchAhead k-tiles before its first tap;
   // 0: at the patch's own first k-tile (Stages - 1 >= kPatchTaps).
   static constexpr int kPatchAhead = Stages - 1 < kPatchTaps ? Stages - 1 : 0;
-  static_assert(!kPatch || (kLoadsStage && !kPingpong && ClusterM == 1 && ClusterN == 1 && kAKMajor && !kFp8 &&
+  static_assert(!kPatch || (kLoadsStage && ClusterM == 1 && ClusterN == 1 && kAKMajor && !kFp8 &&
                             kPatchSlotBytes % 1024 == 0 && Stages <= kPatchTaps + 1 &&
                             detail::EpilogueD<Epilogue>::kComputes && TileN % (128 / int(sizeof(typename
                             detail::EpilogueD<Epilogue>::Element))) == 0),
-                "GemmSm90: a patch loader runs cooperative kernels without clusters, 16-bit K-major A, at most "
+                "GemmSm90: a patch loader runs without clusters, 16-bit K-major A, at most "
                 "kPatchTaps + 1 stages (a slot is reloaded once the stage of the k-tile Stages back is released), and "
                 "an epilogue that stores D by TMA (its tiles' rows are the loader's, mapped to D's by output_row)");
   static constexpr int kTileBytesA = kPatch ? 0 : TileA::kBytes;
@@ -729,7 +729,13 @@ struct GemmSm90 {
         if (kDyn && dyn && thread == 0 && kt == w.kt_end - 1) ticket = atomicAdd(P.tickets, 1);  // the next unit's
         // A patch loader: the patch this k-tile's stage brings (-1: none), its slot and its unit's rows. A unit's
         // first k-tile brings its first patch; with kPatchAhead, the k-tile kPatchAhead into each patch brings the
-        // next one: the unit's, or in the static walk the next unit's first (every issuer counts every k-tile).
+        // next one: the unit's, or in the static walk of a cooperative kernel the next unit's first (every issuer
+        // counts every k-tile). A pingpong unit's first patch rides on its own first k-tile, whose full barrier its
+        // consumer waits for (the previous unit's k-tiles are the other consumer's; loading it there instead, with
+        // a barrier per slot, measured 13-14 % slower on the 128 x 64 tile and level on 128 x 128: docs/perf-notes.md
+        // v49). Its slot is free then: the slot's last patch ended at least Stages - 1 k-tiles back (Stages <=
+        // kPatchTaps + 1), in the other consumer's unit (whose wgmmas retire in order before its last release) or in
+        // this consumer's previous unit (retired before its epilogue).
         int patch_cb = -1, slot = patch_slot, patch_m0 = w.tm * TileM;
         if constexpr (kPatch) {
           if (kt == w.kt_begin) {
@@ -740,7 +746,7 @@ struct GemmSm90 {
             } else if (kt + kPatchTaps - kPatchAhead < w.kt_end) {
               patch_cb = (kt - w.kt_begin) / kPatchTaps + 1;
               slot = patch_slot ^ 1;
-            } else if (!(kDyn && dyn) && j + 1 < n_walk) {
+            } else if (!kPingpong && !(kDyn && dyn) && j + 1 < n_walk) {
               patch_cb = 0;
               patch_m0 = unit_at(P, walker, walkers, j + 1, rm, rn).tm * TileM;
               slot = patch_slot ^ 1;
@@ -939,19 +945,26 @@ struct GemmSm90 {
       auto desc_a = [&](int s) { return desc_a0 + uint32_t(s) * uint32_t(kStageBytes >> 4); };
       auto desc_b = [&](int s) { return desc_b0 + uint32_t(s) * uint32_t(kStageBytes >> 4); };
       // A patch loader: A's descriptor at slot 0's start (this consumer's first m64 block: its output row), the
-      // step between m64 blocks; per k-tile the slot and the tap's offset (patch_tap's place in the patch).
+      // step between m64 blocks; per k-tile the slot and the tap's offset (patch_tap's place in the patch). The
+      // slots go by turns over the CTA's patches: a pingpong consumer counts the other's too (skip_patches).
       uint32_t desc_p0 = 0, p_block = 0;
       int patch_tap = 0, patch_slot = 0;
       if constexpr (kPatch) {
         p_block = AGather::block_step(P.gather);
-        desc_p0 = uint32_t(TileA::desc(patch_slot_addr(stage_a(0), 0), 0, 0).bits) + uint32_t(consumer * kMmaM) * p_block;
+        desc_p0 = uint32_t(TileA::desc(patch_slot_addr(stage_a(0), 0), 0, 0).bits) + uint32_t(row_off / 64) * p_block;
       }
+      auto skip_patches = [&](int ktiles) {  // the other consumer's unit of `ktiles` k-tiles (whole patches)
+        if constexpr (kPatch) patch_slot ^= (ktiles / kPatchTaps) & 1;
+      };
       const int n_walk = walk_length(P, walker, walkers);
       auto unit_ktiles = [&](int j) {
         const Unit w = unit_at(P, walker, walkers, j, rm, rn);
         return w.kt_end - w.kt_begin;
       };
-      if (kPingpong && consumer == 1 && n_walk > 0) ring.advance(unit_ktiles(0));
+      if (kPingpong && consumer == 1 && n_walk > 0) {
+        ring.advance(unit_ktiles(0));
+        skip_patches(unit_ktiles(0));
+      }
       // kHoldStage: the stage the last epilogue's second pass went to, not yet released. Thread 0 of each
       // consumer issued that pass's stores; once they have read it, it arrives for its warpgroup's four warps.
       int held = -1;
@@ -1095,7 +1108,11 @@ struct GemmSm90 {
         // out of the uniform registers: R2UR in its k-loop, tests/nvcc/kloop_uniform.py).
         const bool hold = kHoldStage && prev_stage >= 0 && w.slices == 1 && P.store_d && P.ktiles >= kHoldMinKtiles;
         if (prev_stage >= 0 && warp_leader && !hold) release(prev_stage);
-        if (kPingpong && j + 1 < n_walk) ring.advance(unit_ktiles(j + 1));  // the other's unit
+        if (kPingpong && j + 1 < n_walk) {  // the other's unit
+          const int other = unit_ktiles(j + 1);
+          ring.advance(other);
+          skip_patches(other);
+        }
 
         // ---- serial split-K / stream-K tail: add the earlier slices' partial sums; all but the last slice store and stop ----
         if (w.slices > 1) {

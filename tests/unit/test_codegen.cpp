@@ -1330,7 +1330,19 @@ TEST_CASE("conv: sm90a fprop carries the patch mainloop beside im2col where the 
     CHECK(contains(d->value, "im2col"));
     return d->why;
   };
-  CHECK(contains(whyNot("  schedule = pingpong;\n  filter = (3, 3);\n  stride = (1, 1);"), "the pingpong schedule"));
+  // Pingpong carries it too (each consumer's tile its own patches): 128 x 128, two 48 KB slots beside 6 stages of
+  // W's 16 KB, taken on every problem (Conv2dSm90Fprop::patch_pays).
+  {
+    KernelPlan pp = lowerConv(convSpec("cpp", "conv2d_fprop",
+                                       "  schedule = pingpong;\n  tile = (128, 128, 64);\n  stages = 6;\n"
+                                       "  filter = (3, 3);\n  stride = (1, 1);",
+                                       "sm90a", "bf16"));
+    CHECK(pp.convPatch);
+    CHECK(pp.patchStages == 6);
+    CHECK(contains(pp.templateInstance(), "kdl::Sm90Schedule::Pingpong, 3, 3, 1, 1, Epilogue, true, 1, 1, true>"));
+    CHECK(contains(decision(pp, "mainloop")->value, "every problem: pingpong"));
+    CHECK(contains(decision(pp, "mainloop")->value, "two 48 KB slots beside 6 stages of W"));
+  }
   CHECK(contains(whyNot("  schedule = cooperative;\n  tile = (128, 128, 64);\n  filter = (3, 3);\n  stride = (1, 1);\n"
                         "  cluster = (2, 1, 1);"),
                  "a cluster"));
