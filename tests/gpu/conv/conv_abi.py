@@ -177,6 +177,7 @@ class ConvKernel:
         # stride (a strided one is the multistage schedule's); fprop takes any c and padded W taps.
         sched = spec.get("schedule", {}).get("value", "multistage")
         self.wgmma = self.arch == "sm90a" and sched not in ("multistage", "auto")
+        self.pingpong = self.wgmma and sched == "pingpong"
         self.channels64 = self.wgmma and self.op == "conv2d_wgrad"
         self.unit_stride = self.wgmma and self.op == "conv2d_dgrad"
         self.operands = {o["name"]: o for o in spec["operands"]}
