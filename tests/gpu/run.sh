@@ -93,10 +93,12 @@ SANITIZED_SM90=(h90_bf16_coop_128x256x64_c2x1 h90_f16_pp_64x256x64_c1x2 h90_bf16
                 h90_e4m3_block_128x128 h90_bf16_splitk4 h90_bf16_rowC_colD_bias
                 h90_bf16_coop_128x256x64 h90_bf16_coop_256x128x64)
 # conv set (--tiny sizes): an fprop with a [channel] bias, a fixed-stride (phased) dgrad, a serial split-K wgrad;
-# and the sm90a wgmma path's three (TMA im2col loaders): fprop (with a DRAM-bound 22-image case: the tickets), dgrad,
-# split-K wgrad.
+# the sm90a wgmma path's three (TMA im2col loaders): fprop (with a DRAM-bound 22-image case: the tickets), dgrad,
+# split-K wgrad; and a pingpong fprop on the patch mainloop (its default there: the slots by turns over both
+# consumers' units, a residual read at each row's output pixel).
 SANITIZED_CONV=(cv_bf16_fprop_bias_relu cv_f16_dgrad_3x3_s2 cv_f16_wgrad_splitk8
-                cv90_bf16_coop_bias_relu cv90_bf16_dgrad_coop_bias_relu cv90_bf16_wgrad_coop_split)
+                cv90_bf16_coop_bias_relu cv90_bf16_dgrad_coop_bias_relu cv90_bf16_wgrad_coop_split
+                cvp_bf16_128x128_3x3_pingpong_residual)
 SET=${KDL_SANITIZER_SET:-all}
 in_set() { [ "$SET" = all ] || [[ ",$SET," == *",$1,"* ]]; }
 # sanitize LOG TOOL KERNEL SIZES COUNTED: one compute-sanitizer run of kdl_gpu_test on one kernel,
