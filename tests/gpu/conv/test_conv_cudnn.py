@@ -124,8 +124,8 @@ def run_case(kernel, pr, split, cpad_extra, seed, default_params):
         return
     # A kernel with the patch mainloop beside im2col (kdl_NAME_path) takes it at dilation 1 (the harness's tensors
     # are all TMA-describable, their images back to back) where it pays (a pingpong tile, a tile of TileM >= 4 x
-    # TileN, or c <= 64: Conv2dSm90Fprop::patch_pays) or KDL_CONV_MAINLOOP=patch forces it, never with KDL_CONV_MAINLOOP=im2col; the
-    # label says which ran.
+    # TileN, or c <= 64: Conv2dSm90Fprop::patch_pays) or KDL_CONV_MAINLOOP=patch forces it, never with
+    # KDL_CONV_MAINLOOP=im2col; the label says which ran.
     path = kernel.path(shape, args_c)
     if path is not None:
         force = os.environ.get("KDL_CONV_MAINLOOP", "")
