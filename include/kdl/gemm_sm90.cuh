@@ -732,8 +732,8 @@ struct GemmSm90 {
         // next one: the unit's, or in the static walk of a cooperative kernel the next unit's first (every issuer
         // counts every k-tile). A pingpong unit's first patch rides on its own first k-tile, whose full barrier its
         // consumer waits for (the previous unit's k-tiles are the other consumer's; loading it there instead, with
-        // a barrier per slot, measured 13-14 % slower on the 128 x 64 tile and level on 128 x 128: docs/perf-notes.md
-        // v49). Its slot is free then: the slot's last patch ended at least Stages - 1 k-tiles back (Stages <=
+        // a barrier per slot, measured 13-14 % slower on the 128 x 64 tile and level on 128 x 128 but at c = 64:
+        // docs/perf-notes.md v49). Its slot is free then: the slot's last patch ended at least Stages - 1 k-tiles back (Stages <=
         // kPatchTaps + 1), in the other consumer's unit (whose wgmmas retire in order before its last release) or in
         // this consumer's previous unit (retired before its epilogue).
         int patch_cb = -1, slot = patch_slot, patch_m0 = w.tm * TileM;
