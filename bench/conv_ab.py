@@ -18,13 +18,11 @@ import os
 import statistics
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
-sys.path.insert(0, os.path.join(ROOT, "tests", "gpu", "conv"))
-import conv_abi as ca  # noqa: E402
-import conv_bench as cb  # noqa: E402
+import conv_bench as cb  # beside this script; it puts tests/gpu/conv on the path for conv_abi
+import torch
 
-import torch  # noqa: E402
+ca = cb.ca
+ROOT = cb.ROOT
 
 
 def main():

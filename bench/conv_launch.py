@@ -7,13 +7,11 @@ target for a profiler (e.g. ncu --clock-control none -k regex:gemm_sm90 --launch
 """
 import argparse
 import os
-import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
-sys.path.insert(0, os.path.join(ROOT, "tests", "gpu", "conv"))
-import conv_abi as ca  # noqa: E402
-import conv_bench as cb  # noqa: E402
+import conv_bench as cb  # beside this script; it puts tests/gpu/conv on the path for conv_abi
+
+ca = cb.ca
+ROOT = cb.ROOT
 
 
 def main():

@@ -16,13 +16,11 @@ import statistics
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
-sys.path.insert(0, os.path.join(ROOT, "tests", "gpu", "conv"))
-import conv_abi as ca  # noqa: E402
-import conv_bench as cb  # noqa: E402
+import conv_bench as cb  # beside this script; it puts tests/gpu/conv on the path for conv_abi
+import torch
 
-import torch  # noqa: E402
+ca = cb.ca
+ROOT = cb.ROOT
 
 BEST = {  # the sm90a kernel of v44's table per shape (bench/results/2026-11-29-h200-conv-v44.md)
     "N32 C256 56x56 K256 3x3": "cb_fprop3x3_sm90a_128x256x64",

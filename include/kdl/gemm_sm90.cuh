@@ -733,9 +733,9 @@ struct GemmSm90 {
         // counts every k-tile). A pingpong unit's first patch rides on its own first k-tile, whose full barrier its
         // consumer waits for (the previous unit's k-tiles are the other consumer's; loading it there instead, with
         // a barrier per slot, measured 13-14 % slower on the 128 x 64 tile and level on 128 x 128 but at c = 64:
-        // docs/perf-notes.md v49). Its slot is free then: the slot's last patch ended at least Stages - 1 k-tiles back (Stages <=
-        // kPatchTaps + 1), in the other consumer's unit (whose wgmmas retire in order before its last release) or in
-        // this consumer's previous unit (retired before its epilogue).
+        // docs/perf-notes.md v49). Its slot is free then: the slot's last patch ended at least Stages - 1 k-tiles
+        // back (Stages <= kPatchTaps + 1), in the other consumer's unit (whose wgmmas retire in order before its last
+        // release) or in this consumer's previous unit (retired before its epilogue).
         int patch_cb = -1, slot = patch_slot, patch_m0 = w.tm * TileM;
         if constexpr (kPatch) {
           if (kt == w.kt_begin) {
@@ -961,9 +961,10 @@ struct GemmSm90 {
         const Unit w = unit_at(P, walker, walkers, j, rm, rn);
         return w.kt_end - w.kt_begin;
       };
-      if (kPingpong && consumer == 1 && n_walk > 0) {
-        ring.advance(unit_ktiles(0));
-        skip_patches(unit_ktiles(0));
+      if (kPingpong && consumer == 1 && n_walk > 0) {  // consumer 0's first unit
+        const int other = unit_ktiles(0);
+        ring.advance(other);
+        skip_patches(other);
       }
       // kHoldStage: the stage the last epilogue's second pass went to, not yet released. Thread 0 of each
       // consumer issued that pass's stores; once they have read it, it arrives for its warpgroup's four warps.
