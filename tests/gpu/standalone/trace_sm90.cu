@@ -6,8 +6,12 @@
 //        tests/gpu/standalone/trace_sm90.cu -lcublasLt -o trace_sm90 && ./trace_sm90 [ghc]
 // Modes: g GEMM 4096^3 bf16 cooperative 128x256 s4, h GEMM 8192x1024x8192 the same, c conv fprop
 // N32 C256 56x56 K256 cooperative 128x256 s4; with the CTAs' end times on the global timer (analyse_ctas) only:
-// u the 1x1 cooperative 256x128 s4, p the 1x1 pingpong 128x128 s5, k K64 cooperative 256x64 s5, d K512 128x256 s4. The stamps cost a few tens of cycles each (read against a
-// build without them, not as absolute time). With -DKDL_TRACE_WAITS also the barrier waits by k-tile: the consumers'
+// u the 1x1 cooperative 256x128 s4, p the 1x1 pingpong 128x128 s5, k K64 cooperative 256x64 s5, d K512 128x256 s4
+// (with analyse too); with analyse_pp: q K512 and r the first shape on pingpong 128x128 s6 (im2col), Q and R the
+// same with the patch mainloop; C (the first shape) and D (K512): cooperative 128x256 built with the patch (run()
+// takes it with KDL_CONV_MAINLOOP=patch). The
+// stamps cost a few tens of cycles each (read against a build without them, not as absolute time). With
+// -DKDL_TRACE_WAITS also the barrier waits by k-tile: the consumers'
 // full-barrier and the producer's empty-barrier waits (perf-notes v31; their atomics slow the producer).
 #define KDL_TRACE 1
 #define KDL_TEST_SM90 1
@@ -125,6 +129,55 @@ static void analyse(const char* what) {
            t[b][2][j][2] ? (long long)(t[b][2][j][2] - z) : 0LL);
 }
 
+// A pingpong kernel's units: consumer c runs the CTA's units c, c + 2, ...; unit j's stamps are t[b][j % 2][j]. The
+// tensor pipe's handoff: unit j's mainloop end (its last wgmma done) against unit j + 1's first stage ready (the other
+// consumer, which may issue once unit j's last k-tile is issued: negative = overlapped).
+static void analyse_pp(const char* what) {
+  static Tr t;
+  CK(cudaMemcpyFromSymbol(t, kdl_trace, sizeof(t)));
+  std::vector<double> ml, epi, ready, handoff, period, total;
+  for (int b = 0; b < KDL_TRACE_CTAS; ++b) {
+    int n = 0;
+    while (n < KDL_TRACE_UNITS && t[b][n % 2][n][3] != 0) ++n;
+    if (n < 3) continue;
+    for (int j = 0; j < n; ++j) {
+      auto& e = t[b][j % 2][j];
+      ml.push_back(double(e[2] - e[1]));
+      epi.push_back(double(e[3] - e[2]));
+      if (j > 1) ready.push_back(double(e[1] - e[0]));
+      if (j + 1 < n) {
+        handoff.push_back(double((long long)(t[b][(j + 1) % 2][j + 1][1] - e[2])));
+        period.push_back(double(t[b][(j + 1) % 2][j + 1][2] - e[2]));
+      }
+    }
+    total.push_back(double(t[b][(n - 1) % 2][n - 1][3] - t[b][0][0][0]));
+  }
+  printf("%s: %zu CTAs traced (pingpong)\n", what, total.size());
+  printf("  per CTA total %.0f cycles (median)\n", median(total));
+  printf("  unit: mainloop (first stage ready -> last wgmma done) %.0f / %.0f, epilogue %.0f / %.0f, unit top -> first stage "
+         "ready %.0f / %.0f (median / mean cycles)\n", median(ml), mean(ml), median(epi), mean(epi), median(ready), mean(ready));
+  printf("  handoff (next unit's first stage ready - this unit's last wgmma done) %.0f / %.0f; mainloop end to the next "
+         "unit's mainloop end %.0f / %.0f\n", median(handoff), mean(handoff), median(period), mean(period));
+#ifdef KDL_TRACE_WAITS
+  {
+    static unsigned long long wt[KDL_TRACE_CTAS][3][2][128];
+    CK(cudaMemcpyFromSymbol(wt, kdl_trace_wait, sizeof(wt)));
+    for (int role = 0; role < 3; ++role) {
+      double tot = 0;
+      printf("  %s waits by k-tile (mean cycles per unit):", role == 2 ? "producer empty" : role ? "consumer 1 full" : "consumer 0 full");
+      for (int k = 0; k < 128; ++k) {
+        double c = 0, m = 0;
+        for (int b = 0; b < KDL_TRACE_CTAS; ++b) c += double(wt[b][role][0][k]), m += double(wt[b][role][1][k]);
+        if (m == 0) continue;
+        tot += c / m;
+        printf("%s%d:%.0f", k % 12 ? " " : "\n   ", k, c / m);
+      }
+      printf("\n   total %.0f cycles per unit\n", tot);
+    }
+  }
+#endif
+}
+
 // The last launch's CTAs on the global timer: when each ended after the kernel's first start, by SM (and how many
 // units it walked): a CTA that ends early left its SM idle for the rest of the launch.
 static void analyse_ctas(const char* what) {
@@ -187,6 +240,31 @@ int main(int argc, char** argv) {
                                  StoreEpilogue<__nv_bfloat16>>>("coop 128x256 s4", ConvKind::Fprop, s);
       analyse("conv fprop N32 C256 56x56 K256 coop 128x256 s4");
       analyse_ctas("conv fprop N32 C256 56x56 K256 coop 128x256 s4");
+    } else if (*m == 'q' || *m == 'r' || *m == 'Q' || *m == 'R' || *m == 'C' || *m == 'D') {
+      // The 3x3 shapes on pingpong 128 x 128 s6, im2col (q K512, r the first shape) and the patch mainloop (Q, R: run()
+      // takes it for pingpong tiles), and cooperative 128 x 256 built with the patch (C the first shape, D K512: run()
+      // takes it with KDL_CONV_MAINLOOP=patch, else im2col).
+      using E = StoreEpilogue<__nv_bfloat16>;
+      constexpr auto Pp = kdl::Sm90Schedule::Pingpong, Co = kdl::Sm90Schedule::Cooperative;
+      const bool k512 = *m == 'q' || *m == 'Q' || *m == 'D';
+      const Shape s = k512 ? Shape{"N32 C512 28x28 K512 3x3", 32, 512, 28, 28, 512, 3, 3, 1}
+                           : Shape{"N32 C256 56x56 K256 3x3", 32, 256, 56, 56, 256, 3, 3, 1};
+      const char* what = *m == 'q' ? "conv K512 pingpong 128x128 s6 im2col" : *m == 'r' ? "conv first shape pingpong 128x128 s6 im2col"
+                         : *m == 'Q' ? "conv K512 pingpong 128x128 s6 patch" : *m == 'R' ? "conv first shape pingpong 128x128 s6 patch"
+                         : *m == 'C' ? "conv first shape coop 128x256 (patch build)" : "conv K512 coop 128x256 (patch build)";
+      if (*m == 'q' || *m == 'r') {
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 6, Pp, 3, 3, 1, 1, E>>("pp 128x128 s6", ConvKind::Fprop, s);
+        analyse_pp(what);
+      } else if (*m == 'Q' || *m == 'R') {
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 128, 6, Pp, 3, 3, 1, 1, E, true, 1, 1, true>>("pp 128x128 s6 patch",
+                                                                                                    ConvKind::Fprop, s);
+        analyse_pp(what);
+      } else {
+        bench<kdl::Conv2dSm90Fprop<__nv_bfloat16, 128, 256, 4, Co, 3, 3, 1, 1, E, true, 1, 1, true>>("coop 128x256 patch b",
+                                                                                                     ConvKind::Fprop, s);
+        analyse(what);
+      }
+      analyse_ctas(what);
     } else if (*m == 'u' || *m == 'p' || *m == 'k' || *m == 'd') {
       using E = StoreEpilogue<__nv_bfloat16>;
       constexpr auto Co = kdl::Sm90Schedule::Cooperative, Pp = kdl::Sm90Schedule::Pingpong;
