@@ -723,6 +723,7 @@ struct GemmSm90 {
         w = unit_at(P, walker, walkers, j, rm, rn);
       }
       if constexpr (kGather) rows.init(P.gather, w.batch, w.tm, thread);
+      if (thread == 0) KDL_TRACE_AT(2, j, 0);
       const bool first_patch_loaded = next_patch_loaded;  // by the previous unit (a patch loader)
       next_patch_loaded = false;
       for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
@@ -775,6 +776,8 @@ struct GemmSm90 {
           KDL_TRACE_T0(tw_);
           sm90::mbarrier_wait(empty_bar(ring.stage), ring.phase ^ 1u);
           KDL_TRACE_WAIT(2, kt, tw_);
+          if (kt == w.kt_begin) KDL_TRACE_AT(2, j, 1);  // the unit's first and last loads (whichever issuer has them)
+          if (kt == w.kt_end - 1) KDL_TRACE_AT(2, j, 2);
           if constexpr (kPatch) {
             // The slot's last readers (the patch two back) have released every k-tile up to the one Stages back
             // (wgmmas retire in order; kPatchAhead = Stages - 1 when that is less than kPatchTaps), which this wait

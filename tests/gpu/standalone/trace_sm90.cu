@@ -158,6 +158,19 @@ static void analyse_pp(const char* what) {
          "ready %.0f / %.0f (median / mean cycles)\n", median(ml), mean(ml), median(epi), mean(epi), median(ready), mean(ready));
   printf("  handoff (next unit's first stage ready - this unit's last wgmma done) %.0f / %.0f; mainloop end to the next "
          "unit's mainloop end %.0f / %.0f\n", median(handoff), mean(handoff), median(period), mean(period));
+  {  // one CTA's units in full: the consumer's four stamps and the producer's three (unit top, first load, last load)
+    const int b = 7;
+    const unsigned long long z = t[b][0][0][0];
+    printf("  CTA %d: unit (consumer): [top, ready, ml end, epi end] producer [top, first load, last load], cycles from "
+           "unit 0's top\n", b);
+    for (int j = 0; j < KDL_TRACE_UNITS && t[b][j % 2][j][3]; ++j) {
+      auto& e = t[b][j % 2][j];
+      auto& q = t[b][2][j];
+      printf("    %2d (c%d): [%7lld %7lld %7lld %7lld] producer [%7lld %7lld %7lld]\n", j, j % 2, (long long)(e[0] - z),
+             (long long)(e[1] - z), (long long)(e[2] - z), (long long)(e[3] - z), q[0] ? (long long)(q[0] - z) : 0LL,
+             q[1] ? (long long)(q[1] - z) : 0LL, q[2] ? (long long)(q[2] - z) : 0LL);
+    }
+  }
 #ifdef KDL_TRACE_WAITS
   {
     static unsigned long long wt[KDL_TRACE_CTAS][3][2][128];
