@@ -7,12 +7,12 @@
 // Modes: g GEMM 4096^3 bf16 cooperative 128x256 s4, h GEMM 8192x1024x8192 the same, c conv fprop
 // N32 C256 56x56 K256 cooperative 128x256 s4; with the CTAs' end times on the global timer (analyse_ctas) only:
 // u the 1x1 cooperative 256x128 s4, p the 1x1 pingpong 128x128 s5, k K64 cooperative 256x64 s5, d K512 128x256 s4
-// (with analyse too); with analyse_pp: q K512 and r the first shape on pingpong 128x128 s6 (im2col), Q and R the
-// same with the patch mainloop; C (the first shape) and D (K512): cooperative 128x256 built with the patch (run()
-// takes it with KDL_CONV_MAINLOOP=patch). The
-// stamps cost a few tens of cycles each (read against a build without them, not as absolute time). With
-// -DKDL_TRACE_WAITS also the barrier waits by k-tile: the consumers'
-// full-barrier and the producer's empty-barrier waits (perf-notes v31; their atomics slow the producer).
+// (with analyse too); with analyse_pp (perf-notes v50): q K512 and r the first shape on pingpong 128x128 s6
+// (im2col), Q and R the same on the patch mainloop; with analyse: C (the first shape) and D (K512), cooperative
+// 128x256 built with the patch (run() takes it with KDL_CONV_MAINLOOP=patch). The stamps cost a few tens of cycles
+// each (read against a build without them, not as absolute time). With -DKDL_TRACE_WAITS also the barrier waits by
+// k-tile: the consumers' full-barrier and the producer's empty-barrier waits (perf-notes v31; their atomics slow
+// the producer).
 #define KDL_TRACE 1
 #define KDL_TEST_SM90 1
 #define main kdl_bench_conv_main_unused
@@ -20,6 +20,7 @@
 #undef main
 #include "bench_common.cuh"
 #include <algorithm>
+#include <initializer_list>
 
 using Tr = unsigned long long[KDL_TRACE_CTAS][3][KDL_TRACE_UNITS][4];
 
@@ -41,6 +42,29 @@ static double mean(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += x;
   return v.empty() ? 0 : s / v.size();
+}
+
+// With KDL_TRACE_WAITS: the barrier waits by k-tile over every launch's units, for each role asked (0, 1: the
+// consumers' full-barrier waits, 2: the producer's empty-barrier waits); nothing otherwise.
+static void print_waits(std::initializer_list<int> roles) {
+#ifdef KDL_TRACE_WAITS
+  static unsigned long long wt[KDL_TRACE_CTAS][3][2][128];
+  CK(cudaMemcpyFromSymbol(wt, kdl_trace_wait, sizeof(wt)));
+  for (int role : roles) {
+    double tot = 0;
+    printf("  %s waits by k-tile (mean cycles per unit):", role == 2 ? "producer empty" : role ? "consumer 1 full" : "consumer 0 full");
+    for (int k = 0; k < 128; ++k) {
+      double c = 0, n = 0;
+      for (int b = 0; b < KDL_TRACE_CTAS; ++b) c += double(wt[b][role][0][k]), n += double(wt[b][role][1][k]);
+      if (n == 0) continue;
+      tot += c / n;
+      printf("%s%d:%.0f", k % 12 ? " " : "\n   ", k, c / n);
+    }
+    printf("\n   total %.0f cycles per unit\n", tot);
+  }
+#else
+  (void)roles;
+#endif
 }
 
 static void analyse(const char* what) {
@@ -98,24 +122,7 @@ static void analyse(const char* what) {
     printf("  producer: next unit's first empty wait %.0f / %.0f; its first load issued %.0f / %.0f cycles before this unit's "
            "mainloop end\n",
            median(pwait), mean(pwait), median(plead), mean(plead));
-#ifdef KDL_TRACE_WAITS
-  {  // full-barrier waits of the consumers and empty-barrier waits of the producer, by k-tile, over every launch's units
-    static unsigned long long wt[KDL_TRACE_CTAS][3][2][128];
-    CK(cudaMemcpyFromSymbol(wt, kdl_trace_wait, sizeof(wt)));
-    for (int role = 0; role < 3; role += 2) {
-      double tot = 0;
-      printf("  %s waits by k-tile (mean cycles per unit):", role ? "producer empty" : "consumer 0 full");
-      for (int k = 0; k < 128; ++k) {
-        double c = 0, n = 0;
-        for (int b = 0; b < KDL_TRACE_CTAS; ++b) c += double(wt[b][role][0][k]), n += double(wt[b][role][1][k]);
-        if (n == 0) continue;
-        tot += c / n;
-        printf("%s%d:%.0f", k % 12 ? " " : "\n   ", k, c / n);
-      }
-      printf("\n   total %.0f cycles per unit\n", tot);
-    }
-  }
-#endif
+  print_waits({0, 2});
   // one CTA's units in full
   const int b = 7;
   printf("  CTA %d: unit: [c0 top, ready, ml end, epi end] [c1 ...] relative to c0's first top\n", b);
@@ -171,24 +178,7 @@ static void analyse_pp(const char* what) {
              q[1] ? (long long)(q[1] - z) : 0LL, q[2] ? (long long)(q[2] - z) : 0LL);
     }
   }
-#ifdef KDL_TRACE_WAITS
-  {
-    static unsigned long long wt[KDL_TRACE_CTAS][3][2][128];
-    CK(cudaMemcpyFromSymbol(wt, kdl_trace_wait, sizeof(wt)));
-    for (int role = 0; role < 3; ++role) {
-      double tot = 0;
-      printf("  %s waits by k-tile (mean cycles per unit):", role == 2 ? "producer empty" : role ? "consumer 1 full" : "consumer 0 full");
-      for (int k = 0; k < 128; ++k) {
-        double c = 0, m = 0;
-        for (int b = 0; b < KDL_TRACE_CTAS; ++b) c += double(wt[b][role][0][k]), m += double(wt[b][role][1][k]);
-        if (m == 0) continue;
-        tot += c / m;
-        printf("%s%d:%.0f", k % 12 ? " " : "\n   ", k, c / m);
-      }
-      printf("\n   total %.0f cycles per unit\n", tot);
-    }
-  }
-#endif
+  print_waits({0, 1, 2});
 }
 
 // The last launch's CTAs on the global timer: when each ended after the kernel's first start, by SM (and how many
