@@ -549,21 +549,17 @@ bool lowerSm90Epilogue(Lowering& l) {
   // later try). Two members built on a later try too -- tanh in D beside two outputs without math, and e4m3 extra
   // outputs in place of bf16 ones: the class sits at the edge, so the rule takes it whole, math anywhere in the
   // epilogue and outputs of any type (tests/diagnostics/accepted/sm90a_int8_outputs_math_neighbours.kdl).
-  {
-    const ExtraOutputs extra = extraOutputs(p);
-    const int math = countOps(p.epilogue, EpiOp::Exp) + countOps(p.epilogue, EpiOp::Tanh) + heavy.total();
-    if (isInteger(p.a.dtype) && isInteger(p.b.dtype) && p.schedule == Schedule::Cooperative &&
-        rowsPerConsumer(p) == 128 && p.tileN == 128 && p.clusterM * p.clusterN == 1 && isFloat8(p.d.dtype) &&
-        extra.tensors >= 2 && math >= 1) {
-      l.unsupported(p.spec.epilogue.loc,
-                    fmt::format("8-bit integer inputs (s32 accumulators) on the cooperative 256 x 128 tile without a "
-                                "cluster, an fp8 D ({}), {} extra outputs and exp, tanh, gelu_tanh, gelu or log in the "
-                                "epilogue need more registers than setmaxnreg gives a consumer (ptxas spills at every "
-                                "epilogue width); use cluster (2, 1, 1), the 128 x 256 tile, a 16-bit D, one extra "
-                                "output, or sigmoid (each measured to build)",
-                                dtypeWord(p.d.dtype), extra.tensors));
-      return false;
-    }
+  // (`extra` and `libMath` as for the rule on outputs unlike D above.)
+  if (isInteger(p.a.dtype) && isInteger(p.b.dtype) && p.schedule == Schedule::Cooperative && rowsPerConsumer(p) == 128 &&
+      p.tileN == 128 && p.clusterM * p.clusterN == 1 && isFloat8(p.d.dtype) && extra.tensors >= 2 && libMath >= 1) {
+    l.unsupported(p.spec.epilogue.loc,
+                  fmt::format("8-bit integer inputs (s32 accumulators) on the cooperative 256 x 128 tile without a "
+                              "cluster, an fp8 D ({}), {} extra outputs and exp, tanh, gelu_tanh, gelu or log in the "
+                              "epilogue need more registers than setmaxnreg gives a consumer (ptxas spills at every "
+                              "epilogue width); use cluster (2, 1, 1), the 128 x 256 tile, a 16-bit D, one extra "
+                              "output, or sigmoid (each measured to build)",
+                              dtypeWord(p.d.dtype), extra.tensors));
+    return false;
   }
   const std::string estimate =
       fmt::format("{} accumulator registers per consumer thread{} + about {} for addresses and loop state{} + V x {} "

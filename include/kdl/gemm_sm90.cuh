@@ -949,26 +949,23 @@ struct GemmSm90 {
       auto desc_b = [&](int s) { return desc_b0 + uint32_t(s) * uint32_t(kStageBytes >> 4); };
       // A patch loader: A's descriptor at slot 0's start (this consumer's first m64 block: its output row), the
       // step between m64 blocks; per k-tile the slot and the tap's offset (patch_tap's place in the patch). The
-      // slots go by turns over the CTA's patches: a pingpong consumer counts the other's too (skip_patches).
+      // slots go by turns over the CTA's patches: a pingpong consumer counts the other's too (skip_unit).
       uint32_t desc_p0 = 0, p_block = 0;
       int patch_tap = 0, patch_slot = 0;
       if constexpr (kPatch) {
         p_block = AGather::block_step(P.gather);
         desc_p0 = uint32_t(TileA::desc(patch_slot_addr(stage_a(0), 0), 0, 0).bits) + uint32_t(row_off / 64) * p_block;
       }
-      auto skip_patches = [&](int ktiles) {  // the other consumer's unit of `ktiles` k-tiles (whole patches)
+      const int n_walk = walk_length(P, walker, walkers);
+      // Pingpong: the other consumer's unit j of the walk, skipped -- its k-tiles in the ring, and (a patch loader)
+      // its whole patches in the slots' turns.
+      auto skip_unit = [&](int j) {
+        const Unit w = unit_at(P, walker, walkers, j, rm, rn);
+        const int ktiles = w.kt_end - w.kt_begin;
+        ring.advance(ktiles);
         if constexpr (kPatch) patch_slot ^= (ktiles / kPatchTaps) & 1;
       };
-      const int n_walk = walk_length(P, walker, walkers);
-      auto unit_ktiles = [&](int j) {
-        const Unit w = unit_at(P, walker, walkers, j, rm, rn);
-        return w.kt_end - w.kt_begin;
-      };
-      if (kPingpong && consumer == 1 && n_walk > 0) {  // consumer 0's first unit
-        const int other = unit_ktiles(0);
-        ring.advance(other);
-        skip_patches(other);
-      }
+      if (kPingpong && consumer == 1 && n_walk > 0) skip_unit(0);  // consumer 0's first unit
       // kHoldStage: the stage the last epilogue's second pass went to, not yet released. Thread 0 of each
       // consumer issued that pass's stores; once they have read it, it arrives for its warpgroup's four warps.
       int held = -1;
@@ -1112,11 +1109,7 @@ struct GemmSm90 {
         // out of the uniform registers: R2UR in its k-loop, tests/nvcc/kloop_uniform.py).
         const bool hold = kHoldStage && prev_stage >= 0 && w.slices == 1 && P.store_d && P.ktiles >= kHoldMinKtiles;
         if (prev_stage >= 0 && warp_leader && !hold) release(prev_stage);
-        if (kPingpong && j + 1 < n_walk) {  // the other's unit
-          const int other = unit_ktiles(j + 1);
-          ring.advance(other);
-          skip_patches(other);
-        }
+        if (kPingpong && j + 1 < n_walk) skip_unit(j + 1);  // the other's unit
 
         // ---- serial split-K / stream-K tail: add the earlier slices' partial sums; all but the last slice store and stop ----
         if (w.slices > 1) {
