@@ -99,6 +99,7 @@
 #include "kdl/gemm_sm90_smem.h"
 #include "kdl/wgmma_sm90.cuh"
 
+#include <stdlib.h>
 #include <string.h>
 
 
@@ -163,6 +164,17 @@ __global__ void __launch_bounds__(Gemm::kThreads, 1) gemm_sm90_kernel(const __gr
 #elif defined(__CUDA_ARCH__)
   __trap();  // built without sm_90a: never launched (run() checks the device)
 #endif
+}
+
+// Whether GemmSm90::run launches its kernel as a programmatic dependent launch, so that its set-up overlaps the
+// tail of the kernel before it in the stream (the kernel waits for that one's writes before it touches memory):
+// yes, unless the environment variable KDL_PDL is "0" when the process first asks (docs/language.md section 8).
+inline bool programmatic_launch() {
+  static const bool on = [] {
+    const char* e = getenv("KDL_PDL");
+    return e == nullptr || strcmp(e, "0") != 0;
+  }();
+  return on;
 }
 
 namespace detail {
@@ -860,6 +872,11 @@ struct GemmSm90 {
       sm90::cluster_sync();  // the peers' barriers are initialised before any remote arrive or multicast
     else
       __syncthreads();
+    // Programmatic dependent launch (run() launches so): the set-up above overlapped the previous kernel of the
+    // stream; nothing reads or writes global memory before the previous kernel's writes are visible. The next such
+    // kernel may then take this grid's SMs as its CTAs leave (and waits for all of it in turn).
+    sm90::griddep_wait();
+    sm90::griddep_launch_dependents();
 
     Epilogue epilogue{};
     typename Epilogue::State state{};
@@ -1741,18 +1758,21 @@ struct GemmSm90 {
   }
   // The launch of `clusters` clusters of ClusterM x ClusterN CTAs: grid (ClusterM x clusters, ClusterN),
   // the cluster shape in `attr` (which the returned config points to).
+  // (Without clusters, the grid is `clusters` CTAs and attr is left unused.)
   static cudaLaunchConfig_t cluster_launch(unsigned clusters, cudaLaunchAttribute& attr, cudaStream_t stream) {
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = ClusterM;
-    attr.val.clusterDim.y = ClusterN;
-    attr.val.clusterDim.z = 1;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(clusters * ClusterM, (unsigned)ClusterN, 1);
     cfg.blockDim = dim3(kThreads, 1, 1);
     cfg.dynamicSmemBytes = kSmemBytes;
     cfg.stream = stream;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    if constexpr (kClusterSize > 1) {
+      attr.id = cudaLaunchAttributeClusterDimension;
+      attr.val.clusterDim.x = ClusterM;
+      attr.val.clusterDim.y = ClusterN;
+      attr.val.clusterDim.z = 1;
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
+    }
     return cfg;
   }
   static int device_sms() {
@@ -1901,17 +1921,18 @@ struct GemmSm90 {
       if (cudaError_t e = cudaMemsetAsync(kp.tickets, 0, sizeof(int), stream); e != cudaSuccess) return e;
     }
     const long long units = groups_of(p) * p.split_k;
-    if constexpr (kClusterSize == 1) {
-      const unsigned grid = (unsigned)(units < sms ? units : sms);
-      gemm_sm90_kernel<GemmSm90><<<grid, kThreads, kSmemBytes, stream>>>(kp);
-      return cudaGetLastError();
-    } else {
-      // One cluster per walker (sms is resident_ctas: the clusters that fit at once, times their size).
-      const long long clusters = sms / kClusterSize;
-      cudaLaunchAttribute attr;
-      const cudaLaunchConfig_t cfg = cluster_launch((unsigned)(units < clusters ? units : clusters), attr, stream);
-      return cudaLaunchKernelEx(&cfg, gemm_sm90_kernel<GemmSm90>, kp);
+    // One walker per SM, or one cluster per walker (sms is resident_ctas: the clusters that fit at once, times
+    // their size); a programmatic dependent launch unless a memset of the workspace went before it here.
+    const long long walkers = sms / kClusterSize;
+    cudaLaunchAttribute attrs[2];
+    cudaLaunchConfig_t cfg = cluster_launch((unsigned)(units < walkers ? units : walkers), attrs[0], stream);
+    if (programmatic_launch() && kp.semaphores == nullptr && kp.tickets == nullptr) {
+      attrs[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attrs[cfg.numAttrs].val.programmaticStreamSerializationAllowed = 1;
+      cfg.attrs = attrs;
+      ++cfg.numAttrs;
     }
+    return cudaLaunchKernelEx(&cfg, gemm_sm90_kernel<GemmSm90>, kp);
   }
 };
 

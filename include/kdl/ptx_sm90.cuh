@@ -14,7 +14,8 @@
 //     fence.mbarrier_init, fence.proxy.async, cp.async.bulk.tensor (2-D/3-D loads, their
 //     multicast form, 2-D/3-D stores), cp.async.bulk.commit_group / wait_group[.read],
 //     barrier.cluster.arrive / wait, %cluster_ctarank, getctarank.
-//   CUDA's own device builtin: mapa (__cluster_map_shared_rank; CCCL 3.0 has no mapa).
+//   CUDA's own device builtins: mapa (__cluster_map_shared_rank; CCCL 3.0 has no mapa); griddepcontrol
+//     (cudaGridDependencySynchronize, cudaTriggerProgrammaticLaunchCompletion).
 //   Inline PTX: prefetch.tensormap and prefetch.global.L2 (CCCL 3.0 has no wrapper for them); a remote mbarrier arrival
 //     with release at CTA scope (CCCL 3.0 has the cluster-scope one only); named barriers
 //     (bar.sync / bar.arrive with a thread count).
@@ -31,6 +32,24 @@
 
 namespace kdl {
 namespace sm90 {
+
+// ---------------------------------------------------- programmatic dependent launch ----
+// A kernel launched with cudaLaunchAttributeProgrammaticStreamSerialization may start while the kernel before it
+// in the stream still runs (its CTAs take SMs as the earlier kernel's leave). griddep_wait blocks until every
+// prerequisite grid has completed and its memory operations are visible: a kernel so launched calls it before its
+// first access to global memory. griddep_launch_dependents lets the next such kernel in the stream start early (it
+// still waits for this grid's completion in its own griddep_wait). Both are no-ops for a kernel launched without
+// the attribute. CUDA's device builtins (griddepcontrol.wait / .launch_dependents).
+__device__ __forceinline__ void griddep_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaGridDependencySynchronize();
+#endif
+}
+__device__ __forceinline__ void griddep_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaTriggerProgrammaticLaunchCompletion();
+#endif
+}
 
 // ---------------------------------------------------------------- mbarriers ----
 // A stage's "full" barrier counts the producer's arrival plus the bytes TMA delivers

@@ -16,7 +16,10 @@ through kdl_NAME_run (ctypes, conv_abi.py) on PyTorch's stream; then
 The kdl output must be finite, within the output dtype's tolerance of the fp64 reference (relative
 Frobenius 1e-2 bf16, 2e-3 f16, 1e-4 f32; max error 2 ulps of the output at max|ref|), widened to 3x
 cuDNN's own error where that is larger (a 16-bit wgrad of a long reduction). amax outputs within the same.
-Kernels of bench.list (and all with --quick) run the first two problems only. One line per case
+Kernels of bench.list (and all with --quick) run the first two problems only. Every fprop kernel whose output can
+be its next input also runs a chain of dependent launches queued without a host synchronization, which must be
+bitwise equal to the same launches synchronized one by one (chain_case: the sm90a kernels' programmatic dependent
+launch). One line per case
 (PASS / FAIL / SKIP), "N passed, M failed, S skipped" last; exit 1 on any failure.
 """
 import argparse
@@ -202,6 +205,90 @@ def run_case(kernel, pr, split, cpad_extra, seed, default_params):
     report(ok, f"{label}: " + " ".join(text) + ("" if ok else f"  seed={seed}"))
 
 
+CHAIN_LAUNCHES = 8
+
+
+def chain_case(kernel, seed, shrink=1):
+    """Dependent launches back to back: an fprop whose output is the next launch's input (c = k, stride 1, "same"
+    padding), alternating between two buffers, so that each launch reads what the one before wrote and overwrites
+    what the one before read. The sm90a kernels launch as programmatic dependent launches (GemmSm90::run): the next
+    kernel's CTAs start as the previous kernel's leave, and must not touch memory before its writes are visible.
+    CHAIN_LAUNCHES launches queued without a host synchronization must give bitwise the outputs of the same launches
+    each followed by one."""
+    dt = kernel.dtype(kernel.in0)
+    r, s = kernel.filter or (3, 3)
+    label = f"{kernel.name:34s} chain of {CHAIN_LAUNCHES} dependent launches"
+    if kernel.op != "conv2d_fprop" or kernel.dtype(kernel.out) != dt or r % 2 == 0 or s % 2 == 0 or \
+            (kernel.stride or (1, 1)) != (1, 1):
+        return  # no chain: the output cannot be the next input
+    # One image of 23 x 21 pixels, 1024 channels: few tiles (a grid on a fraction of the SMs, so that the next
+    # launch finds free SMs at once) and a long k-loop (each launch runs long enough for the next to start early).
+    ch = 1024 // shrink
+    pr = ca.Problem(1, 23, 21, ch, ch, r, s, ((r - 1) // 2, (s - 1) // 2), (1, 1), (1, 1), label="chain")
+    label += f" {pr.text()}"
+    gen = torch.Generator(device=DEV)
+    gen.manual_seed(seed)
+    dims = pr.tensor_dims(kernel.in0)
+    x0 = ca.Tensor4(dims, TORCH_DTYPES[dt], dims[1], gen)
+    w = ca.Tensor4(pr.tensor_dims(kernel.in1), TORCH_DTYPES[kernel.dtype(kernel.in1)], pr.c, gen)
+    w.buf.mul_((3.0 / (r * s * pr.c)) ** 0.5)  # outputs of the input's size: the chain neither grows nor fades
+    epi = kernel.epilogue
+    fixed = {}
+    if kernel.residual:
+        fixed["residual"] = ca.Tensor4(dims, TORCH_DTYPES[kernel.dtype("residual")], dims[1], gen)
+    for i in epi["inputs"]:
+        n = pr.k if i["broadcast"] == "channel" else 1
+        fixed[i["name"]] = (torch.rand((n,), generator=gen, device=DEV) + 0.5).to(TORCH_DTYPES[i["dtype"]])
+
+    def run(sync):
+        bufs = [ca.Tensor4(dims, TORCH_DTYPES[dt], dims[1]), ca.Tensor4(dims, TORCH_DTYPES[dt], dims[1])]
+        bufs[0].buf.copy_(x0.buf)
+        extra = {o["name"]: (torch.full((1,), float("nan"), dtype=torch.float32, device=DEV) if o["kind"] == "amax"
+                             else ca.Tensor4(dims, TORCH_DTYPES[o["dtype"]], dims[1]))
+                 for o in epi["outputs"] if o["name"] != kernel.out}
+        ws_bytes = kernel.workspace_size(pr.shape(1))
+        ws = torch.zeros((max(ws_bytes, 1),), dtype=torch.uint8, device=DEV)
+        ca.synchronize()
+        for i in range(CHAIN_LAUNCHES):
+            args = []
+            for name, kind, default in zip(kernel.arg_names, kernel.arg_kinds, kernel.param_defaults):
+                t = {kernel.in0: bufs[i % 2], kernel.in1: w, kernel.out: bufs[(i + 1) % 2]}.get(name)
+                t = t if t is not None else fixed.get(name, extra.get(name))
+                if kind == ca.ARG_PARAM:
+                    args.append(ca.KdlArg(None, 0, 0, default))
+                elif isinstance(t, ca.Tensor4):
+                    args.append(t.arg())
+                elif t is not None:
+                    args.append(ca.KdlArg(t.data_ptr(), 0, 0, 0.0))
+                else:
+                    return f"argument '{name}' is unknown to the harness"
+            args_c = (ca.KdlArg * len(args))(*args)
+            if i == 0:
+                why = kernel.can_implement(pr.shape(1), args_c)
+                if why is not None:
+                    return f"can_implement: {why}"
+            rc = kernel.run(pr.shape(1), args_c, ws.data_ptr() if ws_bytes else None, ws_bytes, ca.stream_handle())
+            if rc != ca.KDL_OK:
+                return f"launch {i} returned {rc}"
+            if sync:
+                ca.synchronize()
+        ca.synchronize()
+        return [b.buf for b in bufs] + [e.buf if isinstance(e, ca.Tensor4) else e for e in extra.values()]
+
+    apart, queued = run(True), run(False)
+    for got in (apart, queued):
+        if isinstance(got, str):
+            report(False, f"{label}: {got}")
+            return
+    last = apart[CHAIN_LAUNCHES % 2]
+    if float(torch.isfinite(last.float()).float().mean()) < 0.5:
+        skip(f"{label}: the chain's output is not finite (nothing compared)")
+        return
+    same = [torch.equal(a.view(torch.uint8), b.view(torch.uint8)) for a, b in zip(apart, queued)]
+    report(all(same), f"{label}: queued launches {'bitwise equal to' if all(same) else 'DIFFER from'} synchronized "
+                      f"ones ({sum(same)} of {len(same)} buffers equal)" + ("" if all(same) else f"  seed={seed}"))
+
+
 PROBLEMS = [
     ca.Problem(8, 28, 28, 64, 128, 3, 3, (1, 1), (1, 1), (1, 1), label="3x3"),
     ca.Problem(4, 31, 29, 128, 96, 3, 3, (1, 1), (2, 2), (1, 1), label="3x3 stride 2"),
@@ -235,6 +322,7 @@ def test_kernel(kernel, quick, seed, cc, shrink=1):
             splits = [1, s, 0] if i == 0 else [s if i % 2 == 0 else 1]  # 0: the kernel's own choice
         for split in splits:
             run_case(kernel, pr, split, padded, seed + 1000 * i + split, default_params=(i == 0 and split == 1))
+    chain_case(kernel, seed + 7, shrink)
 
 
 def main():
