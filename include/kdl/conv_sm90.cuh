@@ -382,14 +382,6 @@ struct ConvFpropPatchLoader {
     origin(g, m0 / TileM, n0, p0, q0);
     tma_load_4d(__cvta_shared_to_generic(slot), &g.tmX, full, cb * 64, n0, q0 - g.pad_w, p0 - g.pad_h);
   }
-  // Before griddep_wait (GemmSm90's set-up): the CTA's first unit's first patch and its first `ktiles` boxes of W
-  // asked for in L2, so that their DRAM latency passes under the previous kernel's tail.
-  __device__ __forceinline__ static void prefetch_first(const Params& g, int m0, int n0, int ktiles) {
-    int nb, p0, q0;
-    origin(g, m0 / TileM, nb, p0, q0);
-    tma_prefetch_l2_4d(&g.tmX, 0, nb, q0 - g.pad_w, p0 - g.pad_h);
-    for (int kt = 0; kt < ktiles && kt < kPatchTaps; ++kt) tma_prefetch_l2_3d(&g.tmW, 0, kt, n0);
-  }
   __device__ __forceinline__ static uint32_t patch_bytes(const Params& g) { return g.patch_bytes; }
   __device__ __forceinline__ static uint32_t block_step(const Params& g) { return g.row_step; }
   // Tap t's A (16-byte units from the patch's start, m64 block 0).

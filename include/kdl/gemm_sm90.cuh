@@ -100,7 +100,6 @@
 #include "kdl/wgmma_sm90.cuh"
 
 #include <stdlib.h>
-#include <utility>  // std::declval
 #include <string.h>
 
 
@@ -195,13 +194,6 @@ template <class G, class = void>
 struct patch_slot_bytes { static constexpr int value = 0; };
 template <class G>
 struct patch_slot_bytes<G, decltype((void)G::kPatchSlotBytes)> { static constexpr int value = G::kPatchSlotBytes; };
-// Whether an AGather asks for its CTA's first loads in L2 before the grid dependency wait (prefetch_first).
-template <class G, class = void>
-struct has_prefetch_first { static constexpr bool value = false; };
-template <class G>
-struct has_prefetch_first<G, decltype(G::prefetch_first(std::declval<const typename G::Params&>(), 0, 0, 0))> {
-  static constexpr bool value = true;
-};
 template <class G, class = void>
 struct patch_taps { static constexpr int value = 1; };
 template <class G>
@@ -883,14 +875,6 @@ struct GemmSm90 {
     // Programmatic dependent launch (run() launches so): the set-up above overlapped the previous kernel of the
     // stream; nothing reads or writes global memory before the previous kernel's writes are visible. The next such
     // kernel may then take this grid's SMs as its CTAs leave (and waits for all of it in turn).
-    // A loader that can (the patch loader) asks for the CTA's first loads in L2 first: their DRAM latency passes
-    // under the previous kernel's tail (the static walk only: a ticket is global memory).
-    if constexpr (detail::has_prefetch_first<AGather>::value) {
-      if (threadIdx.x == 0 && !dyn && P.ktiles > 0 && walk_length(P, walker, walkers) > 0) {
-        const Unit w0 = unit_at(P, walker, walkers, 0, rm, rn);
-        AGather::prefetch_first(P.gather, w0.tm * TileM, w0.tn * TileN, Stages);
-      }
-    }
     sm90::griddep_wait();
     sm90::griddep_launch_dependents();
 

@@ -153,25 +153,6 @@ __device__ __forceinline__ void prefetch_l2(const void* addr) {
 #endif
 }
 
-// Asks for a tiled TMA box in L2 (the box a later tma_load_3d / 4d of the same map and coordinates reads): a hint that
-// moves nothing into shared memory and completes on no barrier. Issued before griddep_wait it overlaps the box's
-// DRAM latency with the previous kernel's tail; L2 is where every write of that kernel lands, so what the load reads
-// after the wait is that kernel's data however early the line came. Inline PTX: CCCL 3.0 has no wrapper.
-__device__ __forceinline__ void tma_prefetch_l2_3d(const CUtensorMap* map, int c0, int c1, int c2) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];\n" ::"l"(
-                   reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2)
-               : "memory");
-#endif
-}
-__device__ __forceinline__ void tma_prefetch_l2_4d(const CUtensorMap* map, int c0, int c1, int c2, int c3) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\n" ::"l"(
-                   reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
-               : "memory");
-#endif
-}
-
 __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const int32_t coords[2] = {c0, c1};
