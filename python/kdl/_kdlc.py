@@ -128,6 +128,8 @@ def build(kdlc, spec, out_dir, nvcc=None, namespace=None, verbose=False):
     except BaseException:
         _stop(proc)
         raise
+    finally:
+        proc.stdout.close()
     output = "".join(lines)
     if rc == 0:
         return output

@@ -351,6 +351,31 @@ class Ops(unittest.TestCase):
             self.m.t90_bf16_silu(a, b, s.cpu())
         self.assertIn("s", str(cm.exception))
 
+    def test_sm90a_dependent_chain(self):
+        """Eight sm90a ops, each one's output the next one's A, queued with no synchronization (the kernels launch as
+        programmatic dependent launches, docs/language.md section 8; the caching allocator hands a freed
+        intermediate's memory to a later output), bitwise equal to the same ops synchronized one by one. 256 rows
+        and K = N = 4096: 64 tiles, so each next launch finds idle SMs while the one before still runs."""
+        g = gen(34)
+        x0 = rand(g, (256, 4096), torch.bfloat16)
+        b = rand(g, (4096, 4096), torch.bfloat16, 2.0 / 64).t()  # B col-major; keeps the chain's values O(1)
+        s = torch.tensor([1.0], device=DEV)
+
+        def chain(sync):
+            x = x0.clone()
+            torch.cuda.synchronize()
+            for _ in range(8):
+                x = self.m.t90_bf16_silu(x, b, s)
+                if sync:
+                    torch.cuda.synchronize()
+            torch.cuda.synchronize()
+            return x
+
+        apart, queued = chain(True), chain(False)
+        self.assertTrue(bool(torch.isfinite(apart.float()).all()) and apart.abs().max().item() > 0, "chain output")
+        self.assertTrue(torch.equal(apart.view(torch.int16), queued.view(torch.int16)),
+                        "queued dependent launches differ from synchronized ones")
+
     def test_fallback_runs_where_tma_cannot(self):
         g = gen(33)
         w = rand(g, (264, 256), torch.bfloat16, 0.1)
