@@ -5,8 +5,8 @@ fewer SM cycles run slower at the card's power cap because it spends more energy
 For each fprop case of bench/conv_bench.py (or those named by --case), every sm90a candidate of the bench libraries
 that runs the case, and cuDNN (autotuned), each run in windows of `--seconds` of back-to-back batches of 20 launches,
 the launchers alternating window by window for `--rounds` rounds. Per window, NVML's total-energy counter (mJ) is
-read before and after, and the SM clock and board power are sampled after every batch. Per launcher, printed:
-median us per launch of its batches, mJ per launch (all its windows' energy over their launches), mean board power,
+read before and after, and the SM clock is sampled after every batch. Per launcher, printed: median us per launch
+of its batches, mJ per launch (all its windows' energy over their launches), mean board power (energy over time),
 median SM clock, and the cycles per launch at that clock (us x MHz: the work in SM cycles, if the clock NVML reports
 is the clock the SMs ran at). Results against cuDNN's as ratios.
 

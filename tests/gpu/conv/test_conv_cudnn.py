@@ -248,12 +248,12 @@ def chain_case(kernel, seed, shrink=1):
                  for o in epi["outputs"] if o["name"] != kernel.out}
         ws_bytes = kernel.workspace_size(pr.shape(1))
         ws = torch.zeros((max(ws_bytes, 1),), dtype=torch.uint8, device=DEV)
-        if sync:
-            ca.synchronize()  # (queued: the first launch follows the copy of its input and the fills on the stream)
-        for i in range(CHAIN_LAUNCHES):
+        # The two launches' arguments: X and Y swap buffers from one launch to the next.
+        args_c = []
+        for parity in (0, 1):
             args = []
             for name, kind, default in zip(kernel.arg_names, kernel.arg_kinds, kernel.param_defaults):
-                t = {kernel.in0: bufs[i % 2], kernel.in1: w, kernel.out: bufs[(i + 1) % 2]}.get(name)
+                t = {kernel.in0: bufs[parity], kernel.in1: w, kernel.out: bufs[1 - parity]}.get(name)
                 t = t if t is not None else fixed.get(name, extra.get(name))
                 if kind == ca.ARG_PARAM:
                     args.append(ca.KdlArg(None, 0, 0, default))
@@ -263,12 +263,15 @@ def chain_case(kernel, seed, shrink=1):
                     args.append(ca.KdlArg(t.data_ptr(), 0, 0, 0.0))
                 else:
                     return f"argument '{name}' is unknown to the harness"
-            args_c = (ca.KdlArg * len(args))(*args)
-            if i == 0:
-                why = kernel.can_implement(pr.shape(1), args_c)
-                if why is not None:
-                    return f"can_implement: {why}"
-            rc = kernel.run(pr.shape(1), args_c, ws.data_ptr() if ws_bytes else None, ws_bytes, ca.stream_handle())
+            args_c.append((ca.KdlArg * len(args))(*args))
+        why = kernel.can_implement(pr.shape(1), args_c[0])
+        if why is not None:
+            return f"can_implement: {why}"
+        if sync:
+            ca.synchronize()  # (queued: the first launch follows the copy of its input and the fills on the stream)
+        for i in range(CHAIN_LAUNCHES):
+            rc = kernel.run(pr.shape(1), args_c[i % 2], ws.data_ptr() if ws_bytes else None, ws_bytes,
+                            ca.stream_handle())
             if rc != ca.KDL_OK:
                 return f"launch {i} returned {rc}"
             if sync:
