@@ -1,0 +1,387 @@
+// wgmma_rate: SM cycles per k-tile of the sm90a consumer loops, in isolation (docs/perf-notes.md v52). Every CTA
+// (one per SM) runs one consumer loop as GemmSm90 does -- per k-tile one wgmma.fence, the 4 k-steps of its wgmmas,
+// one commit, wgmma.wait_group 1 -- and reports clock64 cycles per k-tile against the tensor pipe's ideal (2048
+// bf16 multiply-adds per SM and cycle: a pingpong 128 x 128 k-tile of 8 m64n128k16 is 512 cycles).
+//   Part 1, operands resident in shared memory (no loads): the four consumer shapes, with the operands the same
+//           every k-tile or cycling through stages, and A's start moved by a conv tap's offset every k-tile.
+//   Part 2, the pingpong 128 x 128 patch mainloop's loads as the conv kernel issues them (tensor TMA with the
+//           128-byte swizzle, a 6-stage ring, a producer thread, full / empty mbarriers): per k-tile W's box
+//           {64 channels, 1 tap, 128 filters} of a {c, r*s, k} map (N32 C256 56x56 K256's W), per channel block X's
+//           patch {64 channels, 8 images, 10 pixels, 4 rows} of an {c, n, w, h} map (its X, 51 MB) into one of two
+//           slots; the wgmmas read B from the stage and A from one of several places (the variants).
+// Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I include tests/gpu/standalone/wgmma_rate.cu
+//        -o wgmma_rate (tests/gpu/standalone/run_wgmma.sh builds and runs it). No reference results: a probe.
+// Two traps it was written around: a 64-bit modulo in the producer's loop made the producer the limit (~600 cycles
+// per k-tile), and a run-time loop count let ptxas serialize the wgmmas (C7514): the loop counts are constants.
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <initializer_list>
+#include <vector>
+
+#include "kdl/ptx_sm90.cuh"
+#include "kdl/wgmma_sm90.cuh"
+
+using namespace kdl::sm90;
+using bf16 = __nv_bfloat16;
+
+#define CK(x)                                                                                 \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
+      fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));              \
+      exit(1);                                                                                \
+    }                                                                                         \
+  } while (0)
+
+namespace {
+
+constexpr int kTiles = 4096;  // k-tiles per consumer in part 1
+
+__device__ __forceinline__ uint8_t* aligned_smem(uint8_t* raw) {
+  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
+}
+__device__ __forceinline__ bf16 small_value(uint32_t i) {  // 6-bit values: no infinities, no NaN
+  const uint32_t h = i * 2654435761u;
+  return __float2bfloat16(float(int(h >> 20 & 63) - 32) / 64.f);
+}
+
+// One k-tile of a consumer: two m64n128k16 per k-step (a 128 x 128 tile: Wide false) or one m64n256k16 (a 64 x 256
+// tile: Wide true), A K-major at a_base (a second m64 block a_block bytes further), B K-major at b_base.
+template <bool Wide>
+__device__ __forceinline__ void ktile(float (&acc)[2][64], uint32_t a_base, uint32_t a_block, uint32_t b_base) {
+  warpgroup_fence_acc(acc[0]);
+  warpgroup_fence_acc(acc[1]);
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {
+    if constexpr (Wide) {
+      wgmma_ss<256, bf16>(*reinterpret_cast<float(*)[128]>(&acc[0][0]), make_desc_kmajor_sw128<bf16>(a_base, 64, ks),
+                          make_desc_kmajor_sw128<bf16>(b_base, 256, ks), true);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+        wgmma_ss<128, bf16>(acc[i], make_desc_kmajor_sw128<bf16>(a_base + i * a_block, 64, ks),
+                            make_desc_kmajor_sw128<bf16>(b_base, 128, ks), true);
+    }
+  }
+  wgmma_commit_group();
+  warpgroup_fence_acc(acc[0]);
+  warpgroup_fence_acc(acc[1]);
+  wgmma_wait_group<1>();
+}
+
+__device__ __forceinline__ void finish(float (&acc)[2][64], float* sink) {
+  wgmma_wait_group<0>();
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int r = 0; r < 64; ++r) s += acc[i][r];
+  sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
+// ---- part 1 ----
+// Shape 0: pingpong 128 x 128 (one warpgroup; a stage: A 16 KB, B 16 KB); 1: cooperative 128 x 256 (two warpgroups,
+// m64n256 each; A 16 KB, B 32 KB); 2: cooperative 256 x 128, cuDNN's tile (two warpgroups, two m64n128 each; A 32 KB,
+// B 16 KB); 3: pingpong 64 x 256 (one warpgroup, m64n256; A 8 KB, B 32 KB). Stages > 1: A and B cycle through them.
+// TapA: A's start moves by a 3 x 3 patch tap's offset, (10 r + s) KB, from k-tile to k-tile.
+template <int Shape, int Stages, bool TapA>
+__global__ void __launch_bounds__(256, 1) resident_kernel(long long* cycles, float* sink) {
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = aligned_smem(smem_raw);
+  constexpr int kA = Shape == 2 ? 32768 : Shape == 3 ? 8192 : 16384;
+  constexpr int kB = Shape == 0 || Shape == 2 ? 16384 : 32768;
+  constexpr int kStage = kA + kB + (TapA ? 24576 : 0);
+  constexpr bool kTwo = Shape == 1 || Shape == 2, kWide = Shape == 1 || Shape == 3;
+  for (int i = threadIdx.x; i < Stages * kStage / 2; i += blockDim.x) reinterpret_cast<bf16*>(smem)[i] = small_value(i);
+  __syncthreads();
+  const int wg = threadIdx.x / 128;
+  if (!kTwo && wg > 0) return;
+  float acc[2][64] = {};
+  const uint32_t base = smem_addr(smem);
+  const long long t0 = clock64();
+  int st = 0;
+  for (int t = 0; t < kTiles; ++t) {
+    const int tap = t % 9;
+    const uint32_t a_off = TapA ? uint32_t((tap / 3) * 10 + tap % 3) * 1024u : 0u;
+    ktile<kWide>(acc, base + st * kStage + (kTwo ? wg * (kA / 2) : 0) + a_off, 8192,
+                 base + st * kStage + kA + (TapA ? 24576 : 0));
+    st = st + 1 == Stages ? 0 : st + 1;
+  }
+  finish(acc, sink);
+  const long long t1 = clock64();
+  if (threadIdx.x % 128 == 0) cycles[blockIdx.x * 2 + wg] = t1 - t0;
+}
+
+template <int Shape, int Stages, bool TapA>
+void run_resident(const char* name, int sms) {
+  constexpr int kA = Shape == 2 ? 32768 : Shape == 3 ? 8192 : 16384;
+  constexpr int kB = Shape == 0 || Shape == 2 ? 16384 : 32768;
+  const int smem = 1024 + Stages * (kA + kB + (TapA ? 24576 : 0));
+  long long* dc;
+  float* ds;
+  CK(cudaMalloc(&dc, sms * 2 * sizeof(long long)));
+  CK(cudaMalloc(&ds, sms * 256 * sizeof(float)));
+  CK(cudaFuncSetAttribute(resident_kernel<Shape, Stages, TapA>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const double ideal = Shape == 1 || Shape == 2 ? 1024.0 : 512.0;
+  double per = 0;
+  for (int rep = 0; rep < 2; ++rep) {  // the first launch warms up
+    resident_kernel<Shape, Stages, TapA><<<sms, 256, smem>>>(dc, ds);
+    CK(cudaDeviceSynchronize());
+    std::vector<long long> c(sms * 2);
+    CK(cudaMemcpy(c.data(), dc, c.size() * sizeof(long long), cudaMemcpyDeviceToHost));
+    double sum = 0;
+    for (int b = 0; b < sms; ++b) sum += double(c[b * 2]);
+    per = sum / sms / kTiles;
+  }
+  printf("  %-46s %7.1f cycles per k-tile (ideal %6.1f): %5.1f %%\n", name, per, ideal, 100.0 * ideal / per);
+  CK(cudaFree(dc));
+  CK(cudaFree(ds));
+}
+
+// ---- part 2 ----
+// A: 0 a fixed region (the same addresses every k-tile); 1 the fixed region moved by the tap's s KB (0, 1, 2);
+// 2 the patch slot at its start (the same for a channel block's 9 k-tiles); 3 the tap's window of the patch, as the
+// conv kernel reads it ((10 r + s) KB into the slot, the second m64 block a patch row, 10 KB, further); 4 the stage:
+// 128 rows x 64 channels of X loaded with W every k-tile by a 2-D box (the im2col mainloop's kind of A). Patch false:
+// no patch loads (A then reads the slots' region as it is). KT: k-tiles per CTA (a constant, see the top).
+// Coop: the cooperative 128 x 256 tile instead (two consumer warpgroups, one m64n256k16 each per k-step, W's box of
+// 256 filters: 32 KB stages, 4 of them, no fixed region; ideal 1024 cycles per k-tile).
+template <int A, bool Patch, int KT, bool Coop = false, int Var = 0, int Step = 0>
+__global__ void __launch_bounds__(288, 1) mainloop_kernel(const __grid_constant__ CUtensorMap mw,
+                                                          const __grid_constant__ CUtensorMap mx,
+                                                          const __grid_constant__ CUtensorMap mxa, long long* cycles,
+                                                          float* sink) {
+  constexpr int kStages = Coop ? 4 : 6, kStage = Coop ? 32768 : A == 4 ? 32768 : 16384, kSlot = A == 4 ? 0 : 40960;
+  static_assert(!Coop || A == 3, "the cooperative form reads A from the patch");
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = aligned_smem(smem_raw);
+  // Var 2: the slots first, then the fixed region, then the ring (the default: fixed region, ring, slots)
+  uint8_t* fixed_a = Var == 2 ? smem + 2 * kSlot : smem;  // 32 KB
+  uint8_t* ring = Var == 2 ? smem + 2 * kSlot + 32768 : smem + (Coop ? 0 : 32768);
+  uint8_t* slots = Var == 2 ? smem : ring + kStages * kStage;
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + (Coop ? 0 : 32768) + kStages * kStage + 2 * kSlot);
+  uint64_t* empty = full + kStages;
+  // Var 1: the fixed region holds full-mantissa values in [-1, 1) (X's kind of data) instead of 6-bit ones
+  if (!Coop)
+    for (int i = threadIdx.x; i < 16384; i += blockDim.x) {
+      uint32_t h = uint32_t(i) * 2654435761u;
+      h ^= h >> 15;
+      h *= 0x2c1b3c6du;
+      h ^= h >> 12;
+      reinterpret_cast<bf16*>(fixed_a)[i] = Var == 1 ? __float2bfloat16(float(int(h & 0xffff) - 32768) / 32768.f) : small_value(i);
+    }
+  // Var 3: the slots written by the threads (6-bit values) before the loop, as the fixed region is
+  if (Var == 3)
+    for (int i = threadIdx.x; i < 2 * kSlot / 2; i += blockDim.x) reinterpret_cast<bf16*>(slots)[i] = small_value(i);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(&full[s], 1);
+      mbarrier_init(&empty[s], Coop ? 8 : 4);  // one arrival per consumer warp
+    }
+    fence_mbarrier_init();
+  }
+  __syncthreads();
+  if (threadIdx.x >= (Coop ? 256 : 128)) {  // the producer thread (the 9th warp's first); the rest leave
+    if (threadIdx.x != 256) return;
+    tma_prefetch(&mw);
+    tma_prefetch(&mx);
+    if (A == 4) tma_prefetch(&mxa);
+    int tap = 0, cb = 0, unit = blockIdx.x, slot = 0;  // units of 36 k-tiles (4 channel blocks x 9 taps) in the walk
+    for (int t = 0; t < KT; ++t) {
+      const int s = t % kStages;
+      mbarrier_wait(&empty[s], ((t / kStages) & 1) ^ 1);
+      const bool patch = Patch && tap == 0;
+      mbarrier_arrive_expect_tx(&full[s], kStage + (patch ? kSlot : 0));
+      tma_load_3d(ring + s * kStage, &mw, &full[s], cb * 64, tap, Coop ? 0 : (unit & 1) * 128);
+      if (A == 4)  // X as {c, n*h*w}: the tile's 128 pixels shifted by the tap (row-major pixel index)
+        tma_load_2d(ring + s * kStage + 16384, &mxa, &full[s], cb * 64, ((unit >> 1) * 128 + (tap / 3) * 56 + tap % 3) % 100000);
+      if (patch) {
+        const int u = Coop ? unit : unit >> 1;  // (image block, row block, pixel block) of 4 x 28 x 7
+        tma_load_4d(slots + slot * kSlot, &mx, &full[s], cb * 64, (u % 4) * 8, (u / 112) % 7 * 8 - 1, (u / 4) % 28 * 2 - 1);
+        slot ^= 1;
+      }
+      if (++tap == 9) {
+        tap = 0;
+        if (++cb == 4) {
+          cb = 0;
+          unit += gridDim.x;
+        }
+      }
+    }
+    return;
+  }
+  float acc[2][64] = {};
+  const long long t0 = clock64();
+  int prev = -1;
+  for (int t = 0; t < KT; ++t) {
+    const int s = t % kStages, tap = t % 9;
+    mbarrier_wait(&full[s], (t / kStages) & 1);
+    // Var 6: the taps in s-major order (0, 10, 20, 1, 11, ... KB); 7: snake (0, 1, 2, 12, 11, 10, 20, 21, 22 KB)
+    const int tp = Var == 6 ? (tap % 3) * 3 + tap / 3 : Var == 7 && (tap / 3) == 1 ? 3 + (2 - tap % 3) : tap;
+    const uint32_t tap_off = uint32_t((tp / 3) * 10 + tp % 3) * 1024u;
+    const uint32_t slot = smem_addr(slots + ((t / 9) & 1) * kSlot);
+    const uint32_t a_base = A == 0 ? smem_addr(fixed_a)
+                            : A == 1 ? smem_addr(fixed_a) + uint32_t(tap % 3) * 1024u
+                            : A == 2 ? slot
+                            : A == 3 ? slot + tap_off + (Coop ? uint32_t(threadIdx.x / 128) * 10240u : 0u)
+                                     : smem_addr(ring + s * kStage) + 16384u;
+    // Step > 0: the second m64 block Step bytes after the first instead
+    if constexpr (Coop && Var == 5) {
+      // The cooperative 128 x 256 tile split along N instead: each warpgroup both m64 blocks of the tile's rows (the
+      // same A windows in both) against its own 128 filters of the stage.
+      const uint32_t a_tile = slot + tap_off;
+      ktile<false>(acc, a_tile, 10240, smem_addr(ring + s * kStage) + uint32_t(threadIdx.x / 128) * 16384u);
+    } else {
+      ktile<Coop>(acc, a_base, Step > 0 ? Step : A == 2 || A == 3 ? 10240 : 8192, smem_addr(ring + s * kStage));
+    }
+    if (prev >= 0 && threadIdx.x % 32 == 0) mbarrier_arrive(&empty[prev]);
+    prev = s;
+  }
+  finish(acc, sink);
+  const long long t1 = clock64();
+  if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+}
+
+using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
+                            const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                            CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+template <int A, bool Patch, int KT, bool Coop = false, int Var = 0, int Step = 0>
+void run_mainloop(const char* name, int sms, const CUtensorMap& mw, const CUtensorMap& mx, const CUtensorMap& mxa) {
+  const int smem = 1024 + (Coop ? 4 * 32768 : A == 4 ? 32768 + 6 * 32768 : 32768 + 6 * 16384) + (A == 4 ? 0 : 2 * 40960) + 12 * 8;
+  long long* dc;
+  float* ds;
+  CK(cudaMalloc(&dc, sms * sizeof(long long)));
+  CK(cudaMalloc(&ds, sms * 288 * sizeof(float)));
+  CK(cudaFuncSetAttribute(mainloop_kernel<A, Patch, KT, Coop, Var, Step>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  double per = 0;
+  for (int rep = 0; rep < 2; ++rep) {
+    mainloop_kernel<A, Patch, KT, Coop, Var, Step><<<sms, 288, smem>>>(mw, mx, mxa, dc, ds);
+    CK(cudaDeviceSynchronize());
+    std::vector<long long> c(sms);
+    CK(cudaMemcpy(c.data(), dc, c.size() * sizeof(long long), cudaMemcpyDeviceToHost));
+    double sum = 0;
+    for (long long v : c) sum += double(v);
+    per = sum / sms / KT;
+  }
+  const double ideal = Coop ? 1024.0 : 512.0;
+  printf("  %-46s %7.1f cycles per k-tile (ideal %6.1f): %5.1f %%\n", name, per, ideal, 100.0 * ideal / per);
+  CK(cudaFree(dc));
+  CK(cudaFree(ds));
+}
+
+}  // namespace
+
+int main() {
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  printf("wgmma_rate: %s, %d SMs; cycles per k-tile, mean over the CTAs (one per SM)\n", prop.name, sms);
+
+  printf("part 1: operands resident in shared memory, no loads\n");
+  run_resident<0, 1, false>("pingpong 128x128, operands fixed", sms);
+  run_resident<0, 6, false>("pingpong 128x128, A and B through 6 stages", sms);
+  run_resident<0, 3, true>("pingpong 128x128, A at the taps' offsets", sms);
+  run_resident<1, 1, false>("cooperative 128x256, operands fixed", sms);
+  run_resident<1, 4, false>("cooperative 128x256, through 4 stages", sms);
+  run_resident<2, 4, false>("cooperative 256x128, through 4 stages", sms);
+  run_resident<3, 5, false>("pingpong 64x256, through 5 stages", sms);
+
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult q;
+  CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
+  if (fn == nullptr) {
+    fprintf(stderr, "wgmma_rate: no cuTensorMapEncodeTiled\n");
+    return 1;
+  }
+  const Encode encode = reinterpret_cast<Encode>(fn);
+  const size_t wn = 256ull * 9 * 256, xn = 32ull * 56 * 56 * 256;
+  bf16 *w, *x;
+  CK(cudaMalloc(&w, wn * sizeof(bf16)));
+  CK(cudaMalloc(&x, xn * sizeof(bf16)));
+  {
+    std::vector<bf16> h(xn);
+    uint32_t s = 7;
+    for (auto& v : h) {
+      s = s * 1664525u + 1013904223u;
+      v = __float2bfloat16(float(int(s >> 8) % 2048 - 1024) / 1024.f);
+    }
+    CK(cudaMemcpy(x, h.data(), xn * sizeof(bf16), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(w, h.data(), wn * sizeof(bf16), cudaMemcpyHostToDevice));
+  }
+  CUtensorMap mw, mx, mw256;
+  for (int filters : {128, 256}) {
+    const cuuint64_t dims[3] = {256, 9, 256}, strides[2] = {256 * 2, 9 * 256 * 2};
+    const cuuint32_t box[3] = {64, 1, cuuint32_t(filters)}, es[3] = {1, 1, 1};
+    if (encode(filters == 128 ? &mw : &mw256, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, w, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+               CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+      fprintf(stderr, "wgmma_rate: encoding W's map failed\n");
+      return 1;
+    }
+  }
+  {
+    const cuuint64_t dims[4] = {256, 32, 56, 56}, strides[3] = {56ull * 56 * 256 * 2, 256 * 2, 56ull * 256 * 2};
+    const cuuint32_t box[4] = {64, 8, 10, 4}, es[4] = {1, 1, 1, 1};
+    if (encode(&mx, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, x, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+               CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+      fprintf(stderr, "wgmma_rate: encoding X's map failed\n");
+      return 1;
+    }
+  }
+  CUtensorMap mxa;
+  {
+    const cuuint64_t dims[2] = {256, 32ull * 56 * 56}, strides[1] = {256 * 2};
+    const cuuint32_t box[2] = {64, 128}, es[2] = {1, 1};
+    if (encode(&mxa, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, x, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+               CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+      fprintf(stderr, "wgmma_rate: encoding X's 2-D map failed\n");
+      return 1;
+    }
+  }
+  constexpr int kKt = 36 * 12 * 8;  // 96 units of 36 k-tiles per CTA
+  printf("part 2: the pingpong 128x128 patch mainloop's loads (tensor TMA, 6 stages), A read from:\n");
+  run_mainloop<0, false, kKt>("a fixed region, W loads only", sms, mw, mx, mxa);
+  run_mainloop<0, true, kKt>("a fixed region, W and patch loads", sms, mw, mx, mxa);
+  run_mainloop<1, true, kKt>("the fixed region + s KB", sms, mw, mx, mxa);
+  run_mainloop<2, true, kKt>("the patch slot's start", sms, mw, mx, mxa);
+  run_mainloop<3, true, kKt>("the tap's window of the patch (the kernel's)", sms, mw, mx, mxa);
+  run_mainloop<3, false, kKt>("the taps' windows, no patch loads", sms, mw, mx, mxa);
+  run_mainloop<3, true, kKt, false, 6>("the taps' windows in s-major order", sms, mw, mx, mxa);
+  run_mainloop<3, true, kKt, false, 7>("the taps' windows in snake order", sms, mw, mx, mxa);
+  run_mainloop<0, true, kKt, false, 1>("a fixed region of X-like data", sms, mw, mx, mxa);
+  run_mainloop<3, true, kKt, false, 2>("the tap's window, slots at the start of smem", sms, mw, mx, mxa);
+  run_mainloop<0, true, kKt, false, 2>("a fixed region, slots at the start of smem", sms, mw, mx, mxa);
+  run_mainloop<3, false, kKt, false, 3>("the taps' windows of slots written by threads", sms, mw, mx, mxa);
+  run_mainloop<2, false, kKt, false, 3>("the slot's start, written by threads", sms, mw, mx, mxa);
+  run_mainloop<4, false, kKt>("the stage (X's rows loaded with W each k-tile)", sms, mw, mx, mxa);
+  run_mainloop<0, true, kKt, false, 0, 9216>("a fixed region, blocks 9 KB apart", sms, mw, mx, mxa);
+  run_mainloop<0, true, kKt, false, 0, 10240>("a fixed region, blocks 10 KB apart", sms, mw, mx, mxa);
+  run_mainloop<0, true, kKt, false, 0, 12288>("a fixed region, blocks 12 KB apart", sms, mw, mx, mxa);
+  run_mainloop<0, true, kKt, false, 0, 16384>("a fixed region, blocks 16 KB apart", sms, mw, mx, mxa);
+  run_mainloop<2, true, kKt, false, 0, 8192>("the patch slot's start, blocks 8 KB apart", sms, mw, mx, mxa);
+  run_mainloop<3, true, kKt, false, 0, 8192>("the taps' windows, blocks 8 KB apart", sms, mw, mx, mxa);
+  printf("part 2, the cooperative 128x256 patch mainloop (4 stages of W's 32 KB), A from the taps' windows:\n");
+  run_mainloop<3, true, kKt / 2, true>("the tap's windows of the patch", sms, mw256, mx, mxa);
+  run_mainloop<3, true, kKt / 2, true, 5>("split along N: both read the same A windows", sms, mw256, mx, mxa);
+  {  // part 2 again with every element of X (then W) 1.0: operands that move but whose values do not change
+    std::vector<bf16> h(xn, __float2bfloat16(1.f));
+    CK(cudaMemcpy(x, h.data(), xn * sizeof(bf16), cudaMemcpyHostToDevice));
+    run_mainloop<3, true, kKt>("the tap's window, X all ones", sms, mw, mx, mxa);
+    run_mainloop<4, false, kKt>("the stage, X all ones", sms, mw, mx, mxa);
+    CK(cudaMemcpy(w, h.data(), wn * sizeof(bf16), cudaMemcpyHostToDevice));
+    run_mainloop<3, true, kKt>("the tap's window, X and W all ones", sms, mw, mx, mxa);
+  }
+  CK(cudaFree(w));
+  CK(cudaFree(x));
+  return 0;
+}
