@@ -874,8 +874,8 @@ struct GemmSm90 {
       __syncthreads();
     // Programmatic dependent launch (run() launches so): the set-up above overlapped the previous kernel of the
     // stream; nothing reads or writes global memory before the previous kernel's writes are visible (but a KDL_TRACE
-    // build's stamps into its own buffer). The next such
-    // kernel may then take this grid's SMs as its CTAs leave (and waits for all of it in turn).
+    // build's stamps into its own buffer). The next such kernel may then take this grid's SMs as its CTAs leave (and
+    // waits for all of it in turn).
     sm90::griddep_wait();
     sm90::griddep_launch_dependents();
 

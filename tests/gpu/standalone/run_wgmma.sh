@@ -23,7 +23,7 @@ if [ -z "${KDL_PREBUILT:-}" ]; then
   "$NVCC" -std=c++17 -c -gencode=arch=compute_80,code=sm_80 -I"$ROOT/include" -o /dev/null "$HERE/test_wgmma_sm90.cu" \
     || { echo "FAIL: header does not compile for sm_80"; exit 1; }
   "$NVCC" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -I"$ROOT/include" \
-    -o "$BIN/wgmma_rate" "$HERE/wgmma_rate.cu" > "$OUTDIR/build_rate.log" 2>&1 || { cat "$OUTDIR/build_rate.log"; exit 1; }
+    -I"$HERE" -o "$BIN/wgmma_rate" "$HERE/wgmma_rate.cu" > "$OUTDIR/build_rate.log" 2>&1 || { cat "$OUTDIR/build_rate.log"; exit 1; }
   if grep -E "Potential Performance Loss|instructions are serialized" "$OUTDIR/build_rate.log" >/dev/null; then
     echo "FAIL: ptxas serialized wgmma in wgmma_rate (its figures would be the serialization's)"; exit 1
   fi

@@ -9,8 +9,9 @@
 //           {64 channels, 1 tap, 128 filters} of a {c, r*s, k} map (N32 C256 56x56 K256's W), per channel block X's
 //           patch {64 channels, 8 images, 10 pixels, 4 rows} of an {c, n, w, h} map (its X, 51 MB) into one of two
 //           slots; the wgmmas read B from the stage and A from one of several places (the variants).
-// Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I include tests/gpu/standalone/wgmma_rate.cu
-//        -o wgmma_rate (tests/gpu/standalone/run_wgmma.sh builds and runs it). No reference results: a probe.
+// Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I include -I tests/gpu/standalone \
+//        tests/gpu/standalone/wgmma_rate.cu -o wgmma_rate (tests/gpu/standalone/run_wgmma.sh builds and runs it).
+// No reference results: a probe.
 // Two traps it was written around: a 64-bit modulo in the producer's loop made the producer the limit (~600 cycles
 // per k-tile), and a run-time loop count let ptxas serialize the wgmmas (C7514): the loop counts are constants.
 #include <cuda.h>
@@ -24,19 +25,13 @@
 #include <vector>
 
 #include "kdl/ptx_sm90.cuh"
+#include "kdl/runtime.h"
 #include "kdl/wgmma_sm90.cuh"
+
+#include "common.cuh"  // CK
 
 using namespace kdl::sm90;
 using bf16 = __nv_bfloat16;
-
-#define CK(x)                                                                                 \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));              \
-      exit(1);                                                                                \
-    }                                                                                         \
-  } while (0)
 
 namespace {
 
@@ -73,6 +68,23 @@ __device__ __forceinline__ void ktile(float (&acc)[2][64], uint32_t a_base, uint
   warpgroup_fence_acc(acc[0]);
   warpgroup_fence_acc(acc[1]);
   wgmma_wait_group<1>();
+}
+
+// Launches `launch` twice (the first warms up) and prints the second's mean cycles per k-tile over the CTAs (CTA b's
+// count at cycles[b * stride]) against `ideal`.
+template <class Launch>
+void report(const char* name, int sms, int stride, int ktiles, double ideal, long long* dc, Launch launch) {
+  double per = 0;
+  for (int rep = 0; rep < 2; ++rep) {
+    launch();
+    CK(cudaDeviceSynchronize());
+    std::vector<long long> c(size_t(sms) * stride);
+    CK(cudaMemcpy(c.data(), dc, c.size() * sizeof(long long), cudaMemcpyDeviceToHost));
+    double sum = 0;
+    for (int b = 0; b < sms; ++b) sum += double(c[size_t(b) * stride]);
+    per = sum / sms / ktiles;
+  }
+  printf("  %-46s %7.1f cycles per k-tile (ideal %6.1f): %5.1f %%\n", name, per, ideal, 100.0 * ideal / per);
 }
 
 __device__ __forceinline__ void finish(float (&acc)[2][64], float* sink) {
@@ -128,18 +140,8 @@ void run_resident(const char* name, int sms) {
   CK(cudaMalloc(&dc, sms * 2 * sizeof(long long)));
   CK(cudaMalloc(&ds, sms * 256 * sizeof(float)));
   CK(cudaFuncSetAttribute(resident_kernel<Shape, Stages, TapA>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  const double ideal = Shape == 1 || Shape == 2 ? 1024.0 : 512.0;
-  double per = 0;
-  for (int rep = 0; rep < 2; ++rep) {  // the first launch warms up
-    resident_kernel<Shape, Stages, TapA><<<sms, 256, smem>>>(dc, ds);
-    CK(cudaDeviceSynchronize());
-    std::vector<long long> c(sms * 2);
-    CK(cudaMemcpy(c.data(), dc, c.size() * sizeof(long long), cudaMemcpyDeviceToHost));
-    double sum = 0;
-    for (int b = 0; b < sms; ++b) sum += double(c[b * 2]);
-    per = sum / sms / kTiles;
-  }
-  printf("  %-46s %7.1f cycles per k-tile (ideal %6.1f): %5.1f %%\n", name, per, ideal, 100.0 * ideal / per);
+  report(name, sms, 2, kTiles, Shape == 1 || Shape == 2 ? 1024.0 : 512.0, dc,
+         [&] { resident_kernel<Shape, Stages, TapA><<<sms, 256, smem>>>(dc, ds); });
   CK(cudaFree(dc));
   CK(cudaFree(ds));
 }
@@ -152,32 +154,53 @@ void run_resident(const char* name, int sms) {
 // no patch loads (A then reads the slots' region as it is). KT: k-tiles per CTA (a constant, see the top).
 // Coop: the cooperative 128 x 256 tile instead (two consumer warpgroups, one m64n256k16 each per k-step, W's box of
 // 256 filters: 32 KB stages, 4 of them, no fixed region; ideal 1024 cycles per k-tile).
-template <int A, bool Patch, int KT, bool Coop = false, int Var = 0, int Step = 0>
+// The variants of part 2 beyond A's source (one at a time).
+enum Variant : int {
+  kPlain = 0,
+  kXLikeFixed = 1,      // the fixed region holds full-mantissa values in [-1, 1) (X's kind) instead of 6-bit ones
+  kSlotsFirst = 2,      // the slots first in shared memory, then the fixed region, then the ring
+  kSlotsByThreads = 3,  // the slots written by the threads (6-bit values) before the loop, as the fixed region is
+  kSplitN = 5,          // Coop: the tile split along N (each warpgroup both m64 blocks, its 128 filters)
+  kTapsSMajor = 6,      // the taps in s-major order (0, 10, 20, 1, 11, ... KB)
+  kTapsSnake = 7,       // the taps in snake order (0, 1, 2, 12, 11, 10, 20, 21, 22 KB)
+};
+
+// The shared memory of mainloop_kernel<A, ..., Coop>: a fixed region of 32 KB (not in the cooperative form), the ring,
+// two patch slots (not with A from the stage), the full and empty barriers; kBytes with the 1 KB of alignment.
+template <int A, bool Coop>
+struct MainloopLayout {
+  static constexpr int kStages = Coop ? 4 : 6, kStage = Coop || A == 4 ? 32768 : 16384, kSlot = A == 4 ? 0 : 40960;
+  static constexpr int kFixed = Coop ? 0 : 32768;
+  static constexpr int kBarriers = kFixed + kStages * kStage + 2 * kSlot;  // offset of the barriers
+  static constexpr int kBytes = 1024 + kBarriers + 2 * kStages * 8;
+};
+
+template <int A, bool Patch, int KT, bool Coop = false, int Var = kPlain, int Step = 0>
 __global__ void __launch_bounds__(288, 1) mainloop_kernel(const __grid_constant__ CUtensorMap mw,
                                                           const __grid_constant__ CUtensorMap mx,
                                                           const __grid_constant__ CUtensorMap mxa, long long* cycles,
                                                           float* sink) {
-  constexpr int kStages = Coop ? 4 : 6, kStage = Coop ? 32768 : A == 4 ? 32768 : 16384, kSlot = A == 4 ? 0 : 40960;
+  using L = MainloopLayout<A, Coop>;
+  constexpr int kStages = L::kStages, kStage = L::kStage, kSlot = L::kSlot;
   static_assert(!Coop || A == 3, "the cooperative form reads A from the patch");
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = aligned_smem(smem_raw);
-  // Var 2: the slots first, then the fixed region, then the ring (the default: fixed region, ring, slots)
-  uint8_t* fixed_a = Var == 2 ? smem + 2 * kSlot : smem;  // 32 KB
-  uint8_t* ring = Var == 2 ? smem + 2 * kSlot + 32768 : smem + (Coop ? 0 : 32768);
-  uint8_t* slots = Var == 2 ? smem : ring + kStages * kStage;
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem + (Coop ? 0 : 32768) + kStages * kStage + 2 * kSlot);
+  // By default the fixed region (32 KB), the ring, the slots; kSlotsFirst: the slots, the fixed region, the ring
+  uint8_t* fixed_a = Var == kSlotsFirst ? smem + 2 * kSlot : smem;
+  uint8_t* ring = Var == kSlotsFirst ? smem + 2 * kSlot + 32768 : smem + L::kFixed;
+  uint8_t* slots = Var == kSlotsFirst ? smem : ring + kStages * kStage;
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + L::kBarriers);
   uint64_t* empty = full + kStages;
-  // Var 1: the fixed region holds full-mantissa values in [-1, 1) (X's kind of data) instead of 6-bit ones
   if (!Coop)
     for (int i = threadIdx.x; i < 16384; i += blockDim.x) {
       uint32_t h = uint32_t(i) * 2654435761u;
       h ^= h >> 15;
       h *= 0x2c1b3c6du;
       h ^= h >> 12;
-      reinterpret_cast<bf16*>(fixed_a)[i] = Var == 1 ? __float2bfloat16(float(int(h & 0xffff) - 32768) / 32768.f) : small_value(i);
+      reinterpret_cast<bf16*>(fixed_a)[i] =
+          Var == kXLikeFixed ? __float2bfloat16(float(int(h & 0xffff) - 32768) / 32768.f) : small_value(i);
     }
-  // Var 3: the slots written by the threads (6-bit values) before the loop, as the fixed region is
-  if (Var == 3)
+  if (Var == kSlotsByThreads)
     for (int i = threadIdx.x; i < 2 * kSlot / 2; i += blockDim.x) reinterpret_cast<bf16*>(slots)[i] = small_value(i);
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
@@ -200,10 +223,12 @@ __global__ void __launch_bounds__(288, 1) mainloop_kernel(const __grid_constant_
       mbarrier_arrive_expect_tx(&full[s], kStage + (patch ? kSlot : 0));
       tma_load_3d(ring + s * kStage, &mw, &full[s], cb * 64, tap, Coop ? 0 : (unit & 1) * 128);
       if (A == 4)  // X as {c, n*h*w}: the tile's 128 pixels shifted by the tap (row-major pixel index)
-        tma_load_2d(ring + s * kStage + 16384, &mxa, &full[s], cb * 64, ((unit >> 1) * 128 + (tap / 3) * 56 + tap % 3) % 100000);
+        tma_load_2d(ring + s * kStage + 16384, &mxa, &full[s], cb * 64,
+                    ((unit >> 1) * 128 + (tap / 3) * 56 + tap % 3) % 100000);
       if (patch) {
         const int u = Coop ? unit : unit >> 1;  // (image block, row block, pixel block) of 4 x 28 x 7
-        tma_load_4d(slots + slot * kSlot, &mx, &full[s], cb * 64, (u % 4) * 8, (u / 112) % 7 * 8 - 1, (u / 4) % 28 * 2 - 1);
+        tma_load_4d(slots + slot * kSlot, &mx, &full[s], cb * 64, (u % 4) * 8, (u / 112) % 7 * 8 - 1,
+                    (u / 4) % 28 * 2 - 1);
         slot ^= 1;
       }
       if (++tap == 9) {
@@ -222,8 +247,9 @@ __global__ void __launch_bounds__(288, 1) mainloop_kernel(const __grid_constant_
   for (int t = 0; t < KT; ++t) {
     const int s = t % kStages, tap = t % 9;
     mbarrier_wait(&full[s], (t / kStages) & 1);
-    // Var 6: the taps in s-major order (0, 10, 20, 1, 11, ... KB); 7: snake (0, 1, 2, 12, 11, 10, 20, 21, 22 KB)
-    const int tp = Var == 6 ? (tap % 3) * 3 + tap / 3 : Var == 7 && (tap / 3) == 1 ? 3 + (2 - tap % 3) : tap;
+    const int tp = Var == kTapsSMajor                     ? (tap % 3) * 3 + tap / 3
+                   : Var == kTapsSnake && (tap / 3) == 1 ? 3 + (2 - tap % 3)
+                                                         : tap;
     const uint32_t tap_off = uint32_t((tp / 3) * 10 + tp % 3) * 1024u;
     const uint32_t slot = smem_addr(slots + ((t / 9) & 1) * kSlot);
     const uint32_t a_base = A == 0 ? smem_addr(fixed_a)
@@ -232,7 +258,7 @@ __global__ void __launch_bounds__(288, 1) mainloop_kernel(const __grid_constant_
                             : A == 3 ? slot + tap_off + (Coop ? uint32_t(threadIdx.x / 128) * 10240u : 0u)
                                      : smem_addr(ring + s * kStage) + 16384u;
     // Step > 0: the second m64 block Step bytes after the first instead
-    if constexpr (Coop && Var == 5) {
+    if constexpr (Coop && Var == kSplitN) {
       // The cooperative 128 x 256 tile split along N instead: each warpgroup both m64 blocks of the tile's rows (the
       // same A windows in both) against its own 128 filters of the stage.
       const uint32_t a_tile = slot + tap_off;
@@ -248,30 +274,35 @@ __global__ void __launch_bounds__(288, 1) mainloop_kernel(const __grid_constant_
   if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
 }
 
-using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
-                            const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                            CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+// A bf16 tensor map with the 128-byte swizzle (the conv kernel's kind): dims and box innermost first, the byte
+// strides of dimensions 1 .. rank - 1. Exits on failure.
+CUtensorMap encode_map(const char* what, bf16* base, int rank, const cuuint64_t* dims, const cuuint64_t* strides,
+                       const cuuint32_t* box) {
+  const cuuint32_t es[4] = {1, 1, 1, 1};
+  CUtensorMap m;
+  const auto& api = kdl::driver_api();
+  if (api.cuTensorMapEncodeTiled == nullptr ||
+      api.cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, rank, base, dims, strides, box, es,
+                                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+    fprintf(stderr, "wgmma_rate: encoding %s's map failed\n", what);
+    exit(1);
+  }
+  return m;
+}
 
-template <int A, bool Patch, int KT, bool Coop = false, int Var = 0, int Step = 0>
+template <int A, bool Patch, int KT, bool Coop = false, int Var = kPlain, int Step = 0>
 void run_mainloop(const char* name, int sms, const CUtensorMap& mw, const CUtensorMap& mx, const CUtensorMap& mxa) {
-  const int smem = 1024 + (Coop ? 4 * 32768 : A == 4 ? 32768 + 6 * 32768 : 32768 + 6 * 16384) + (A == 4 ? 0 : 2 * 40960) + 12 * 8;
+  constexpr int smem = MainloopLayout<A, Coop>::kBytes;
   long long* dc;
   float* ds;
   CK(cudaMalloc(&dc, sms * sizeof(long long)));
   CK(cudaMalloc(&ds, sms * 288 * sizeof(float)));
-  CK(cudaFuncSetAttribute(mainloop_kernel<A, Patch, KT, Coop, Var, Step>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  double per = 0;
-  for (int rep = 0; rep < 2; ++rep) {
-    mainloop_kernel<A, Patch, KT, Coop, Var, Step><<<sms, 288, smem>>>(mw, mx, mxa, dc, ds);
-    CK(cudaDeviceSynchronize());
-    std::vector<long long> c(sms);
-    CK(cudaMemcpy(c.data(), dc, c.size() * sizeof(long long), cudaMemcpyDeviceToHost));
-    double sum = 0;
-    for (long long v : c) sum += double(v);
-    per = sum / sms / KT;
-  }
-  const double ideal = Coop ? 1024.0 : 512.0;
-  printf("  %-46s %7.1f cycles per k-tile (ideal %6.1f): %5.1f %%\n", name, per, ideal, 100.0 * ideal / per);
+  CK(cudaFuncSetAttribute(mainloop_kernel<A, Patch, KT, Coop, Var, Step>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          smem));
+  report(name, sms, 1, KT, Coop ? 1024.0 : 512.0, dc,
+         [&] { mainloop_kernel<A, Patch, KT, Coop, Var, Step><<<sms, 288, smem>>>(mw, mx, mxa, dc, ds); });
   CK(cudaFree(dc));
   CK(cudaFree(ds));
 }
@@ -294,14 +325,6 @@ int main() {
   run_resident<2, 4, false>("cooperative 256x128, through 4 stages", sms);
   run_resident<3, 5, false>("pingpong 64x256, through 5 stages", sms);
 
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult q;
-  CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
-  if (fn == nullptr) {
-    fprintf(stderr, "wgmma_rate: no cuTensorMapEncodeTiled\n");
-    return 1;
-  }
-  const Encode encode = reinterpret_cast<Encode>(fn);
   const size_t wn = 256ull * 9 * 256, xn = 32ull * 56 * 56 * 256;
   bf16 *w, *x;
   CK(cudaMalloc(&w, wn * sizeof(bf16)));
@@ -316,38 +339,17 @@ int main() {
     CK(cudaMemcpy(x, h.data(), xn * sizeof(bf16), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(w, h.data(), wn * sizeof(bf16), cudaMemcpyHostToDevice));
   }
-  CUtensorMap mw, mx, mw256;
-  for (int filters : {128, 256}) {
-    const cuuint64_t dims[3] = {256, 9, 256}, strides[2] = {256 * 2, 9 * 256 * 2};
-    const cuuint32_t box[3] = {64, 1, cuuint32_t(filters)}, es[3] = {1, 1, 1};
-    if (encode(filters == 128 ? &mw : &mw256, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, w, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
-               CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
-      fprintf(stderr, "wgmma_rate: encoding W's map failed\n");
-      return 1;
-    }
-  }
-  {
-    const cuuint64_t dims[4] = {256, 32, 56, 56}, strides[3] = {56ull * 56 * 256 * 2, 256 * 2, 56ull * 256 * 2};
-    const cuuint32_t box[4] = {64, 8, 10, 4}, es[4] = {1, 1, 1, 1};
-    if (encode(&mx, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, x, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
-               CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
-      fprintf(stderr, "wgmma_rate: encoding X's map failed\n");
-      return 1;
-    }
-  }
-  CUtensorMap mxa;
-  {
-    const cuuint64_t dims[2] = {256, 32ull * 56 * 56}, strides[1] = {256 * 2};
-    const cuuint32_t box[2] = {64, 128}, es[2] = {1, 1};
-    if (encode(&mxa, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, x, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
-               CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
-      fprintf(stderr, "wgmma_rate: encoding X's 2-D map failed\n");
-      return 1;
-    }
-  }
+  // W as {c, r*s, k} with a box of 128 or 256 filters; X as {c, n, w, h} (the patch's box) and as {c, n*h*w}
+  const cuuint64_t w_dims[3] = {256, 9, 256}, w_strides[2] = {256 * 2, 9 * 256 * 2};
+  const cuuint32_t w_box[3] = {64, 1, 128}, w256_box[3] = {64, 1, 256};
+  const CUtensorMap mw = encode_map("W", w, 3, w_dims, w_strides, w_box);
+  const CUtensorMap mw256 = encode_map("W", w, 3, w_dims, w_strides, w256_box);
+  const cuuint64_t x_dims[4] = {256, 32, 56, 56}, x_strides[3] = {56ull * 56 * 256 * 2, 256 * 2, 56ull * 256 * 2};
+  const cuuint32_t x_box[4] = {64, 8, 10, 4};
+  const CUtensorMap mx = encode_map("X", x, 4, x_dims, x_strides, x_box);
+  const cuuint64_t xa_dims[2] = {256, 32ull * 56 * 56}, xa_strides[1] = {256 * 2};
+  const cuuint32_t xa_box[2] = {64, 128};
+  const CUtensorMap mxa = encode_map("X (2-D)", x, 2, xa_dims, xa_strides, xa_box);
   constexpr int kKt = 36 * 12 * 8;  // 96 units of 36 k-tiles per CTA
   printf("part 2: the pingpong 128x128 patch mainloop's loads (tensor TMA, 6 stages), A read from:\n");
   run_mainloop<0, false, kKt>("a fixed region, W loads only", sms, mw, mx, mxa);
@@ -356,23 +358,24 @@ int main() {
   run_mainloop<2, true, kKt>("the patch slot's start", sms, mw, mx, mxa);
   run_mainloop<3, true, kKt>("the tap's window of the patch (the kernel's)", sms, mw, mx, mxa);
   run_mainloop<3, false, kKt>("the taps' windows, no patch loads", sms, mw, mx, mxa);
-  run_mainloop<3, true, kKt, false, 6>("the taps' windows in s-major order", sms, mw, mx, mxa);
-  run_mainloop<3, true, kKt, false, 7>("the taps' windows in snake order", sms, mw, mx, mxa);
-  run_mainloop<0, true, kKt, false, 1>("a fixed region of X-like data", sms, mw, mx, mxa);
-  run_mainloop<3, true, kKt, false, 2>("the tap's window, slots at the start of smem", sms, mw, mx, mxa);
-  run_mainloop<0, true, kKt, false, 2>("a fixed region, slots at the start of smem", sms, mw, mx, mxa);
-  run_mainloop<3, false, kKt, false, 3>("the taps' windows of slots written by threads", sms, mw, mx, mxa);
-  run_mainloop<2, false, kKt, false, 3>("the slot's start, written by threads", sms, mw, mx, mxa);
+  run_mainloop<3, true, kKt, false, kTapsSMajor>("the taps' windows in s-major order", sms, mw, mx, mxa);
+  run_mainloop<3, true, kKt, false, kTapsSnake>("the taps' windows in snake order", sms, mw, mx, mxa);
+  run_mainloop<0, true, kKt, false, kXLikeFixed>("a fixed region of X-like data", sms, mw, mx, mxa);
+  run_mainloop<3, true, kKt, false, kSlotsFirst>("the tap's window, slots at the start of smem", sms, mw, mx, mxa);
+  run_mainloop<0, true, kKt, false, kSlotsFirst>("a fixed region, slots at the start of smem", sms, mw, mx, mxa);
+  run_mainloop<3, false, kKt, false, kSlotsByThreads>("the taps' windows of slots written by threads", sms, mw, mx,
+                                                      mxa);
+  run_mainloop<2, false, kKt, false, kSlotsByThreads>("the slot's start, written by threads", sms, mw, mx, mxa);
   run_mainloop<4, false, kKt>("the stage (X's rows loaded with W each k-tile)", sms, mw, mx, mxa);
-  run_mainloop<0, true, kKt, false, 0, 9216>("a fixed region, blocks 9 KB apart", sms, mw, mx, mxa);
-  run_mainloop<0, true, kKt, false, 0, 10240>("a fixed region, blocks 10 KB apart", sms, mw, mx, mxa);
-  run_mainloop<0, true, kKt, false, 0, 12288>("a fixed region, blocks 12 KB apart", sms, mw, mx, mxa);
-  run_mainloop<0, true, kKt, false, 0, 16384>("a fixed region, blocks 16 KB apart", sms, mw, mx, mxa);
-  run_mainloop<2, true, kKt, false, 0, 8192>("the patch slot's start, blocks 8 KB apart", sms, mw, mx, mxa);
-  run_mainloop<3, true, kKt, false, 0, 8192>("the taps' windows, blocks 8 KB apart", sms, mw, mx, mxa);
+  run_mainloop<0, true, kKt, false, kPlain, 9216>("a fixed region, blocks 9 KB apart", sms, mw, mx, mxa);
+  run_mainloop<0, true, kKt, false, kPlain, 10240>("a fixed region, blocks 10 KB apart", sms, mw, mx, mxa);
+  run_mainloop<0, true, kKt, false, kPlain, 12288>("a fixed region, blocks 12 KB apart", sms, mw, mx, mxa);
+  run_mainloop<0, true, kKt, false, kPlain, 16384>("a fixed region, blocks 16 KB apart", sms, mw, mx, mxa);
+  run_mainloop<2, true, kKt, false, kPlain, 8192>("the patch slot's start, blocks 8 KB apart", sms, mw, mx, mxa);
+  run_mainloop<3, true, kKt, false, kPlain, 8192>("the taps' windows, blocks 8 KB apart", sms, mw, mx, mxa);
   printf("part 2, the cooperative 128x256 patch mainloop (4 stages of W's 32 KB), A from the taps' windows:\n");
   run_mainloop<3, true, kKt / 2, true>("the tap's windows of the patch", sms, mw256, mx, mxa);
-  run_mainloop<3, true, kKt / 2, true, 5>("split along N: both read the same A windows", sms, mw256, mx, mxa);
+  run_mainloop<3, true, kKt / 2, true, kSplitN>("split along N: both read the same A windows", sms, mw256, mx, mxa);
   {  // part 2 again with every element of X (then W) 1.0: operands that move but whose values do not change
     std::vector<bf16> h(xn, __float2bfloat16(1.f));
     CK(cudaMemcpy(x, h.data(), xn * sizeof(bf16), cudaMemcpyHostToDevice));
