@@ -70,6 +70,43 @@ __device__ __forceinline__ void ktile(float (&acc)[2][64], uint32_t a_base, uint
   wgmma_wait_group<1>();
 }
 
+// wgmma m64n128k16 bf16 with A from registers (the mma.sync A fragment of the warp's 16 rows: a[0] rows 0-7 k 0-7,
+// a[1] rows 8-15 k 0-7, a[2] rows 0-7 k 8-15, a[3] rows 8-15 k 8-15), B K-major from shared memory.
+__device__ __forceinline__ void wgmma_rs128(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+}
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+// A k-tile of the pingpong 128 x 128 consumer with A from registers: each warp ldmatrix's its 16 rows of both m64
+// blocks (a_base, a_base + a_block; K-major, 128-byte swizzle, starting on an atom) for the 4 k-steps, then the 8
+// wgmmas read them.
+__device__ __forceinline__ void ktile_rs(float (&acc)[2][64], uint32_t a_base, uint32_t a_block, uint32_t b_base) {
+  const int lane = threadIdx.x % 32, row = (threadIdx.x / 32) % 4 * 16 + lane % 16;
+  uint32_t a[2][4][4];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+      ldmatrix_x4(a[i][ks], a_base + i * a_block + row * 128 + (((ks * 2 + lane / 16) ^ (row % 8)) * 16));
+  warpgroup_fence_acc(acc[0]);
+  warpgroup_fence_acc(acc[1]);
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) wgmma_rs128(acc[i], a[i][ks], make_desc_kmajor_sw128<bf16>(b_base, 128, ks).bits);
+  wgmma_commit_group();
+  warpgroup_fence_acc(acc[0]);
+  warpgroup_fence_acc(acc[1]);
+  wgmma_wait_group<1>();
+}
+
 // Launches `launch` twice (the first warms up) and prints the second's mean cycles per k-tile over the CTAs (CTA b's
 // count at cycles[b * stride]) against `ideal`.
 template <class Launch>
@@ -150,7 +187,9 @@ void run_resident(const char* name, int sms) {
 // A: 0 a fixed region (the same addresses every k-tile); 1 the fixed region moved by the tap's s KB (0, 1, 2);
 // 2 the patch slot at its start (the same for a channel block's 9 k-tiles); 3 the tap's window of the patch, as the
 // conv kernel reads it ((10 r + s) KB into the slot, the second m64 block a patch row, 10 KB, further); 4 the stage:
-// 128 rows x 64 channels of X loaded with W every k-tile by a 2-D box (the im2col mainloop's kind of A). Patch false:
+// 128 rows x 64 channels of X loaded with W every k-tile by a 2-D box (the im2col mainloop's kind of A); 5 the tap's
+// window as 3, read by each warp with ldmatrix into registers and fed to wgmma with A from registers (RS; three
+// warpgroups and setmaxnreg, as the conv kernel, for the in-flight fragments' registers). Patch false:
 // no patch loads (A then reads the slots' region as it is). KT: k-tiles per CTA (a constant, see the top).
 // Coop: the cooperative 128 x 256 tile instead (two consumer warpgroups, one m64n256k16 each per k-step, W's box of
 // 256 filters: 32 KB stages, 4 of them, no fixed region; ideal 1024 cycles per k-tile).
@@ -163,6 +202,12 @@ enum Variant : int {
   kSplitN = 5,          // Coop: the tile split along N (each warpgroup both m64 blocks, its 128 filters)
   kTapsSMajor = 6,      // the taps in s-major order (0, 10, 20, 1, 11, ... KB)
   kTapsSnake = 7,       // the taps in snake order (0, 1, 2, 12, 11, 10, 20, 21, 22 KB)
+  kROnly = 8,           // A moves by the tap's row only (10 r KB)
+  kSOnly = 9,           // A moves by the tap's column only (s KB)
+  kOneSlot = 10,        // one patch slot for every channel block (A's footprint one slot's 40 KB)
+  kRowRing = 11,        // the patch as a ring of 5 rows of 10 KB (50 KB): channel block b's row j in ring row
+                        // (4 b + j) % 5, rows 0-1 loaded with the block's k-tile 0, row 2 with 3, row 3 with 6
+                        // (mxa: X's map with a one-row box)
 };
 
 // The shared memory of mainloop_kernel<A, ..., Coop>: a fixed region of 32 KB (not in the cooperative form), the ring,
@@ -176,7 +221,7 @@ struct MainloopLayout {
 };
 
 template <int A, bool Patch, int KT, bool Coop = false, int Var = kPlain, int Step = 0>
-__global__ void __launch_bounds__(288, 1) mainloop_kernel(const __grid_constant__ CUtensorMap mw,
+__global__ void __launch_bounds__(A == 5 ? 384 : 288, 1) mainloop_kernel(const __grid_constant__ CUtensorMap mw,
                                                           const __grid_constant__ CUtensorMap mx,
                                                           const __grid_constant__ CUtensorMap mxa, long long* cycles,
                                                           float* sink) {
@@ -210,7 +255,9 @@ __global__ void __launch_bounds__(288, 1) mainloop_kernel(const __grid_constant_
     fence_mbarrier_init();
   }
   __syncthreads();
+  // A == 5 (RS): 3 warpgroups, the consumer's in-flight A fragments need registers past 168
   if (threadIdx.x >= (Coop ? 256 : 128)) {  // the producer thread (the 9th warp's first); the rest leave
+    if constexpr (A == 5) setmaxnreg_dec<64>();
     if (threadIdx.x != 256) return;
     tma_prefetch(&mw);
     tma_prefetch(&mx);
@@ -219,8 +266,17 @@ __global__ void __launch_bounds__(288, 1) mainloop_kernel(const __grid_constant_
     for (int t = 0; t < KT; ++t) {
       const int s = t % kStages;
       mbarrier_wait(&empty[s], ((t / kStages) & 1) ^ 1);
-      const bool patch = Patch && tap == 0;
-      mbarrier_arrive_expect_tx(&full[s], kStage + (patch ? kSlot : 0));
+      const bool patch = Patch && tap == 0 && Var != kRowRing;
+      const int rows = Patch && Var == kRowRing ? (tap == 0 ? 2 : tap == 3 || tap == 6 ? 1 : 0) : 0;
+      mbarrier_arrive_expect_tx(&full[s], kStage + (patch ? kSlot : 0) + rows * 10240);
+      if (Var == kRowRing) {
+        const int u = unit >> 1, cbg = (unit / gridDim.x) * 4 + cb;  // this CTA's channel block count
+        for (int j = 0; j < rows; ++j) {
+          const int row = tap == 0 ? j : tap / 3 + 1;
+          tma_load_4d(slots + ((4 * cbg + row) % 5) * 10240, &mxa, &full[s], cb * 64, (u % 4) * 8,
+                      (u / 112) % 7 * 8 - 1, (u / 4) % 28 * 2 - 1 + row);
+        }
+      }
       tma_load_3d(ring + s * kStage, &mw, &full[s], cb * 64, tap, Coop ? 0 : (unit & 1) * 128);
       if (A == 4)  // X as {c, n*h*w}: the tile's 128 pixels shifted by the tap (row-major pixel index)
         tma_load_2d(ring + s * kStage + 16384, &mxa, &full[s], cb * 64,
@@ -241,6 +297,7 @@ __global__ void __launch_bounds__(288, 1) mainloop_kernel(const __grid_constant_
     }
     return;
   }
+  if constexpr (A == 5) setmaxnreg_inc<232>();
   float acc[2][64] = {};
   const long long t0 = clock64();
   int prev = -1;
@@ -250,12 +307,12 @@ __global__ void __launch_bounds__(288, 1) mainloop_kernel(const __grid_constant_
     const int tp = Var == kTapsSMajor                     ? (tap % 3) * 3 + tap / 3
                    : Var == kTapsSnake && (tap / 3) == 1 ? 3 + (2 - tap % 3)
                                                          : tap;
-    const uint32_t tap_off = uint32_t((tp / 3) * 10 + tp % 3) * 1024u;
-    const uint32_t slot = smem_addr(slots + ((t / 9) & 1) * kSlot);
+    const uint32_t tap_off = uint32_t((Var == kSOnly ? 0 : (tp / 3) * 10) + (Var == kROnly ? 0 : tp % 3)) * 1024u;
+    const uint32_t slot = smem_addr(slots + (Var == kOneSlot ? 0 : ((t / 9) & 1) * kSlot));
     const uint32_t a_base = A == 0 ? smem_addr(fixed_a)
                             : A == 1 ? smem_addr(fixed_a) + uint32_t(tap % 3) * 1024u
                             : A == 2 ? slot
-                            : A == 3 ? slot + tap_off + (Coop ? uint32_t(threadIdx.x / 128) * 10240u : 0u)
+                            : A == 3 || A == 5 ? slot + tap_off + (Coop ? uint32_t(threadIdx.x / 128) * 10240u : 0u)
                                      : smem_addr(ring + s * kStage) + 16384u;
     // Step > 0: the second m64 block Step bytes after the first instead
     if constexpr (Coop && Var == kSplitN) {
@@ -263,6 +320,13 @@ __global__ void __launch_bounds__(288, 1) mainloop_kernel(const __grid_constant_
       // same A windows in both) against its own 128 filters of the stage.
       const uint32_t a_tile = slot + tap_off;
       ktile<false>(acc, a_tile, 10240, smem_addr(ring + s * kStage) + uint32_t(threadIdx.x / 128) * 16384u);
+    } else if constexpr (Var == kRowRing) {
+      const int cbg = t / 9, r = tap / 3;
+      const uint32_t row0 = smem_addr(slots) + uint32_t((4 * cbg + r) % 5) * 10240u + uint32_t(tap % 3) * 1024u;
+      const uint32_t row1 = smem_addr(slots) + uint32_t((4 * cbg + r + 1) % 5) * 10240u + uint32_t(tap % 3) * 1024u;
+      ktile<false>(acc, row0, row1 - row0, smem_addr(ring + s * kStage));
+    } else if constexpr (A == 5) {
+      ktile_rs(acc, a_base, 10240, smem_addr(ring + s * kStage));
     } else {
       ktile<Coop>(acc, a_base, Step > 0 ? Step : A == 2 || A == 3 ? 10240 : 8192, smem_addr(ring + s * kStage));
     }
@@ -298,11 +362,11 @@ void run_mainloop(const char* name, int sms, const CUtensorMap& mw, const CUtens
   long long* dc;
   float* ds;
   CK(cudaMalloc(&dc, sms * sizeof(long long)));
-  CK(cudaMalloc(&ds, sms * 288 * sizeof(float)));
+  CK(cudaMalloc(&ds, sms * 384 * sizeof(float)));
   CK(cudaFuncSetAttribute(mainloop_kernel<A, Patch, KT, Coop, Var, Step>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           smem));
   report(name, sms, 1, KT, Coop ? 1024.0 : 512.0, dc,
-         [&] { mainloop_kernel<A, Patch, KT, Coop, Var, Step><<<sms, 288, smem>>>(mw, mx, mxa, dc, ds); });
+         [&] { mainloop_kernel<A, Patch, KT, Coop, Var, Step><<<sms, A == 5 ? 384 : 288, smem>>>(mw, mx, mxa, dc, ds); });
   CK(cudaFree(dc));
   CK(cudaFree(ds));
 }
@@ -347,6 +411,8 @@ int main() {
   const cuuint64_t x_dims[4] = {256, 32, 56, 56}, x_strides[3] = {56ull * 56 * 256 * 2, 256 * 2, 56ull * 256 * 2};
   const cuuint32_t x_box[4] = {64, 8, 10, 4};
   const CUtensorMap mx = encode_map("X", x, 4, x_dims, x_strides, x_box);
+  const cuuint32_t xr_box[4] = {64, 8, 10, 1};
+  const CUtensorMap mxr = encode_map("X (a row)", x, 4, x_dims, x_strides, xr_box);
   const cuuint64_t xa_dims[2] = {256, 32ull * 56 * 56}, xa_strides[1] = {256 * 2};
   const cuuint32_t xa_box[2] = {64, 128};
   const CUtensorMap mxa = encode_map("X (2-D)", x, 2, xa_dims, xa_strides, xa_box);
@@ -360,6 +426,16 @@ int main() {
   run_mainloop<3, false, kKt>("the taps' windows, no patch loads", sms, mw, mx, mxa);
   run_mainloop<3, true, kKt, false, kTapsSMajor>("the taps' windows in s-major order", sms, mw, mx, mxa);
   run_mainloop<3, true, kKt, false, kTapsSnake>("the taps' windows in snake order", sms, mw, mx, mxa);
+  run_mainloop<3, true, kKt, false, kRowRing>("the taps' windows of a ring of 5 patch rows", sms, mw, mx, mxr);
+  run_mainloop<3, false, kKt, false, kRowRing>("a ring of 5 patch rows, no patch loads", sms, mw, mx, mxr);
+  run_mainloop<5, true, kKt>("RS: the tap's window by ldmatrix", sms, mw, mx, mxa);
+  run_mainloop<5, false, kKt>("RS: the taps' windows, no patch loads", sms, mw, mx, mxa);
+  run_mainloop<3, true, kKt, false, kROnly>("the taps' windows by r only (10 r KB)", sms, mw, mx, mxa);
+  run_mainloop<3, true, kKt, false, kSOnly>("the taps' windows by s only (s KB)", sms, mw, mx, mxa);
+  run_mainloop<3, false, kKt, false, kROnly>("by r only, no patch loads", sms, mw, mx, mxa);
+  run_mainloop<3, false, kKt, false, kSOnly>("by s only, no patch loads", sms, mw, mx, mxa);
+  run_mainloop<3, false, kKt, false, kOneSlot>("the taps' windows of one slot, no patch loads", sms, mw, mx, mxa);
+  run_mainloop<3, true, kKt, false, kOneSlot>("the taps' windows of one slot (racy data)", sms, mw, mx, mxa);
   run_mainloop<0, true, kKt, false, kXLikeFixed>("a fixed region of X-like data", sms, mw, mx, mxa);
   run_mainloop<3, true, kKt, false, kSlotsFirst>("the tap's window, slots at the start of smem", sms, mw, mx, mxa);
   run_mainloop<0, true, kKt, false, kSlotsFirst>("a fixed region, slots at the start of smem", sms, mw, mx, mxa);
