@@ -47,8 +47,10 @@ __device__ __forceinline__ bf16 small_value(uint32_t i) {  // 6-bit values: no i
 
 // One k-tile of a consumer: two m64n128k16 per k-step (a 128 x 128 tile: Wide false) or one m64n256k16 (a 64 x 256
 // tile: Wide true), A K-major at a_base (a second m64 block a_block bytes further), B K-major at b_base.
+// a_sbo: the bytes from one 8-row atom of A to the next (1024: the rows contiguous).
 template <bool Wide>
-__device__ __forceinline__ void ktile(float (&acc)[2][64], uint32_t a_base, uint32_t a_block, uint32_t b_base) {
+__device__ __forceinline__ void ktile(float (&acc)[2][64], uint32_t a_base, uint32_t a_block, uint32_t b_base,
+                                      uint32_t a_sbo = 1024) {
   warpgroup_fence_acc(acc[0]);
   warpgroup_fence_acc(acc[1]);
   wgmma_fence();
@@ -60,7 +62,7 @@ __device__ __forceinline__ void ktile(float (&acc)[2][64], uint32_t a_base, uint
     } else {
 #pragma unroll
       for (int i = 0; i < 2; ++i)
-        wgmma_ss<128, bf16>(acc[i], make_desc_kmajor_sw128<bf16>(a_base + i * a_block, 64, ks),
+        wgmma_ss<128, bf16>(acc[i], make_smem_desc(a_base + i * a_block + ks * kWgmmaKBytes, 16, a_sbo),
                             make_desc_kmajor_sw128<bf16>(b_base, 128, ks), true);
     }
   }
@@ -101,6 +103,29 @@ __device__ __forceinline__ void ktile_rs(float (&acc)[2][64], uint32_t a_base, u
   for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
     for (int i = 0; i < 2; ++i) wgmma_rs128(acc[i], a[i][ks], make_desc_kmajor_sw128<bf16>(b_base, 128, ks).bits);
+  wgmma_commit_group();
+  warpgroup_fence_acc(acc[0]);
+  warpgroup_fence_acc(acc[1]);
+  wgmma_wait_group<1>();
+}
+
+// A k-tile of the 128 x 128 tile as four m64n64k16 per k-step: D[i][j] += A block i (64 rows at a_base + i * a_block)
+// x B block j (64 rows at b_base + j * b_block). With A the W stage and B the tap's windows this is the conv with its
+// operands' roles swapped (D transposed: filters x pixels), the patch read as B.
+__device__ __forceinline__ void ktile_n64(float (&acc)[2][64], uint32_t a_base, uint32_t a_block, uint32_t b_base,
+                                          uint32_t b_block) {
+  float(&d)[4][32] = *reinterpret_cast<float(*)[4][32]>(&acc[0][0]);
+  warpgroup_fence_acc(acc[0]);
+  warpgroup_fence_acc(acc[1]);
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+        wgmma_ss<64, bf16>(d[i * 2 + j], make_desc_kmajor_sw128<bf16>(a_base + i * a_block, 64, ks),
+                           make_desc_kmajor_sw128<bf16>(b_base + j * b_block, 64, ks), true);
   wgmma_commit_group();
   warpgroup_fence_acc(acc[0]);
   warpgroup_fence_acc(acc[1]);
@@ -205,6 +230,12 @@ enum Variant : int {
   kROnly = 8,           // A moves by the tap's row only (10 r KB)
   kSOnly = 9,           // A moves by the tap's column only (s KB)
   kOneSlot = 10,        // one patch slot for every channel block (A's footprint one slot's 40 KB)
+  kSwapAB = 12,         // the roles swapped: A the W stage (two m64 filter blocks), B the tap's window (two n64
+                        // pixel blocks), four m64n64k16 per k-step (ktile_n64)
+  kN64 = 13,            // the kernel's roles (A the tap's window, B the stage) in the same four m64n64k16
+  kPxMajor = 14,        // the patch laid out pixel-major ({c, n, h, w}: a pixel column of 4 rows x 8 images is
+                        // 4 KB): tap (r, s)'s window at (4 s + r) KB, its 8 atoms 4 KB apart (the descriptor's
+                        // stride), the second m64 block 1 KB further (mxa: X's map in that order)
   kRowRing = 11,        // the patch as a ring of 5 rows of 10 KB (50 KB): channel block b's row j in ring row
                         // (4 b + j) % 5, rows 0-1 loaded with the block's k-tile 0, row 2 with 3, row 3 with 6
                         // (mxa: X's map with a one-row box)
@@ -283,8 +314,12 @@ __global__ void __launch_bounds__(A == 5 ? 384 : 288, 1) mainloop_kernel(const _
                     ((unit >> 1) * 128 + (tap / 3) * 56 + tap % 3) % 100000);
       if (patch) {
         const int u = Coop ? unit : unit >> 1;  // (image block, row block, pixel block) of 4 x 28 x 7
-        tma_load_4d(slots + slot * kSlot, &mx, &full[s], cb * 64, (u % 4) * 8, (u / 112) % 7 * 8 - 1,
-                    (u / 4) % 28 * 2 - 1);
+        if (Var == kPxMajor)  // {c, n, h, w}
+          tma_load_4d(slots + slot * kSlot, &mxa, &full[s], cb * 64, (u % 4) * 8, (u / 4) % 28 * 2 - 1,
+                      (u / 112) % 7 * 8 - 1);
+        else
+          tma_load_4d(slots + slot * kSlot, &mx, &full[s], cb * 64, (u % 4) * 8, (u / 112) % 7 * 8 - 1,
+                      (u / 4) % 28 * 2 - 1);
         slot ^= 1;
       }
       if (++tap == 9) {
@@ -320,6 +355,12 @@ __global__ void __launch_bounds__(A == 5 ? 384 : 288, 1) mainloop_kernel(const _
       // same A windows in both) against its own 128 filters of the stage.
       const uint32_t a_tile = slot + tap_off;
       ktile<false>(acc, a_tile, 10240, smem_addr(ring + s * kStage) + uint32_t(threadIdx.x / 128) * 16384u);
+    } else if constexpr (Var == kPxMajor) {
+      ktile<false>(acc, slot + uint32_t(4 * (tap % 3) + tap / 3) * 1024u, 1024, smem_addr(ring + s * kStage), 4096);
+    } else if constexpr (Var == kSwapAB) {
+      ktile_n64(acc, smem_addr(ring + s * kStage), 8192, a_base, 10240);
+    } else if constexpr (Var == kN64) {
+      ktile_n64(acc, a_base, 10240, smem_addr(ring + s * kStage), 8192);
     } else if constexpr (Var == kRowRing) {
       const int cbg = t / 9, r = tap / 3;
       const uint32_t row0 = smem_addr(slots) + uint32_t((4 * cbg + r) % 5) * 10240u + uint32_t(tap % 3) * 1024u;
@@ -411,6 +452,9 @@ int main() {
   const cuuint64_t x_dims[4] = {256, 32, 56, 56}, x_strides[3] = {56ull * 56 * 256 * 2, 256 * 2, 56ull * 256 * 2};
   const cuuint32_t x_box[4] = {64, 8, 10, 4};
   const CUtensorMap mx = encode_map("X", x, 4, x_dims, x_strides, x_box);
+  const cuuint64_t xp_dims[4] = {256, 32, 56, 56}, xp_strides[3] = {56ull * 56 * 256 * 2, 56ull * 256 * 2, 256 * 2};
+  const cuuint32_t xp_box[4] = {64, 8, 4, 10};
+  const CUtensorMap mxp = encode_map("X (pixel-major)", x, 4, xp_dims, xp_strides, xp_box);
   const cuuint32_t xr_box[4] = {64, 8, 10, 1};
   const CUtensorMap mxr = encode_map("X (a row)", x, 4, x_dims, x_strides, xr_box);
   const cuuint64_t xa_dims[2] = {256, 32ull * 56 * 56}, xa_strides[1] = {256 * 2};
@@ -426,6 +470,12 @@ int main() {
   run_mainloop<3, false, kKt>("the taps' windows, no patch loads", sms, mw, mx, mxa);
   run_mainloop<3, true, kKt, false, kTapsSMajor>("the taps' windows in s-major order", sms, mw, mx, mxa);
   run_mainloop<3, true, kKt, false, kTapsSnake>("the taps' windows in snake order", sms, mw, mx, mxa);
+  run_mainloop<3, true, kKt, false, kPxMajor>("the taps' windows of a pixel-major patch", sms, mw, mx, mxp);
+  run_mainloop<3, false, kKt, false, kPxMajor>("a pixel-major patch, no patch loads", sms, mw, mx, mxp);
+  run_mainloop<3, true, kKt, false, kSwapAB>("roles swapped: B the tap's window, A the W stage", sms, mw, mx, mxa);
+  run_mainloop<3, false, kKt, false, kSwapAB>("roles swapped, no patch loads", sms, mw, mx, mxa);
+  run_mainloop<3, true, kKt, false, kN64>("the kernel's roles in m64n64 instructions", sms, mw, mx, mxa);
+  run_mainloop<0, true, kKt, false, kN64>("a fixed A in m64n64 instructions", sms, mw, mx, mxa);
   run_mainloop<3, true, kKt, false, kRowRing>("the taps' windows of a ring of 5 patch rows", sms, mw, mx, mxr);
   run_mainloop<3, false, kKt, false, kRowRing>("a ring of 5 patch rows, no patch loads", sms, mw, mx, mxr);
   run_mainloop<5, true, kKt>("RS: the tap's window by ldmatrix", sms, mw, mx, mxa);
