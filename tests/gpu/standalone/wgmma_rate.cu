@@ -236,6 +236,7 @@ enum Variant : int {
   kPxMajor = 14,        // the patch laid out pixel-major ({c, n, h, w}: a pixel column of 4 rows x 8 images is
                         // 4 KB): tap (r, s)'s window at (4 s + r) KB, its 8 atoms 4 KB apart (the descriptor's
                         // stride), the second m64 block 1 KB further (mxa: X's map in that order)
+  kPxMajorS = 15,       // kPxMajor with the taps in s-major order (consecutive taps 1 KB apart)
   kRowRing = 11,        // the patch as a ring of 5 rows of 10 KB (50 KB): channel block b's row j in ring row
                         // (4 b + j) % 5, rows 0-1 loaded with the block's k-tile 0, row 2 with 3, row 3 with 6
                         // (mxa: X's map with a one-row box)
@@ -314,7 +315,7 @@ __global__ void __launch_bounds__(A == 5 ? 384 : 288, 1) mainloop_kernel(const _
                     ((unit >> 1) * 128 + (tap / 3) * 56 + tap % 3) % 100000);
       if (patch) {
         const int u = Coop ? unit : unit >> 1;  // (image block, row block, pixel block) of 4 x 28 x 7
-        if (Var == kPxMajor)  // {c, n, h, w}
+        if (Var == kPxMajor || Var == kPxMajorS)  // {c, n, h, w}
           tma_load_4d(slots + slot * kSlot, &mxa, &full[s], cb * 64, (u % 4) * 8, (u / 4) % 28 * 2 - 1,
                       (u / 112) % 7 * 8 - 1);
         else
@@ -355,8 +356,9 @@ __global__ void __launch_bounds__(A == 5 ? 384 : 288, 1) mainloop_kernel(const _
       // same A windows in both) against its own 128 filters of the stage.
       const uint32_t a_tile = slot + tap_off;
       ktile<false>(acc, a_tile, 10240, smem_addr(ring + s * kStage) + uint32_t(threadIdx.x / 128) * 16384u);
-    } else if constexpr (Var == kPxMajor) {
-      ktile<false>(acc, slot + uint32_t(4 * (tap % 3) + tap / 3) * 1024u, 1024, smem_addr(ring + s * kStage), 4096);
+    } else if constexpr (Var == kPxMajor || Var == kPxMajorS) {  // kPxMajorS: tap = 3 s + r
+      const int r = Var == kPxMajor ? tap / 3 : tap % 3, sx = Var == kPxMajor ? tap % 3 : tap / 3;
+      ktile<false>(acc, slot + uint32_t(4 * sx + r) * 1024u, 1024, smem_addr(ring + s * kStage), 4096);
     } else if constexpr (Var == kSwapAB) {
       ktile_n64(acc, smem_addr(ring + s * kStage), 8192, a_base, 10240);
     } else if constexpr (Var == kN64) {
@@ -472,6 +474,7 @@ int main() {
   run_mainloop<3, true, kKt, false, kTapsSnake>("the taps' windows in snake order", sms, mw, mx, mxa);
   run_mainloop<3, true, kKt, false, kPxMajor>("the taps' windows of a pixel-major patch", sms, mw, mx, mxp);
   run_mainloop<3, false, kKt, false, kPxMajor>("a pixel-major patch, no patch loads", sms, mw, mx, mxp);
+  run_mainloop<3, true, kKt, false, kPxMajorS>("a pixel-major patch, taps s-major", sms, mw, mx, mxp);
   run_mainloop<3, true, kKt, false, kSwapAB>("roles swapped: B the tap's window, A the W stage", sms, mw, mx, mxa);
   run_mainloop<3, false, kKt, false, kSwapAB>("roles swapped, no patch loads", sms, mw, mx, mxa);
   run_mainloop<3, true, kKt, false, kN64>("the kernel's roles in m64n64 instructions", sms, mw, mx, mxa);
