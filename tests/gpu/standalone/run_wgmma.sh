@@ -4,7 +4,7 @@
 # pixel patch through a shifted descriptor, docs/perf-notes.md v42) and test_tma_patch (an images-innermost patch
 # loaded by one TMA per channel block, its taps read at atom offsets, D stored through a permuted map: v46). The build fails on ptxas spills and on "wgmma
 # serialized" (C7515); the header is also compiled for sm_80 to show that it stays includable
-# there. It also builds and runs wgmma_rate (the consumer loops' cycles per k-tile in isolation, docs/perf-notes.md
+# there. It also builds and runs wgmma_rate (the consumer loops' cycles per k-tile in isolation, docs/perf-notes.md v53 and
 # v52: a probe with no pass / fail on its figures; its build fails on serialized wgmma like the test's).
 # KDL_BUILD_ONLY=1 builds without running (for building here and running on the GPU).
 set -u -o pipefail

@@ -230,6 +230,9 @@ enum Variant : int {
   kROnly = 8,           // A moves by the tap's row only (10 r KB)
   kSOnly = 9,           // A moves by the tap's column only (s KB)
   kOneSlot = 10,        // one patch slot for every channel block (A's footprint one slot's 40 KB)
+  kRowRing = 11,        // the patch as a ring of 5 rows of 10 KB (50 KB): channel block b's row j in ring row
+                        // (4 b + j) % 5, rows 0-1 loaded with the block's k-tile 0, row 2 with 3, row 3 with 6
+                        // (mxa: X's map with a one-row box)
   kSwapAB = 12,         // the roles swapped: A the W stage (two m64 filter blocks), B the tap's window (two n64
                         // pixel blocks), four m64n64k16 per k-step (ktile_n64)
   kN64 = 13,            // the kernel's roles (A the tap's window, B the stage) in the same four m64n64k16
@@ -237,9 +240,6 @@ enum Variant : int {
                         // 4 KB): tap (r, s)'s window at (4 s + r) KB, its 8 atoms 4 KB apart (the descriptor's
                         // stride), the second m64 block 1 KB further (mxa: X's map in that order)
   kPxMajorS = 15,       // kPxMajor with the taps in s-major order (consecutive taps 1 KB apart)
-  kRowRing = 11,        // the patch as a ring of 5 rows of 10 KB (50 KB): channel block b's row j in ring row
-                        // (4 b + j) % 5, rows 0-1 loaded with the block's k-tile 0, row 2 with 3, row 3 with 6
-                        // (mxa: X's map with a one-row box)
 };
 
 // The shared memory of mainloop_kernel<A, ..., Coop>: a fixed region of 32 KB (not in the cooperative form), the ring,
