@@ -240,6 +240,8 @@ enum Variant : int {
                         // 4 KB): tap (r, s)'s window at (4 s + r) KB, its 8 atoms 4 KB apart (the descriptor's
                         // stride), the second m64 block 1 KB further (mxa: X's map in that order)
   kPxMajorS = 15,       // kPxMajor with the taps in s-major order (consecutive taps 1 KB apart)
+  kOneSlotStart = 16,   // A at slot 0's start for every k-tile (a fixed A inside the slots' region)
+  kOneSlotS = 17,       // A at slot 0's start + s KB (as the fixed region + s KB, inside the slots' region)
 };
 
 // The shared memory of mainloop_kernel<A, ..., Coop>: a fixed region of 32 KB (not in the cooperative form), the ring,
@@ -343,8 +345,11 @@ __global__ void __launch_bounds__(A == 5 ? 384 : 288, 1) mainloop_kernel(const _
     const int tp = Var == kTapsSMajor                     ? (tap % 3) * 3 + tap / 3
                    : Var == kTapsSnake && (tap / 3) == 1 ? 3 + (2 - tap % 3)
                                                          : tap;
-    const uint32_t tap_off = uint32_t((Var == kSOnly ? 0 : (tp / 3) * 10) + (Var == kROnly ? 0 : tp % 3)) * 1024u;
-    const uint32_t slot = smem_addr(slots + (Var == kOneSlot ? 0 : ((t / 9) & 1) * kSlot));
+    const uint32_t tap_off = Var == kOneSlotStart ? 0u
+                             : Var == kOneSlotS  ? uint32_t(tp % 3) * 1024u
+                                                 : uint32_t((Var == kSOnly ? 0 : (tp / 3) * 10) + (Var == kROnly ? 0 : tp % 3)) * 1024u;
+    const uint32_t slot =
+        smem_addr(slots + (Var == kOneSlot || Var == kOneSlotStart || Var == kOneSlotS ? 0 : ((t / 9) & 1) * kSlot));
     const uint32_t a_base = A == 0 ? smem_addr(fixed_a)
                             : A == 1 ? smem_addr(fixed_a) + uint32_t(tap % 3) * 1024u
                             : A == 2 ? slot
@@ -489,6 +494,10 @@ int main() {
   run_mainloop<3, false, kKt, false, kSOnly>("by s only, no patch loads", sms, mw, mx, mxa);
   run_mainloop<3, false, kKt, false, kOneSlot>("the taps' windows of one slot, no patch loads", sms, mw, mx, mxa);
   run_mainloop<3, true, kKt, false, kOneSlot>("the taps' windows of one slot (racy data)", sms, mw, mx, mxa);
+  run_mainloop<3, false, kKt, false, kOneSlotStart>("slot 0's start always, no patch loads", sms, mw, mx, mxa);
+  run_mainloop<3, true, kKt, false, kOneSlotStart>("slot 0's start always (racy data)", sms, mw, mx, mxa);
+  run_mainloop<3, false, kKt, false, kOneSlotS>("slot 0's start + s KB, no patch loads", sms, mw, mx, mxa);
+  run_mainloop<3, true, kKt, false, kOneSlotS>("slot 0's start + s KB (racy data)", sms, mw, mx, mxa);
   run_mainloop<0, true, kKt, false, kXLikeFixed>("a fixed region of X-like data", sms, mw, mx, mxa);
   run_mainloop<3, true, kKt, false, kSlotsFirst>("the tap's window, slots at the start of smem", sms, mw, mx, mxa);
   run_mainloop<0, true, kKt, false, kSlotsFirst>("a fixed region, slots at the start of smem", sms, mw, mx, mxa);
