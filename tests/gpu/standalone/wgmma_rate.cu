@@ -72,6 +72,9 @@ __device__ __forceinline__ void ktile(float (&acc)[2][64], uint32_t a_base, uint
   wgmma_wait_group<1>();
 }
 
+// (kdl/wgmma_sm90.cuh has the shared-memory form only: A from registers measured slower here, so its one instruction
+// stays in the probe. The ldmatrix and the swizzle below are kdl::ldmatrix_x4 and sw128_byte_offset written out:
+// calling those moved the RS figures by 0.3-1 % -- this loop's rate depends on its instruction schedule; perf-notes v53.)
 // wgmma m64n128k16 bf16 with A from registers (the mma.sync A fragment of the warp's 16 rows: a[0] rows 0-7 k 0-7,
 // a[1] rows 8-15 k 0-7, a[2] rows 0-7 k 8-15, a[3] rows 8-15 k 8-15), B K-major from shared memory.
 __device__ __forceinline__ void wgmma_rs128(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b) {
