@@ -53,6 +53,7 @@ def main():
              f"A = {a.a_list}, B = {a.b_list}; {a.rounds} rounds x {a.runs} batches of {a.iters}"]
     print(lines[0], flush=True)
     status = 0
+    compared = 0
     for op, pr in cb.CASES:
         if op != "conv2d_fprop" or (a.case and not any(c in pr.label for c in a.case)):
             continue
@@ -106,8 +107,17 @@ def main():
                     f"B[{path_b or '-'}] {mb * 1e3:7.1f} us ({rb:.3f}x cuDNN)  B/A {ab:.3f}")
             print(line, flush=True)
             lines.append(line)
+            compared += 1
         del pairs
         torch.cuda.empty_cache()
+    if compared == 0:
+        # Nothing timed is a failure, not an empty table: the lists' names did not meet (--b-rename), or the filters or
+        # can_implement left no kernel.
+        msg = (f"conv_ab: no kernel was compared: none of A's {len(ka)} kernels has a counterpart among B's {len(kb)} "
+               f"(after --b-rename '{a.b_rename}') that takes a selected case")
+        print(msg, flush=True)
+        lines.append(msg)
+        status = 1
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "conv_ab.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")

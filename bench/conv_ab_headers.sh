@@ -28,5 +28,5 @@ wait $a || { tail -20 $OUT/cb_build.txt; exit 1; }
 wait $b || { tail -20 $OUT/cbb_build.txt; exit 1; }
 echo "specs/bench/conv.kdl libs/bench/libconv.so" > $C/bench.list
 echo "specs/benchb/conv.kdl libs/benchb/libconv.so" > $C/bench_b.list
-if [ -n "${AB_SWAP:-}" ]; then L="--a-list bench_b.list --b-list bench.list"; else L="--b-list bench_b.list --b-rename cbB_:cb_"; fi
+if [ -n "${AB_SWAP:-}" ]; then L="--a-list bench_b.list --b-list bench.list --b-rename cb_:cbB_"; else L="--b-list bench_b.list --b-rename cbB_:cb_"; fi
 KDL_INCLUDE_DIR=$PWD/include python3 bench/conv_ab.py --carry $C $L ${AB_ARGS:-} 2>&1 | tee $OUT/ab.log

@@ -418,6 +418,13 @@ struct GemmSm90 {
   static constexpr int kBoxesPerBlock = kTmaStoreD ? TileN / kBoxCols : 1;
   static constexpr int kChunkBoxes = kBoxesPerBlock < kEpiWgBytes / kBoxBytes ? kBoxesPerBlock : kEpiWgBytes / kBoxBytes;
   static_assert(kChunkBoxes >= 1 && kBoxesPerBlock % kChunkBoxes == 0, "GemmSm90: D's boxes per chunk");
+  // A 16-bit D written into the boxes by `stmatrix.x4` (two 8-column groups of a warp's 16 rows per instruction)
+  // instead of one 4-byte write per pair: a quarter of the store instructions. Where a consumer's epilogue runs
+  // beside the other consumer's wgmmas (pingpong) on the conv patch mainloop it measured 0.4-1.5 % faster
+  // (docs/perf-notes.md v54); the cooperative tiles were level (v25, v54) and the pingpong GEMMs are not measured
+  // yet, so those keep the 4-byte writes.
+  static constexpr bool kStmatrixD = kTmaStoreD && kPingpong && kPatch &&
+                                     (std::is_same_v<ElementD, half> || std::is_same_v<ElementD, __nv_bfloat16>);
   // Straight-line interior chunks where the functor can say its tile needs no checks (whole<2>).
   // KDL_SM90_EPILOGUE_CHECKED turns them off: `kdlc build`'s second try for a kernel whose first
   // compile ptxas reported spilling (codegen/build_ptxas.h, kSm90CheckedEpilogueFlag).
@@ -1517,6 +1524,7 @@ struct GemmSm90 {
     }
 #pragma unroll
     for (int bx = 0; bx < kChunkBoxes; ++bx) {
+      uint32_t packed[4];  // kStmatrixD: an x4's registers (rows g / g + 8 of two consecutive 8-column groups)
 #pragma unroll
       for (int jj = 0; jj < kBoxCols / 8; ++jj) {
         const int j = (ch * kChunkBoxes + bx) * (kBoxCols / 8) + jj;  // the accumulator's 8-column group
@@ -1557,11 +1565,23 @@ struct GemmSm90 {
               compute(EpilogueCoord{batch, row, col, (P.n - col) < 2 ? (P.n - col) : 2}, v, d[h]);
           }
         }
+        if constexpr (kStmatrixD) {
+          // Groups jj - 1 and jj (16-byte units of the box row) in one x4: matrix m = lane / 8 is rows 8 (m % 2) ..
+          // of group jj - 1 + m / 2, and lane gives its row lane % 8's address (the 128-byte swizzle as below).
+          packed[2 * (jj % 2)] = sm90::pack_b16x2<ElementD>(d[0][0], d[0][1]);
+          packed[2 * (jj % 2) + 1] = sm90::pack_b16x2<ElementD>(d[1][0], d[1][1]);
+          if (jj % 2 == 1) {
+            const int m = lane / 8, r = warp * 16 + 8 * (m % 2) + lane % 8, unit = jj - 1 + m / 2;
+            sm90::stmatrix_x4(smem_u32(buf + bx * kBoxBytes + r * 128 + ((unit ^ (r & 7)) << 4)), packed[0], packed[1],
+                              packed[2], packed[3]);
+          }
+        } else {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = warp * 16 + g + 8 * h;  // row in the box
-          const int byte = cb * int(sizeof(ElementD));
-          store_pair(buf + bx * kBoxBytes + r * 128 + ((((byte >> 4) ^ (r & 7)) << 4) | (byte & 15)), d[h]);
+          for (int h = 0; h < 2; ++h) {
+            const int r = warp * 16 + g + 8 * h;  // row in the box
+            const int byte = cb * int(sizeof(ElementD));
+            store_pair(buf + bx * kBoxBytes + r * 128 + ((((byte >> 4) ^ (r & 7)) << 4) | (byte & 15)), d[h]);
+          }
         }
         // Straight-line (whole) chunks: a warp barrier every kWholeWindow column groups bounds how far
         // ptxas hoists the next groups' loads and computations (it fills the registers otherwise:
