@@ -1,7 +1,8 @@
 // Which configurations take GemmSm90's special paths, held by static_asserts (nvcc compiles this file for
 // sm_90a in CI; nothing runs, no kernel is instantiated): the held-stage epilogue (docs/perf-notes.md v21),
-// the stage loader's issuers and clusters (v18, v22), the named barriers' ids. A change to a condition that
-// silently moves a kernel off its fast path (or onto a path it cannot take) fails here by name.
+// the stage loader's issuers and clusters (v18, v22), the named barriers' ids, D's stores by stmatrix (v54). A
+// change to a condition that silently moves a kernel off its fast path (or onto a path it cannot take) fails here
+// by name.
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 
@@ -40,7 +41,20 @@ using GC = kdl::GemmSm90<bf16, kdl::RowMajor, bf16, kdl::ColMajor, float, TM, TN
                          kdl::sm90::NoBlockScaling, EpiCols<NV>>;
 template <int TM, int TN, int S, kdl::Sm90Schedule Sch, int CM = 1, int CN = 1>
 using Fprop = typename kdl::Conv2dSm90Fprop<bf16, TM, TN, S, Sch, 3, 3, 1, 1, Epi<bf16>, true, CM, CN>::Gemm;
+// The patch mainloop's GEMM of a 3x3 fprop with D of type TOut.
+template <int TM, int TN, int S, kdl::Sm90Schedule Sch, class TOut = bf16>
+using FpropPatch =
+    typename kdl::Conv2dSm90Fprop<bf16, TM, TN, S, Sch, 3, 3, 1, 1, Epi<TOut>, true, 1, 1, true>::PatchGemm;
 }  // namespace
+
+// D written with stmatrix: a 16-bit D in the pingpong patch mainloop's epilogue only (docs/perf-notes.md v54).
+static_assert(FpropPatch<128, 128, 6, Pp>::kPatch && FpropPatch<128, 128, 6, Pp>::kStmatrixD, "pingpong patch, bf16 D");
+static_assert(FpropPatch<128, 64, 8, Pp, __half>::kStmatrixD, "pingpong patch, f16 D");
+static_assert(!FpropPatch<128, 128, 6, Pp, float>::kStmatrixD, "a 32-bit D keeps the 8-byte writes");
+static_assert(FpropPatch<128, 256, 4, Co>::kPatch && !FpropPatch<128, 256, 4, Co>::kStmatrixD,
+              "cooperative patch tiles keep the 4-byte writes (measured level)");
+static_assert(!Fprop<128, 128, 6, Pp>::kStmatrixD && !G<bf16, 128, 128, 64, 6, Pp>::kStmatrixD,
+              "the im2col conv and the GEMMs keep the 4-byte writes (not measured with stmatrix)");
 
 // The held stage: cooperative, one m64 block per consumer, two passes, no cluster, no promotion.
 static_assert(G<bf16, 128, 256, 64, 4, Co>::kHoldStage, "cooperative 128x256 bf16 holds its last stage");
