@@ -420,9 +420,9 @@ struct GemmSm90 {
   static_assert(kChunkBoxes >= 1 && kBoxesPerBlock % kChunkBoxes == 0, "GemmSm90: D's boxes per chunk");
   // A 16-bit D written into the boxes by `stmatrix.x4` (two 8-column groups of a warp's 16 rows per instruction)
   // instead of one 4-byte write per pair: a quarter of the store instructions. Where a consumer's epilogue runs
-  // beside the other consumer's wgmmas (pingpong) on the conv patch mainloop it measured 0.4-1.5 % faster in
-  // pairs beside cuDNN, level in cycles at the boost clock (docs/perf-notes.md v54); the cooperative tiles were level (v25, v54) and the pingpong GEMMs are not measured
-  // yet, so those keep the 4-byte writes.
+  // beside the other consumer's wgmmas (pingpong) on the conv patch mainloop it measured 0.4-1.5 % faster in pairs
+  // beside cuDNN, level in cycles at the boost clock (docs/perf-notes.md v54); the cooperative tiles were level
+  // (v25, v54) and the pingpong GEMMs are not measured yet, so those keep the 4-byte writes.
   static constexpr bool kStmatrixD = kTmaStoreD && kPingpong && kPatch &&
                                      (std::is_same_v<ElementD, half> || std::is_same_v<ElementD, __nv_bfloat16>);
   // Straight-line interior chunks where the functor can say its tile needs no checks (whole<2>).
