@@ -1511,6 +1511,8 @@ struct GemmSm90 {
                                                      const ColRegs& cols, uint8_t* buf, int ch, int wg_thread, int batch,
                                                      int block_row, int chunk_col) {
     const int lane = wg_thread % 32, warp = wg_thread / 32;
+    // kStmatrixD: the box row and 16-byte unit (from the x4's first group) this lane addresses for stmatrix.
+    const sm90::AccCoord x4 = sm90::stmatrix_x4_lane_coord(lane, false);
     const int g = lane >> 2, t = lane & 3;
     // The pair's coordinates as a per-thread base plus a constant (row0 + 8 h, col_t + bx * kBoxCols +
     // 8 jj), so that its addresses fold into a row pointer plus an immediate.
@@ -1566,12 +1568,12 @@ struct GemmSm90 {
           }
         }
         if constexpr (kStmatrixD) {
-          // Groups jj - 1 and jj (16-byte units of the box row) in one x4: matrix m = lane / 8 is rows 8 (m % 2) ..
-          // of group jj - 1 + m / 2, and lane gives its row lane % 8's address (the 128-byte swizzle as below).
+          // Groups jj - 1 and jj (16-byte units of the box row) in one x4, each lane addressing its row x4.row of
+          // the warp's 16 and unit jj - 1 + x4.col / 8 (the 128-byte swizzle as below).
           packed[2 * (jj % 2)] = sm90::pack_b16x2<ElementD>(d[0][0], d[0][1]);
           packed[2 * (jj % 2) + 1] = sm90::pack_b16x2<ElementD>(d[1][0], d[1][1]);
           if (jj % 2 == 1) {
-            const int m = lane / 8, r = warp * 16 + 8 * (m % 2) + lane % 8, unit = jj - 1 + m / 2;
+            const int r = warp * 16 + x4.row, unit = jj - 1 + x4.col / 8;
             sm90::stmatrix_x4(smem_u32(buf + bx * kBoxBytes + r * 128 + ((unit ^ (r & 7)) << 4)), packed[0], packed[1],
                               packed[2], packed[3]);
           }
