@@ -420,10 +420,10 @@ struct GemmSm90 {
   static_assert(kChunkBoxes >= 1 && kBoxesPerBlock % kChunkBoxes == 0, "GemmSm90: D's boxes per chunk");
   // A 16-bit D written into the boxes by `stmatrix.x4` (two 8-column groups of a warp's 16 rows per instruction)
   // instead of one 4-byte write per pair: a quarter of the store instructions. Where a consumer's epilogue runs
-  // beside the other consumer's wgmmas (pingpong) on the conv patch mainloop it measured 0.4-1.5 % faster in pairs
-  // beside cuDNN, level in cycles at the boost clock (docs/perf-notes.md v54); the cooperative tiles were level
-  // (v25, v54) and the pingpong GEMMs are not measured yet, so those keep the 4-byte writes.
-  static constexpr bool kStmatrixD = kTmaStoreD && kPingpong && kPatch &&
+  // beside the other consumer's wgmmas (pingpong) it measured faster: the conv patch mainloop 0.4-1.5 % in pairs
+  // beside cuDNN (docs/perf-notes.md v54), the pingpong GEMMs beside cuBLASLt (v54, v55). The cooperative tiles,
+  // whose epilogue runs beside no wgmma, were level (v25, v54) and keep the 4-byte writes.
+  static constexpr bool kStmatrixD = kTmaStoreD && kPingpong &&
                                      (std::is_same_v<ElementD, half> || std::is_same_v<ElementD, __nv_bfloat16>);
   // Straight-line interior chunks where the functor can say its tile needs no checks (whole<2>).
   // KDL_SM90_EPILOGUE_CHECKED turns them off: `kdlc build`'s second try for a kernel whose first
@@ -881,10 +881,8 @@ struct GemmSm90 {
       __syncthreads();
     // Programmatic dependent launch (run() launches so): the set-up above overlapped the previous kernel of the
     // stream; nothing reads or writes global memory before the previous kernel's writes are visible (but a KDL_TRACE
-    // build's stamps into its own buffer). The next such kernel may then take this grid's SMs as its CTAs leave (and
-    // waits for all of it in turn).
+    // build's stamps into its own buffer). The producer lets the next such kernel launch once its loads are issued.
     sm90::griddep_wait();
-    sm90::griddep_launch_dependents();
 
     Epilogue epilogue{};
     typename Epilogue::State state{};
@@ -936,6 +934,10 @@ struct GemmSm90 {
       if constexpr (kStageScales) {
         if (wg_thread / 32 == 1 && P.ktiles > 0) produce_scales(P, walker, walkers, wg_thread % 32, rm, rn, full_bar, empty_bar, scale_slot);
       }
+      // The next kernel of the stream may launch once every CTA's loads are issued (its CTAs then take the SMs this
+      // grid's leave). Not at the set-up: a dependent grid launched that early cost the pingpong kernels 0.4-17 %
+      // (64 x 128 at 128 x 8192 x 8192: 372 against 433 TFLOP/s), the cooperative ones nothing (docs/perf-notes.md v55).
+      if (wg_thread == 0) sm90::griddep_launch_dependents();
     } else {
       // ---- consumers ----
       sm90::setmaxnreg_inc<kConsumerRegs>();

@@ -47,14 +47,16 @@ using FpropPatch =
     typename kdl::Conv2dSm90Fprop<bf16, TM, TN, S, Sch, 3, 3, 1, 1, Epi<TOut>, true, 1, 1, true>::PatchGemm;
 }  // namespace
 
-// D written with stmatrix: a 16-bit D in the pingpong patch mainloop's epilogue only (docs/perf-notes.md v54).
+// D written with stmatrix: a 16-bit D in every pingpong epilogue that stores D by TMA (docs/perf-notes.md v54, v55).
 static_assert(FpropPatch<128, 128, 6, Pp>::kPatch && FpropPatch<128, 128, 6, Pp>::kStmatrixD, "pingpong patch, bf16 D");
 static_assert(FpropPatch<128, 64, 8, Pp, __half>::kStmatrixD, "pingpong patch, f16 D");
 static_assert(!FpropPatch<128, 128, 6, Pp, float>::kStmatrixD, "a 32-bit D keeps the 8-byte writes");
 static_assert(FpropPatch<128, 256, 4, Co>::kPatch && !FpropPatch<128, 256, 4, Co>::kStmatrixD,
               "cooperative patch tiles keep the 4-byte writes (measured level)");
-static_assert(!Fprop<128, 128, 6, Pp>::kStmatrixD && !G<bf16, 128, 128, 64, 6, Pp>::kStmatrixD,
-              "the im2col conv and the GEMMs keep the 4-byte writes (not measured with stmatrix)");
+static_assert(Fprop<128, 128, 6, Pp>::kStmatrixD && G<bf16, 128, 128, 64, 6, Pp>::kStmatrixD &&
+                  G<bf16, 64, 256, 64, 4, Pp>::kStmatrixD,
+              "the pingpong im2col conv and the pingpong GEMMs write D with stmatrix");
+static_assert(!G<bf16, 128, 256, 64, 4, Co>::kStmatrixD, "cooperative GEMMs keep the 4-byte writes (measured level)");
 
 // The held stage: cooperative, one m64 block per consumer, two passes, no cluster, no promotion.
 static_assert(G<bf16, 128, 256, 64, 4, Co>::kHoldStage, "cooperative 128x256 bf16 holds its last stage");

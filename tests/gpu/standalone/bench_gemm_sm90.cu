@@ -252,6 +252,7 @@ int main(int argc, char** argv) {
       // B (128 MB) streams from DRAM once whatever the tile; 128 x 64 tiles are 128 units for 132 SMs
       // without split-K's serial fixup (docs/perf-notes.md v9).
       bench_cfg<Sm90<128, 64, 8>>("Sm90 128x64x64 s8", M, N, K, b, iters);
+      bench_cfg<Sm90<64, 128, 8, 1, Pp>>("Sm90 pingpong 64x128x64 s8", M, N, K, b, iters);
       bench_cfg<Sm90<128, 128, 5, 1, Pp>>("Sm90 pingpong 128x128x64 s5 split 2", M, N, K, b, iters, nullptr, nullptr, 2);
       bench_cfg<Sm90<128, 128, 5>>("Sm90 128x128x64 s5 split 2", M, N, K, b, iters, nullptr, nullptr, 2);
     }

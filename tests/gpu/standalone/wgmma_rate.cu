@@ -11,6 +11,8 @@
 //           slots; the wgmmas read B from the stage and A from one of several places (the variants).
 // Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I include -I tests/gpu/standalone \
 //        tests/gpu/standalone/wgmma_rate.cu -o wgmma_rate (tests/gpu/standalone/run_wgmma.sh builds and runs it).
+// KDL_RATE_WIDE16=1: part 2's kernel figure and the 1 x 16 x 8 tile's patch variants only (kWide16, kSwapN128: the
+// operands' roles swapped with one n128 B window; docs/perf-notes.md v55), three times.
 // No reference results: a probe.
 // Two traps it was written around: a 64-bit modulo in the producer's loop made the producer the limit (~600 cycles
 // per k-tile), and a run-time loop count let ptxas serialize the wgmmas (C7514): the loop counts are constants.
@@ -135,6 +137,25 @@ __device__ __forceinline__ void ktile_n64(float (&acc)[2][64], uint32_t a_base, 
   wgmma_wait_group<1>();
 }
 
+// A k-tile of the 128 x 128 tile with the roles swapped and full-width instructions: D[i] (filters 64 i .. of the
+// tile x its 128 pixels) += A block i (the W stage's 64 filters at a_base + 8 KB i) x B (128 rows at b_base, its 8-row
+// atoms b_sbo bytes apart).
+__device__ __forceinline__ void ktile_swap(float (&acc)[2][64], uint32_t a_base, uint32_t b_base, uint32_t b_sbo) {
+  warpgroup_fence_acc(acc[0]);
+  warpgroup_fence_acc(acc[1]);
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+      wgmma_ss<128, bf16>(acc[i], make_desc_kmajor_sw128<bf16>(a_base + i * 8192, 64, ks),
+                          make_smem_desc(b_base + ks * kWgmmaKBytes, 16, b_sbo), true);
+  wgmma_commit_group();
+  warpgroup_fence_acc(acc[0]);
+  warpgroup_fence_acc(acc[1]);
+  wgmma_wait_group<1>();
+}
+
 // Launches `launch` twice (the first warms up) and prints the second's mean cycles per k-tile over the CTAs (CTA b's
 // count at cycles[b * stride]) against `ideal`.
 template <class Launch>
@@ -245,14 +266,22 @@ enum Variant : int {
   kPxMajorS = 15,       // kPxMajor with the taps in s-major order (consecutive taps 1 KB apart)
   kOneSlotStart = 16,   // A at slot 0's start for every k-tile (a fixed A inside the slots' region)
   kOneSlotS = 17,       // A at slot 0's start + s KB (as the fixed region + s KB, inside the slots' region)
+  kWide16 = 18,         // a tile of 1 row x 16 columns x 8 images, its patch (3 rows x 18 columns x 8 images, 54 KB)
+                        // pixel-major ({c, n, h, w}: atom (h, w) of 8 images at (3 w + h) KB): tap (r, s)'s window
+                        // 16 atoms 3 KB apart from (3 s + r) KB, the kernel's roles (A the window: two m64 blocks
+                        // 24 KB apart, B the stage); no fixed region (mxa: X's map with that box)
+  kSwapN128 = 19,       // kWide16's patch with the roles swapped: A the W stage's two m64 filter blocks, B the tap's
+                        // window as one n128 operand (its 16 atoms 3 KB apart): D transposed (filters x pixels)
 };
+__host__ __device__ constexpr bool wide16(int var) { return var == kWide16 || var == kSwapN128; }
 
 // The shared memory of mainloop_kernel<A, ..., Coop>: a fixed region of 32 KB (not in the cooperative form), the ring,
 // two patch slots (not with A from the stage), the full and empty barriers; kBytes with the 1 KB of alignment.
-template <int A, bool Coop>
+template <int A, bool Coop, int Var = kPlain>
 struct MainloopLayout {
-  static constexpr int kStages = Coop ? 4 : 6, kStage = Coop || A == 4 ? 32768 : 16384, kSlot = A == 4 ? 0 : 40960;
-  static constexpr int kFixed = Coop ? 0 : 32768;
+  static constexpr int kStages = Coop ? 4 : 6, kStage = Coop || A == 4 ? 32768 : 16384;
+  static constexpr int kSlot = A == 4 ? 0 : wide16(Var) ? 55296 : 40960;
+  static constexpr int kFixed = Coop || wide16(Var) ? 0 : 32768;
   static constexpr int kBarriers = kFixed + kStages * kStage + 2 * kSlot;  // offset of the barriers
   static constexpr int kBytes = 1024 + kBarriers + 2 * kStages * 8;
 };
@@ -262,7 +291,7 @@ __global__ void __launch_bounds__(A == 5 ? 384 : 288, 1) mainloop_kernel(const _
                                                           const __grid_constant__ CUtensorMap mx,
                                                           const __grid_constant__ CUtensorMap mxa, long long* cycles,
                                                           float* sink) {
-  using L = MainloopLayout<A, Coop>;
+  using L = MainloopLayout<A, Coop, Var>;
   constexpr int kStages = L::kStages, kStage = L::kStage, kSlot = L::kSlot;
   static_assert(!Coop || A == 3, "the cooperative form reads A from the patch");
   extern __shared__ uint8_t smem_raw[];
@@ -320,7 +349,10 @@ __global__ void __launch_bounds__(A == 5 ? 384 : 288, 1) mainloop_kernel(const _
                     ((unit >> 1) * 128 + (tap / 3) * 56 + tap % 3) % 100000);
       if (patch) {
         const int u = Coop ? unit : unit >> 1;  // (image block, row block, pixel block) of 4 x 28 x 7
-        if (Var == kPxMajor || Var == kPxMajorS)  // {c, n, h, w}
+        if (wide16(Var))  // {c, n, h, w}: images block, row, 16-column block
+          tma_load_4d(slots + slot * kSlot, &mxa, &full[s], cb * 64, (u % 4) * 8, (u / 4) % 56 - 1,
+                      (u / 224) % 4 * 16 - 1);
+        else if (Var == kPxMajor || Var == kPxMajorS)  // {c, n, h, w}
           tma_load_4d(slots + slot * kSlot, &mxa, &full[s], cb * 64, (u % 4) * 8, (u / 4) % 28 * 2 - 1,
                       (u / 112) % 7 * 8 - 1);
         else
@@ -367,6 +399,10 @@ __global__ void __launch_bounds__(A == 5 ? 384 : 288, 1) mainloop_kernel(const _
     } else if constexpr (Var == kPxMajor || Var == kPxMajorS) {  // kPxMajorS: tap = 3 s + r
       const int r = Var == kPxMajor ? tap / 3 : tap % 3, sx = Var == kPxMajor ? tap % 3 : tap / 3;
       ktile<false>(acc, slot + uint32_t(4 * sx + r) * 1024u, 1024, smem_addr(ring + s * kStage), 4096);
+    } else if constexpr (Var == kWide16) {
+      ktile<false>(acc, slot + uint32_t(3 * (tap % 3) + tap / 3) * 1024u, 24576, smem_addr(ring + s * kStage), 3072);
+    } else if constexpr (Var == kSwapN128) {
+      ktile_swap(acc, smem_addr(ring + s * kStage), slot + uint32_t(3 * (tap % 3) + tap / 3) * 1024u, 3072);
     } else if constexpr (Var == kSwapAB) {
       ktile_n64(acc, smem_addr(ring + s * kStage), 8192, a_base, 10240);
     } else if constexpr (Var == kN64) {
@@ -409,7 +445,7 @@ CUtensorMap encode_map(const char* what, bf16* base, int rank, const cuuint64_t*
 
 template <int A, bool Patch, int KT, bool Coop = false, int Var = kPlain, int Step = 0>
 void run_mainloop(const char* name, int sms, const CUtensorMap& mw, const CUtensorMap& mx, const CUtensorMap& mxa) {
-  constexpr int smem = MainloopLayout<A, Coop>::kBytes;
+  constexpr int smem = MainloopLayout<A, Coop, Var>::kBytes;
   long long* dc;
   float* ds;
   CK(cudaMalloc(&dc, sms * sizeof(long long)));
@@ -470,8 +506,21 @@ int main() {
   const cuuint64_t xa_dims[2] = {256, 32ull * 56 * 56}, xa_strides[1] = {256 * 2};
   const cuuint32_t xa_box[2] = {64, 128};
   const CUtensorMap mxa = encode_map("X (2-D)", x, 2, xa_dims, xa_strides, xa_box);
+  const cuuint32_t x16_box[4] = {64, 8, 3, 18};
+  const CUtensorMap mx16 = encode_map("X (1 x 16 x 8 tile's patch)", x, 4, xp_dims, xp_strides, x16_box);
   constexpr int kKt = 36 * 12 * 8;  // 96 units of 36 k-tiles per CTA
   printf("part 2: the pingpong 128x128 patch mainloop's loads (tensor TMA, 6 stages), A read from:\n");
+  if (getenv("KDL_RATE_WIDE16") != nullptr) {  // only the kernel's figure and the 1 x 16 x 8 patch variants
+    for (int rep = 0; rep < 3; ++rep) {
+      run_mainloop<3, true, kKt>("the tap's window of the patch (the kernel's)", sms, mw, mx, mxa);
+      run_mainloop<3, true, kKt, false, kWide16>("1x16x8 tile's patch, the kernel's roles", sms, mw, mx, mx16);
+      run_mainloop<3, false, kKt, false, kWide16>("1x16x8 tile's patch, no patch loads", sms, mw, mx, mx16);
+      run_mainloop<3, true, kKt, false, kSwapN128>("1x16x8, roles swapped, n128 B windows", sms, mw, mx, mx16);
+      run_mainloop<3, false, kKt, false, kSwapN128>("1x16x8, roles swapped, no patch loads", sms, mw, mx, mx16);
+      run_mainloop<4, false, kKt>("the stage (X's rows loaded with W each k-tile)", sms, mw, mx, mxa);
+    }
+    return 0;
+  }
   run_mainloop<0, false, kKt>("a fixed region, W loads only", sms, mw, mx, mxa);
   run_mainloop<0, true, kKt>("a fixed region, W and patch loads", sms, mw, mx, mxa);
   run_mainloop<1, true, kKt>("the fixed region + s KB", sms, mw, mx, mxa);
