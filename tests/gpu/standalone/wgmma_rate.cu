@@ -49,8 +49,8 @@ __device__ __forceinline__ bf16 small_value(uint32_t i) {  // 6-bit values: no i
 
 // One k-tile of a consumer: two m64n128k16 per k-step (a 128 x 128 tile: Wide false) or one m64n256k16 (a 64 x 256
 // tile: Wide true), A K-major at a_base (a second m64 block a_block bytes further), B K-major at b_base.
-// a_sbo: the bytes from one 8-row atom of A to the next (1024: the rows contiguous).
-template <bool Wide>
+// a_sbo: the bytes from one 8-row atom of A to the next (1024: the rows contiguous); BSbo the same for B (not Wide).
+template <bool Wide, uint32_t BSbo = 1024>
 __device__ __forceinline__ void ktile(float (&acc)[2][64], uint32_t a_base, uint32_t a_block, uint32_t b_base,
                                       uint32_t a_sbo = 1024) {
   warpgroup_fence_acc(acc[0]);
@@ -64,8 +64,12 @@ __device__ __forceinline__ void ktile(float (&acc)[2][64], uint32_t a_base, uint
     } else {
 #pragma unroll
       for (int i = 0; i < 2; ++i)
-        wgmma_ss<128, bf16>(acc[i], make_smem_desc(a_base + i * a_block + ks * kWgmmaKBytes, 16, a_sbo),
-                            make_desc_kmajor_sw128<bf16>(b_base, 128, ks), true);
+        if constexpr (BSbo == 1024)
+          wgmma_ss<128, bf16>(acc[i], make_smem_desc(a_base + i * a_block + ks * kWgmmaKBytes, 16, a_sbo),
+                              make_desc_kmajor_sw128<bf16>(b_base, 128, ks), true);
+        else  // B's atoms BSbo bytes apart (kSwapN128: the tap's window of the 1 x 16 x 8 patch)
+          wgmma_ss<128, bf16>(acc[i], make_smem_desc(a_base + i * a_block + ks * kWgmmaKBytes, 16, a_sbo),
+                              make_smem_desc(b_base + ks * kWgmmaKBytes, 16, BSbo), true);
     }
   }
   wgmma_commit_group();
@@ -131,25 +135,6 @@ __device__ __forceinline__ void ktile_n64(float (&acc)[2][64], uint32_t a_base, 
       for (int j = 0; j < 2; ++j)
         wgmma_ss<64, bf16>(d[i * 2 + j], make_desc_kmajor_sw128<bf16>(a_base + i * a_block, 64, ks),
                            make_desc_kmajor_sw128<bf16>(b_base + j * b_block, 64, ks), true);
-  wgmma_commit_group();
-  warpgroup_fence_acc(acc[0]);
-  warpgroup_fence_acc(acc[1]);
-  wgmma_wait_group<1>();
-}
-
-// A k-tile of the 128 x 128 tile with the roles swapped and full-width instructions: D[i] (filters 64 i .. of the
-// tile x its 128 pixels) += A block i (the W stage's 64 filters at a_base + 8 KB i) x B (128 rows at b_base, its 8-row
-// atoms b_sbo bytes apart).
-__device__ __forceinline__ void ktile_swap(float (&acc)[2][64], uint32_t a_base, uint32_t b_base, uint32_t b_sbo) {
-  warpgroup_fence_acc(acc[0]);
-  warpgroup_fence_acc(acc[1]);
-  wgmma_fence();
-#pragma unroll
-  for (int ks = 0; ks < 4; ++ks)
-#pragma unroll
-    for (int i = 0; i < 2; ++i)
-      wgmma_ss<128, bf16>(acc[i], make_desc_kmajor_sw128<bf16>(a_base + i * 8192, 64, ks),
-                          make_smem_desc(b_base + ks * kWgmmaKBytes, 16, b_sbo), true);
   wgmma_commit_group();
   warpgroup_fence_acc(acc[0]);
   warpgroup_fence_acc(acc[1]);
@@ -402,7 +387,7 @@ __global__ void __launch_bounds__(A == 5 ? 384 : 288, 1) mainloop_kernel(const _
     } else if constexpr (Var == kWide16) {
       ktile<false>(acc, slot + uint32_t(3 * (tap % 3) + tap / 3) * 1024u, 24576, smem_addr(ring + s * kStage), 3072);
     } else if constexpr (Var == kSwapN128) {
-      ktile_swap(acc, smem_addr(ring + s * kStage), slot + uint32_t(3 * (tap % 3) + tap / 3) * 1024u, 3072);
+      ktile<false, 3072>(acc, smem_addr(ring + s * kStage), 8192, slot + uint32_t(3 * (tap % 3) + tap / 3) * 1024u);
     } else if constexpr (Var == kSwapAB) {
       ktile_n64(acc, smem_addr(ring + s * kStage), 8192, a_base, 10240);
     } else if constexpr (Var == kN64) {
