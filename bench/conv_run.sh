@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The conv benchmark (bench/conv_bench.py: the kernels of bench/specs/conv.kdl beside cuDNN through PyTorch), ON
 # THE GPU MACHINE from the files tests/gpu/prepare.sh carried in .carry/gpu. Writes $OUT/conv_bench.{log,md,csv,json}
+# and conv_bench_compare.txt (each kernel's paired ratio against the README's conv table's run: bench/compare.py)
 # (OUT defaults to out/bench). Extra arguments go to the script (--case SUBSTRING, --runs N, --iters N).
 # Env: PYTHON (python3).
 set -uo pipefail
@@ -19,4 +20,6 @@ export LD_LIBRARY_PATH="$PWD/$CARRY/bin:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:
 OUT="$OUT" $PYTHON -X faulthandler bench/conv_bench.py --carry "$CARRY" --out "$OUT" "$@" 2>&1 | tee "$OUT/conv_bench.log"
 rc=${PIPESTATUS[0]}
 $PYTHON bench/conv_plot.py "$OUT/conv_bench.csv" "$OUT/conv_bench.png" || echo "conv plot failed (matplotlib?)"
+# What moved since the README's conv table, kernel by kernel (bench/compare.py): $OUT/conv_bench_compare.txt.
+[ -f "$OUT/conv_bench.csv" ] && python3 bench/compare.py "$OUT/conv_bench.csv" 2>&1 | tee "$OUT/conv_bench_compare.txt"
 exit "$rc"

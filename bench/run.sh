@@ -2,7 +2,8 @@
 # The benchmark, run ON THE GPU MACHINE from the files tests/gpu/prepare.sh carried in .carry/gpu:
 # every kernel of the bench specs (bench/specs/*.kdl) vs cuBLASLt in one process (kdl_bench): bf16 on
 # the shapes of ANCHORS.md, e4m3 with per-tensor scales, e4m3 with block scales. Writes $OUT/bench.log,
-# $OUT/bench.md (the table, markdown), $OUT/bench.csv and $OUT/bench.png (OUT defaults to out/bench).
+# $OUT/bench.md (the table, markdown), $OUT/bench.csv and $OUT/bench.png (OUT defaults to out/bench), and
+# $OUT/bench_compare.txt: each kernel's paired ratio against the run the README's table came from (bench/compare.py).
 # Extra arguments go to kdl_bench (--shape MxNxK, --mode bf16|e4m3|e4m3_block, --batches N).
 # KDL_BENCH_SPECS=PATTERN: only the bench specs whose file name matches (grep -E), e.g. sm90a.
 set -uo pipefail
@@ -30,4 +31,6 @@ if [ ${#args[@]} -eq 0 ]; then echo "no bench library matches" | tee -a "$OUT/be
 "$CARRY/bin/kdl_bench" --csv "$OUT/bench.csv" --markdown "$OUT/bench.md" "$@" "${args[@]}" 2>&1 | tee -a "$OUT/bench.log"
 rc=${PIPESTATUS[0]}
 python3 bench/plot.py "$OUT/bench.csv" "$OUT/bench.png" || echo "plot failed"
+# What moved since the README's table, kernel by kernel (bench/compare.py): $OUT/bench_compare.txt.
+python3 bench/compare.py "$OUT/bench.csv" 2>&1 | tee "$OUT/bench_compare.txt"
 exit "$rc"

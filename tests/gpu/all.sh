@@ -7,7 +7,8 @@
 #   $OUT/summary.txt        what passed, failed, was not built, the sanitizer verdicts, the bench table
 #   $OUT/build-kernels.log, gpu_tests.log, random_tests.log + random.kdl, torch_tests.log, conv_tests.log,
 #   sanitizer.log, bench.{log,md,csv,png},
-#   conv_bench.{log,md,csv,json}
+#   conv_bench.{log,md,csv,json}, bench_compare.txt and conv_bench_compare.txt (bench/compare.py: what moved since
+#   the README's tables)
 # Env: KDL_SUITE_ARGS (extra kdl_gpu_test arguments, e.g. --quick), KDL_SUITE_JOBS (parallel suite
 # processes, default 6: 190 s on the H100 machine's 16 cores, where 3 ran past the step's budget after the
 # kernel build), KDL_CONV_ARGS (extra test_conv_cudnn.py arguments, e.g. --quick), KDL_SANITIZER_SET
@@ -121,12 +122,14 @@ fi
 if ! skipped convbench; then
   OUT="$OUT" run_step "conv bench" "$(reserve_after convbench 60)" bench/conv_run.sh >/dev/null 2>&1 || status=1
   [ -f "$OUT/conv_bench.md" ] && cat "$OUT/conv_bench.md" >>"$SUMMARY"
+  [ -f "$OUT/conv_bench_compare.txt" ] && cat "$OUT/conv_bench_compare.txt" >>"$SUMMARY"
 fi
 
 # 4. The benchmark.
 if ! skipped bench; then
   KDL_BENCH_SPECS=${KDL_BENCH_SPECS:-} run_step "bench" "$(reserve_after bench 5)" bench/run.sh >/dev/null 2>&1 || status=1
   [ -f "$OUT/bench.md" ] && cat "$OUT/bench.md" >>"$SUMMARY"
+  [ -f "$OUT/bench_compare.txt" ] && cat "$OUT/bench_compare.txt" >>"$SUMMARY"
 fi
 say "all.sh: status $status after $(( $(date +%s) - START )) s"
 exit $status
