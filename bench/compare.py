@@ -42,8 +42,8 @@ def read_run(path):
     """(kind, {key: ratio}, {key: shape}) of the kernels with a ratio in the csv at path."""
     try:
         with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-            header = rows[0].keys() if rows else []
+            reader = csv.DictReader(f)
+            header, rows = reader.fieldnames or [], list(reader)
     except OSError as e:
         raise BadInput(f"cannot read {path}: {e.strerror}")
     kind = next((k for k, v in KINDS.items() if v["marker"] in header and "ratio" in header), None)
@@ -91,7 +91,7 @@ def compare(new, ref, threshold):
     if kind != kind_ref:
         raise BadInput(f"the runs are of two kinds ({kind} against {kind_ref})")
     fmt = lambda key: " ".join(k for k in key if k)
-    lines, fell = [], False
+    lines = []
     common = sorted(set(rn) & set(rr))
     # Where a shape's kernels moved together by more than the threshold (the median of 3 or more), the anchor moved
     # (cuDNN's or cuBLASLt's algorithm pick can change between processes): each kernel is then judged against its

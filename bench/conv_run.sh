@@ -21,5 +21,5 @@ OUT="$OUT" $PYTHON -X faulthandler bench/conv_bench.py --carry "$CARRY" --out "$
 rc=${PIPESTATUS[0]}
 $PYTHON bench/conv_plot.py "$OUT/conv_bench.csv" "$OUT/conv_bench.png" || echo "conv plot failed (matplotlib?)"
 # What moved since the README's conv table, kernel by kernel (bench/compare.py): $OUT/conv_bench_compare.txt.
-[ -f "$OUT/conv_bench.csv" ] && python3 bench/compare.py "$OUT/conv_bench.csv" 2>&1 | tee "$OUT/conv_bench_compare.txt"
+[ -f "$OUT/conv_bench.csv" ] && $PYTHON bench/compare.py "$OUT/conv_bench.csv" 2>&1 | tee "$OUT/conv_bench_compare.txt"
 exit "$rc"
