@@ -97,6 +97,7 @@
 #include "kdl/fast_div.h"  // FastDiv: place_group's divisions
 #include "kdl/gemm_sm90_operands.cuh"  // sm90::OperandTile: TMA maps, loads and descriptors per type and layout
 #include "kdl/gemm_sm90_smem.h"
+#include "kdl/smem_layout.cuh"  // SwizzledTile: the 128-byte swizzle of D's staging box
 #include "kdl/wgmma_sm90.cuh"
 
 #include <stdlib.h>
@@ -414,6 +415,7 @@ struct GemmSm90 {
   using ElementD = typename detail::EpilogueD<Epilogue>::Element;
   static constexpr int kBoxCols = 128 / int(sizeof(ElementD));
   static constexpr int kBoxBytes = 64 * 128;
+  using Swizzle128 = SwizzledTile<128>;  // a box row's 16-byte units, as the TMA store's map reads them
   static constexpr bool kTmaStoreD = detail::EpilogueD<Epilogue>::kComputes && TileN % kBoxCols == 0;
   static constexpr int kBoxesPerBlock = kTmaStoreD ? TileN / kBoxCols : 1;
   static constexpr int kChunkBoxes = kBoxesPerBlock < kEpiWgBytes / kBoxBytes ? kBoxesPerBlock : kEpiWgBytes / kBoxBytes;
@@ -881,7 +883,7 @@ struct GemmSm90 {
       __syncthreads();
     // Programmatic dependent launch (run() launches so): the set-up above overlapped the previous kernel of the
     // stream; nothing reads or writes global memory before the previous kernel's writes are visible (but a KDL_TRACE
-    // build's stamps into its own buffer). The producer lets the next such kernel launch once its loads are issued.
+    // build's stamps into its own buffer). The next such kernel launches as this grid's CTAs exit (below).
     sm90::griddep_wait();
 
     Epilogue epilogue{};
@@ -934,10 +936,10 @@ struct GemmSm90 {
       if constexpr (kStageScales) {
         if (wg_thread / 32 == 1 && P.ktiles > 0) produce_scales(P, walker, walkers, wg_thread % 32, rm, rn, full_bar, empty_bar, scale_slot);
       }
-      // The next kernel of the stream may launch once every CTA's loads are issued (its CTAs then take the SMs this
-      // grid's leave). Not at the set-up: a dependent grid launched that early cost the pingpong kernels 0.4-17 %
-      // (64 x 128 at 128 x 8192 x 8192: 372 against 433 TFLOP/s), the cooperative ones nothing (docs/perf-notes.md v55).
-      if (wg_thread == 0) sm90::griddep_launch_dependents();
+      // No griddep_launch_dependents: the next kernel of the stream launches as this grid's CTAs exit (the implicit
+      // trigger), which still hides its launch and set-up. An explicit trigger let it launch while this grid ran, and
+      // cost the pingpong kernels: at the set-up 0.4-17 %, after the producer's last load still 1-10 % (64 x 128 at
+      // 8192 x 1024 x 8192: 564 against 620 TFLOP/s), the cooperative ones nothing (docs/perf-notes.md v55, v56).
     } else {
       // ---- consumers ----
       sm90::setmaxnreg_inc<kConsumerRegs>();
@@ -1576,7 +1578,7 @@ struct GemmSm90 {
           packed[2 * (jj % 2) + 1] = sm90::pack_b16x2<ElementD>(d[1][0], d[1][1]);
           if (jj % 2 == 1) {
             const int r = warp * 16 + x4.row, unit = jj - 1 + x4.col / 8;
-            sm90::stmatrix_x4(smem_u32(buf + bx * kBoxBytes + r * 128 + ((unit ^ (r & 7)) << 4)), packed[0], packed[1],
+            sm90::stmatrix_x4(smem_u32(buf + bx * kBoxBytes + r * 128 + Swizzle128::chunk_in_row(r, unit)), packed[0], packed[1],
                               packed[2], packed[3]);
           }
         } else {
@@ -1584,7 +1586,7 @@ struct GemmSm90 {
           for (int h = 0; h < 2; ++h) {
             const int r = warp * 16 + g + 8 * h;  // row in the box
             const int byte = cb * int(sizeof(ElementD));
-            store_pair(buf + bx * kBoxBytes + r * 128 + ((((byte >> 4) ^ (r & 7)) << 4) | (byte & 15)), d[h]);
+            store_pair(buf + bx * kBoxBytes + r * 128 + (Swizzle128::chunk_in_row(r, byte >> 4) | (byte & 15)), d[h]);
           }
         }
         // Straight-line (whole) chunks: a warp barrier every kWholeWindow column groups bounds how far

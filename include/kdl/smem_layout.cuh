@@ -22,10 +22,17 @@ struct SwizzledTile {
   static constexpr int kChunks = RowBytes / 16;
   // offset(r + kRowPeriod, c) == offset(r, c) + kRowPeriod * RowBytes
   static constexpr int kRowPeriod = kChunks >= 8 ? 8 : 16;
+  // RowBytes >= 128: where 16-byte chunk `c` of row `r` lies within its row (offset(r, c) - r * RowBytes).
+  // Callers that step a pointer by the row themselves add this, so that the row's part folds into their
+  // address arithmetic as before (GemmSm90's D staging).
+  __device__ __forceinline__ static int chunk_in_row(int r, int c) {
+    static_assert(kChunks >= 8, "rows of 64 bytes share a 128-byte line: use offset()");
+    return (c ^ (r & 7)) << 4;
+  }
   // byte offset of 16-byte chunk `c` of row `r`
   __device__ __forceinline__ static int offset(int r, int c) {
     if constexpr (kChunks >= 8) {
-      return r * RowBytes + ((c ^ (r & 7)) << 4);
+      return r * RowBytes + chunk_in_row(r, c);
     } else {
       const int L = r * kChunks + c;
       return (L ^ ((L >> 3) & 7)) << 4;

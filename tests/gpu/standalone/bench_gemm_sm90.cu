@@ -240,6 +240,7 @@ int main(int argc, char** argv) {
       bench_cfg<Sm90<128, 256, 4, 2>>("Sm90 128x256x64 s4 c2x1", M, N, K, b, iters);
       bench_cfg<Sm90<256, 128, 4>>("Sm90 256x128x64 s4 (held)", M, N, K, b, iters);
       bench_cfg<Sm90<128, 128, 5, 1, Pp>>("Sm90 pingpong 128x128x64 s5", M, N, K, b, iters);
+      bench_cfg<Sm90<64, 128, 8, 1, Pp>>("Sm90 pingpong 64x128x64 s8", M, N, K, b, iters);
     }
   }
   // Small M: 128 x 8192 x 8192 has 32-128 output tiles for 132 SMs.

@@ -257,7 +257,17 @@ enum Variant : int {
                         // 24 KB apart, B the stage); no fixed region (mxa: X's map with that box)
   kSwapN128 = 19,       // kWide16's patch with the roles swapped: A the W stage's two m64 filter blocks, B the tap's
                         // window as one n128 operand (its 16 atoms 3 KB apart): D transposed (filters x pixels)
+  kOneSlotRows = 20,    // one patch slot, race-free: row j of a channel block's patch (10 KB, at j x 10 KB) reloaded
+                        // for the next block once the k-tile that last read it has released its stage (row 1 at tap
+                        // 5, rows 2-3 at tap 8), with the full barrier of the k-tile that first reads it (rows 0-1
+                        // at tap 0, row 2 at tap 3, row 3 at tap 6; mxa: X's map with a one-row box)
+  kOneSlotRows0 = 21,   // kOneSlotRows with row 0 of the next block loaded on tap 8's barrier (its last reader, tap 2,
+                        // proven released by that k-tile's stage wait): only row 1 waits at tap 0
+  kOneSlotRowsRacy = 22,  // kOneSlotRows' loads without its waits (racy data, timing only): what the waits cost
 };
+__host__ __device__ constexpr bool one_slot_rows(int var) {
+  return var == kOneSlotRows || var == kOneSlotRows0 || var == kOneSlotRowsRacy;
+}
 __host__ __device__ constexpr bool wide16(int var) { return var == kWide16 || var == kSwapN128; }
 
 // The shared memory of mainloop_kernel<A, ..., Coop>: a fixed region of 32 KB (not in the cooperative form), the ring,
@@ -317,9 +327,27 @@ __global__ void __launch_bounds__(A == 5 ? 384 : 288, 1) mainloop_kernel(const _
     for (int t = 0; t < KT; ++t) {
       const int s = t % kStages;
       mbarrier_wait(&empty[s], ((t / kStages) & 1) ^ 1);
-      const bool patch = Patch && tap == 0 && Var != kRowRing;
-      const int rows = Patch && Var == kRowRing ? (tap == 0 ? 2 : tap == 3 || tap == 6 ? 1 : 0) : 0;
+      const bool patch = Patch && tap == 0 && Var != kRowRing && !one_slot_rows(Var);
+      // kOneSlotRows0: row 0 of the next block rides on tap 8 (row0 -1 below: the next block's row 0), row 1 on tap 0
+      const int rows = !Patch                        ? 0
+                       : Var == kOneSlotRows0        ? (tap == 0 || tap == 3 || tap == 6 || tap == 8 ? 1 : 0)
+                       : Var == kRowRing || one_slot_rows(Var) ? (tap == 0 ? 2 : tap == 3 || tap == 6 ? 1 : 0)
+                                                       : 0;
+      if ((Var == kOneSlotRows || Var == kOneSlotRows0) && rows > 0 && tap != 8) {
+        // The previous block's last reader of these rows (row 1's tap 5 covers row 0's tap 2; rows 2-3: tap 8); the
+        // stage wait above proved the releases up to k-tile t - kStages (the consumers release in order).
+        const int last = t - tap - 9 + (tap == 0 ? 5 : 8);
+        if (last >= 0 && last > t - kStages) mbarrier_wait(&empty[last % kStages], (last / kStages) & 1);
+      }
       mbarrier_arrive_expect_tx(&full[s], kStage + (patch ? kSlot : 0) + rows * 10240);
+      if (one_slot_rows(Var) && rows > 0) {
+        // tap 8 (kOneSlotRows0): the next block's row 0 (the next channel block, or the next unit's first)
+        const int nu = tap == 8 && cb == 3 ? unit + int(gridDim.x) : unit, ncb = tap == 8 ? (cb + 1) % 4 : cb;
+        const int u = nu >> 1, row0 = tap == 8 ? 0 : tap == 0 ? (Var == kOneSlotRows0 ? 1 : 0) : tap / 3 + 1;
+        for (int j = 0; j < rows; ++j)
+          tma_load_4d(slots + (row0 + j) * 10240, &mxa, &full[s], ncb * 64, (u % 4) * 8, (u / 112) % 7 * 8 - 1,
+                      (u / 4) % 28 * 2 - 1 + row0 + j);
+      }
       if (Var == kRowRing) {
         const int u = unit >> 1, cbg = (unit / gridDim.x) * 4 + cb;  // this CTA's channel block count
         for (int j = 0; j < rows; ++j) {
@@ -369,7 +397,9 @@ __global__ void __launch_bounds__(A == 5 ? 384 : 288, 1) mainloop_kernel(const _
                              : Var == kOneSlotS  ? uint32_t(tp % 3) * 1024u
                                                  : uint32_t((Var == kSOnly ? 0 : (tp / 3) * 10) + (Var == kROnly ? 0 : tp % 3)) * 1024u;
     const uint32_t slot =
-        smem_addr(slots + (Var == kOneSlot || Var == kOneSlotStart || Var == kOneSlotS ? 0 : ((t / 9) & 1) * kSlot));
+        smem_addr(slots + (Var == kOneSlot || Var == kOneSlotStart || Var == kOneSlotS || one_slot_rows(Var)
+                               ? 0
+                               : ((t / 9) & 1) * kSlot));
     const uint32_t a_base = A == 0 ? smem_addr(fixed_a)
                             : A == 1 ? smem_addr(fixed_a) + uint32_t(tap % 3) * 1024u
                             : A == 2 ? slot
@@ -495,6 +525,21 @@ int main() {
   const CUtensorMap mx16 = encode_map("X (1 x 16 x 8 tile's patch)", x, 4, xp_dims, xp_strides, x16_box);
   constexpr int kKt = 36 * 12 * 8;  // 96 units of 36 k-tiles per CTA
   printf("part 2: the pingpong 128x128 patch mainloop's loads (tensor TMA, 6 stages), A read from:\n");
+  if (getenv("KDL_RATE_ROWS") != nullptr) {  // the kernel's figure, one slot reloaded row by row (docs/perf-notes.md v56)
+    for (int rep = 0; rep < 3; ++rep) {
+      run_mainloop<3, true, kKt>("the tap's window of the patch (the kernel's)", sms, mw, mx, mxa);
+      run_mainloop<3, true, kKt, false, kOneSlot>("the taps' windows of one slot (racy data)", sms, mw, mx, mxa);
+      run_mainloop<3, true, kKt, false, kOneSlotRows>("one slot, its rows reloaded as they free (race-free)", sms, mw,
+                                                      mx, mxr);
+      run_mainloop<3, true, kKt, false, kOneSlotRows0>("one slot, rows as they free, row 0 a block early", sms, mw,
+                                                       mx, mxr);
+      run_mainloop<3, true, kKt, false, kOneSlotRowsRacy>("one slot, its rows' loads without the waits (racy)", sms,
+                                                          mw, mx, mxr);
+      run_mainloop<3, false, kKt, false, kOneSlot>("the taps' windows of one slot, no patch loads", sms, mw, mx, mxa);
+      run_mainloop<4, false, kKt>("the stage (X's rows loaded with W each k-tile)", sms, mw, mx, mxa);
+    }
+    return 0;
+  }
   if (getenv("KDL_RATE_WIDE16") != nullptr) {  // only the kernel's figure and the 1 x 16 x 8 patch variants
     for (int rep = 0; rep < 3; ++rep) {
       run_mainloop<3, true, kKt>("the tap's window of the patch (the kernel's)", sms, mw, mx, mxa);
