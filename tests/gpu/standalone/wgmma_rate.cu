@@ -264,7 +264,15 @@ enum Variant : int {
   kOneSlotRows0 = 21,   // kOneSlotRows with row 0 of the next block loaded on tap 8's barrier (its last reader, tap 2,
                         // proven released by that k-tile's stage wait): only row 1 waits at tap 0
   kOneSlotRowsRacy = 22,  // kOneSlotRows' loads without its waits (racy data, timing only): what the waits cost
+  kPairRing = 23,       // three row pairs of 20 KB (60 KB): channel block g's rows 0-1 in pair (-g) % 3, rows 2-3 in the
+                        // pair after it, so that every reload lands where the patch two back (rows 0-1) or one back
+                        // (rows 0-1, last read at its tap 5) has finished: rows 0-1 with tap 0, row 2 with tap 3, row 3
+                        // with tap 6, each at the producer's own lead, no waits of its own; 27 places for A
 };
+// kPairRing: the byte offset of channel block g's patch row j (this CTA's g-th block)
+__host__ __device__ constexpr uint32_t pair_row(int g, int j) {
+  return uint32_t(((3 - g % 3) % 3 + (j >= 2 ? 1 : 0)) % 3) * 20480u + uint32_t(j & 1) * 10240u;
+}
 __host__ __device__ constexpr bool one_slot_rows(int var) {
   return var == kOneSlotRows || var == kOneSlotRows0 || var == kOneSlotRowsRacy;
 }
@@ -327,11 +335,11 @@ __global__ void __launch_bounds__(A == 5 ? 384 : 288, 1) mainloop_kernel(const _
     for (int t = 0; t < KT; ++t) {
       const int s = t % kStages;
       mbarrier_wait(&empty[s], ((t / kStages) & 1) ^ 1);
-      const bool patch = Patch && tap == 0 && Var != kRowRing && !one_slot_rows(Var);
+      const bool patch = Patch && tap == 0 && Var != kRowRing && Var != kPairRing && !one_slot_rows(Var);
       // kOneSlotRows0: row 0 of the next block rides on tap 8 (row0 -1 below: the next block's row 0), row 1 on tap 0
       const int rows = !Patch                        ? 0
                        : Var == kOneSlotRows0        ? (tap == 0 || tap == 3 || tap == 6 || tap == 8 ? 1 : 0)
-                       : Var == kRowRing || one_slot_rows(Var) ? (tap == 0 ? 2 : tap == 3 || tap == 6 ? 1 : 0)
+                       : Var == kRowRing || Var == kPairRing || one_slot_rows(Var) ? (tap == 0 ? 2 : tap == 3 || tap == 6 ? 1 : 0)
                                                        : 0;
       if ((Var == kOneSlotRows || Var == kOneSlotRows0) && rows > 0 && tap != 8) {
         // The previous block's last reader of these rows (row 1's tap 5 covers row 0's tap 2; rows 2-3: tap 8); the
@@ -347,6 +355,14 @@ __global__ void __launch_bounds__(A == 5 ? 384 : 288, 1) mainloop_kernel(const _
         for (int j = 0; j < rows; ++j)
           tma_load_4d(slots + (row0 + j) * 10240, &mxa, &full[s], ncb * 64, (u % 4) * 8, (u / 112) % 7 * 8 - 1,
                       (u / 4) % 28 * 2 - 1 + row0 + j);
+      }
+      if (Var == kPairRing) {
+        const int u = unit >> 1, cbg = (unit / gridDim.x) * 4 + cb;  // this CTA's channel block count
+        for (int j = 0; j < rows; ++j) {
+          const int row = tap == 0 ? j : tap / 3 + 1;
+          tma_load_4d(slots + pair_row(cbg, row), &mxa, &full[s], cb * 64, (u % 4) * 8, (u / 112) % 7 * 8 - 1,
+                      (u / 4) % 28 * 2 - 1 + row);
+        }
       }
       if (Var == kRowRing) {
         const int u = unit >> 1, cbg = (unit / gridDim.x) * 4 + cb;  // this CTA's channel block count
@@ -422,6 +438,11 @@ __global__ void __launch_bounds__(A == 5 ? 384 : 288, 1) mainloop_kernel(const _
       ktile_n64(acc, smem_addr(ring + s * kStage), 8192, a_base, 10240);
     } else if constexpr (Var == kN64) {
       ktile_n64(acc, a_base, 10240, smem_addr(ring + s * kStage), 8192);
+    } else if constexpr (Var == kPairRing) {
+      const int cbg = t / 9, r = tap / 3;
+      const uint32_t row0 = smem_addr(slots) + pair_row(cbg, r) + uint32_t(tap % 3) * 1024u;
+      const uint32_t row1 = smem_addr(slots) + pair_row(cbg, r + 1) + uint32_t(tap % 3) * 1024u;
+      ktile<false>(acc, row0, row1 - row0, smem_addr(ring + s * kStage));
     } else if constexpr (Var == kRowRing) {
       const int cbg = t / 9, r = tap / 3;
       const uint32_t row0 = smem_addr(slots) + uint32_t((4 * cbg + r) % 5) * 10240u + uint32_t(tap % 3) * 1024u;
@@ -536,6 +557,8 @@ int main() {
       run_mainloop<3, true, kKt, false, kOneSlotRowsRacy>("one slot, its rows' loads without the waits (racy)", sms,
                                                           mw, mx, mxr);
       run_mainloop<3, false, kKt, false, kOneSlot>("the taps' windows of one slot, no patch loads", sms, mw, mx, mxa);
+      run_mainloop<3, true, kKt, false, kPairRing>("a ring of 3 row pairs (60 KB, 27 places)", sms, mw, mx, mxr);
+      run_mainloop<3, false, kKt, false, kPairRing>("a ring of 3 row pairs, no patch loads", sms, mw, mx, mxr);
       run_mainloop<4, false, kKt>("the stage (X's rows loaded with W each k-tile)", sms, mw, mx, mxa);
     }
     return 0;
