@@ -38,8 +38,10 @@ namespace sm90 {
 // in the stream still runs (its CTAs take SMs as the earlier kernel's leave). griddep_wait blocks until every
 // prerequisite grid has completed and its memory operations are visible: a kernel so launched calls it before its
 // first access to global memory. griddep_launch_dependents lets the next such kernel in the stream start early (it
-// still waits for this grid's completion in its own griddep_wait). Both are no-ops for a kernel launched without
-// the attribute. CUDA's device builtins (griddepcontrol.wait / .launch_dependents).
+// still waits for this grid's completion in its own griddep_wait); without it the next kernel launches as this grid's
+// CTAs exit. GemmSm90 does not call it: every explicit trigger measured slower on its pingpong kernels
+// (docs/perf-notes.md v55, v56). Both are no-ops for a kernel launched without the attribute. CUDA's device builtins
+// (griddepcontrol.wait / .launch_dependents).
 __device__ __forceinline__ void griddep_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaGridDependencySynchronize();
