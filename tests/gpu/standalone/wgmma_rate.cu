@@ -268,7 +268,14 @@ enum Variant : int {
                         // pair after it, so that every reload lands where the patch two back (rows 0-1) or one back
                         // (rows 0-1, last read at its tap 5) has finished: rows 0-1 with tap 0, row 2 with tap 3, row 3
                         // with tap 6, each at the producer's own lead, no waits of its own; 27 places for A
+  kSlotGap64 = 24,      // the kernel's two slots, slot 1 64 KB after slot 0 instead of 40 KB (no fixed region)
+  kSlotGap48 = 25,      // the same, 48 KB apart
+  kSlotGap32 = 26,      // the same, 32 KB apart: the slots overlap by 8 KB (racy data, timing only)
 };
+// The distance from slot 0 to slot 1 (the slot size but for the kSlotGap variants)
+__host__ __device__ constexpr int slot_gap(int var, int slot) {
+  return var == kSlotGap64 ? 65536 : var == kSlotGap48 ? 49152 : var == kSlotGap32 ? 32768 : slot;
+}
 // kPairRing: the byte offset of channel block g's patch row j (this CTA's g-th block)
 __host__ __device__ constexpr uint32_t pair_row(int g, int j) {
   return uint32_t(((3 - g % 3) % 3 + (j >= 2 ? 1 : 0)) % 3) * 20480u + uint32_t(j & 1) * 10240u;
@@ -284,8 +291,8 @@ template <int A, bool Coop, int Var = kPlain>
 struct MainloopLayout {
   static constexpr int kStages = Coop ? 4 : 6, kStage = Coop || A == 4 ? 32768 : 16384;
   static constexpr int kSlot = A == 4 ? 0 : wide16(Var) ? 55296 : 40960;
-  static constexpr int kFixed = Coop || wide16(Var) ? 0 : 32768;
-  static constexpr int kBarriers = kFixed + kStages * kStage + 2 * kSlot;  // offset of the barriers
+  static constexpr int kFixed = Coop || wide16(Var) || slot_gap(Var, kSlot) != kSlot ? 0 : 32768;
+  static constexpr int kBarriers = kFixed + kStages * kStage + slot_gap(Var, kSlot) + kSlot;  // offset of the barriers
   static constexpr int kBytes = 1024 + kBarriers + 2 * kStages * 8;
 };
 
@@ -385,7 +392,7 @@ __global__ void __launch_bounds__(A == 5 ? 384 : 288, 1) mainloop_kernel(const _
           tma_load_4d(slots + slot * kSlot, &mxa, &full[s], cb * 64, (u % 4) * 8, (u / 4) % 28 * 2 - 1,
                       (u / 112) % 7 * 8 - 1);
         else
-          tma_load_4d(slots + slot * kSlot, &mx, &full[s], cb * 64, (u % 4) * 8, (u / 112) % 7 * 8 - 1,
+          tma_load_4d(slots + slot * slot_gap(Var, kSlot), &mx, &full[s], cb * 64, (u % 4) * 8, (u / 112) % 7 * 8 - 1,
                       (u / 4) % 28 * 2 - 1);
         slot ^= 1;
       }
@@ -415,7 +422,7 @@ __global__ void __launch_bounds__(A == 5 ? 384 : 288, 1) mainloop_kernel(const _
     const uint32_t slot =
         smem_addr(slots + (Var == kOneSlot || Var == kOneSlotStart || Var == kOneSlotS || one_slot_rows(Var)
                                ? 0
-                               : ((t / 9) & 1) * kSlot));
+                               : ((t / 9) & 1) * slot_gap(Var, kSlot)));
     const uint32_t a_base = A == 0 ? smem_addr(fixed_a)
                             : A == 1 ? smem_addr(fixed_a) + uint32_t(tap % 3) * 1024u
                             : A == 2 ? slot
@@ -557,6 +564,10 @@ int main() {
       run_mainloop<3, true, kKt, false, kOneSlotRowsRacy>("one slot, its rows' loads without the waits (racy)", sms,
                                                           mw, mx, mxr);
       run_mainloop<3, false, kKt, false, kOneSlot>("the taps' windows of one slot, no patch loads", sms, mw, mx, mxa);
+      run_mainloop<3, true, kKt, false, kSlotGap64>("two slots 64 KB apart", sms, mw, mx, mxa);
+      run_mainloop<3, true, kKt, false, kSlotGap48>("two slots 48 KB apart", sms, mw, mx, mxa);
+      run_mainloop<3, true, kKt, false, kSlotGap32>("two slots 32 KB apart (overlapping, racy)", sms, mw, mx, mxa);
+      run_mainloop<3, false, kKt, false, kSlotGap64>("two slots 64 KB apart, no patch loads", sms, mw, mx, mxa);
       run_mainloop<3, true, kKt, false, kPairRing>("a ring of 3 row pairs (60 KB, 27 places)", sms, mw, mx, mxr);
       run_mainloop<3, false, kKt, false, kPairRing>("a ring of 3 row pairs, no patch loads", sms, mw, mx, mxr);
       run_mainloop<4, false, kKt>("the stage (X's rows loaded with W each k-tile)", sms, mw, mx, mxa);
