@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The sm90a consumers' k-loop runs its descriptor and stage arithmetic in uniform registers.
+"""The sm90a consumers' k-loop runs its descriptor and stage arithmetic in uniform registers; every sm90a kernel
+waits for the previous grid and leaves the next dependent launch to its exit.
 
 ptxas keeps values it cannot prove warp-uniform in vector registers and copies them into uniform ones
 (R2UR) before every wgmma; GemmSm90 broadcasts the warpgroup and warp indices from lane 0 so that it can
@@ -10,6 +11,10 @@ the real nvcc, disassembles it with nvdisasm and finds the k-loop (from the full
 before the first HGMMA to the wgmma wait after the last HGMMA of that run). The loop must hold HGMMAs and
 no R2UR, except in the kernels named by --known-r2ur (known exceptions: they must still have R2UR, so that a
 fixed one is taken off the list). Prints each loop's instruction count.
+The same SASS also shows the programmatic dependent launch (docs/language.md section 8): every kernel function must
+hold griddepcontrol.wait (ACQBULK: without it a kernel launched under the previous one's tail reads its inputs
+before they are written) and no griddepcontrol.launch_dependents (PREEXIT: every explicit trigger measured slower on
+the pingpong kernels, 0.4-17 % at the set-up and 1-10 % after the last load; docs/perf-notes.md v55, v56).
 Usage: kloop_uniform.py --kdlc KDLC --include INCLUDE_DIR --spec SPEC [--venv VENV] [-j N] [--known-r2ur NAME...]
 nvdisasm: $KDL_NVDISASM, PATH, the CUDA toolkit, or the nvidia-cuda-nvdisasm wheel in VENV (scripts/setup.sh
 installs it). Exits 77 with "SKIP: ..." when nvcc or nvdisasm is missing.
@@ -76,6 +81,38 @@ def kloop(ops):
     return ops[waits[-1]:ends[0] + 1], None
 
 
+SECTION = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
+
+
+def launch_problems(sass):
+    """What is wrong with each kernel function's dependent-launch instructions (empty: nothing), and the count."""
+    funcs, cur = {}, None
+    for line in sass.splitlines():
+        m = SECTION.match(line)
+        if m:
+            cur = m.group(1)
+            funcs[cur] = collections.Counter()
+            continue
+        if cur is None:
+            continue
+        i = INSTR.match(line)
+        if i:
+            text = i.group(1)
+            if text.startswith("@"):
+                text = text.split(None, 1)[1] if " " in text else ""
+            if text:
+                funcs[cur][text.split()[0]] += 1
+    problems = []
+    for f, c in funcs.items():
+        if c["ACQBULK"] == 0:
+            problems.append("%s: no griddepcontrol.wait (ACQBULK)" % f[-70:])
+        if c["PREEXIT"]:
+            problems.append("%s: %d griddepcontrol.launch_dependents (PREEXIT)" % (f[-70:], c["PREEXIT"]))
+    if not funcs:
+        problems.append("no kernel function found in the SASS")
+    return problems, len(funcs)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kdlc", required=True)
@@ -126,13 +163,20 @@ def main():
                     print("FAIL %s: %s" % (name, err))
                     failures += 1
                     continue
+                problems, nfuncs = launch_problems(sass)
+                if problems:
+                    for p in problems:
+                        print("FAIL %s: dependent launch: %s" % (name, p))
+                    failures += 1
+                    continue
                 loop, why = kloop(opcodes(sass))
                 if loop is None:
                     print("FAIL %s: k-loop not found: %s" % (name, why))
                     failures += 1
                     continue
                 count = collections.Counter(op.split(".")[0] for op, _ in loop)
-                line = "%s: k-loop %d instructions, %d HGMMA, %d R2UR" % (name, len(loop), count["HGMMA"], count["R2UR"])
+                line = "%s: k-loop %d instructions, %d HGMMA, %d R2UR; %d kernel(s) wait, none triggers" % (
+                    name, len(loop), count["HGMMA"], count["R2UR"], nfuncs)
                 if name in a.known_r2ur:
                     if count["R2UR"]:
                         print("XFAIL " + line + " (a known exception)")

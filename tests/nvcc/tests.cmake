@@ -104,13 +104,14 @@ if(Python3_FOUND)
                    ${CMAKE_CURRENT_LIST_DIR}/sm90_config_properties.cu -gencode=arch=compute_90a,code=sm_90a)
   set_tests_properties("codegen: sm90a template paths by configuration (nvcc sm_90a, static_asserts)" PROPERTIES
                        LABELS "nvcc" TIMEOUT 300 SKIP_REGULAR_EXPRESSION "^SKIP:")
-  # The sm90a consumers' k-loop in uniform registers (no R2UR before every wgmma): the SASS of emitted
+  # The sm90a consumers' k-loop in uniform registers (no R2UR before every wgmma), and every kernel's
+  # griddepcontrol.wait present and launch_dependents absent (docs/perf-notes.md v56): the SASS of emitted
   # kernels, read with nvdisasm (the nvidia-cuda-nvdisasm wheel scripts/setup.sh puts in .venv; SKIP without it).
-  add_test(NAME "codegen: sm90a k-loops keep descriptors in uniform registers (nvcc sm_90a, nvdisasm)"
+  add_test(NAME "codegen: sm90a k-loops keep descriptors in uniform registers, kernels wait for the previous grid and never trigger the next (nvcc sm_90a, nvdisasm)"
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/kloop_uniform.py
                    --kdlc $<TARGET_FILE:kdlc> --include ${PROJECT_SOURCE_DIR}/include -j 2
                    --venv ${PROJECT_SOURCE_DIR}/.venv --spec ${CMAKE_CURRENT_LIST_DIR}/sm90a_kloop.kdl
                    --known-r2ur kl_conv_pp_128x64)
-  set_tests_properties("codegen: sm90a k-loops keep descriptors in uniform registers (nvcc sm_90a, nvdisasm)"
+  set_tests_properties("codegen: sm90a k-loops keep descriptors in uniform registers, kernels wait for the previous grid and never trigger the next (nvcc sm_90a, nvdisasm)"
                        PROPERTIES LABELS "nvcc" TIMEOUT 300 SKIP_RETURN_CODE 77)
 endif()
