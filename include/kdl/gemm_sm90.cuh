@@ -883,7 +883,11 @@ struct GemmSm90 {
       __syncthreads();
     // Programmatic dependent launch (run() launches so): the set-up above overlapped the previous kernel of the
     // stream; nothing reads or writes global memory before the previous kernel's writes are visible (but a KDL_TRACE
-    // build's stamps into its own buffer). The next such kernel launches as this grid's CTAs exit (below).
+    // build's stamps into its own buffer). No griddep_launch_dependents anywhere: the next such kernel launches as this
+    // grid's CTAs exit (the implicit trigger), which still hides its launch and set-up. An explicit trigger let it
+    // launch while this grid ran, and cost the pingpong kernels: at the set-up 0.4-17 %, after the producer's last load
+    // still 1-10 % (64 x 128 at 8192 x 1024 x 8192: 564 against 620 TFLOP/s), the cooperative ones nothing
+    // (docs/perf-notes.md v55, v56; tests/nvcc/kloop_uniform.py checks the SASS).
     sm90::griddep_wait();
 
     Epilogue epilogue{};
@@ -936,10 +940,6 @@ struct GemmSm90 {
       if constexpr (kStageScales) {
         if (wg_thread / 32 == 1 && P.ktiles > 0) produce_scales(P, walker, walkers, wg_thread % 32, rm, rn, full_bar, empty_bar, scale_slot);
       }
-      // No griddep_launch_dependents: the next kernel of the stream launches as this grid's CTAs exit (the implicit
-      // trigger), which still hides its launch and set-up. An explicit trigger let it launch while this grid ran, and
-      // cost the pingpong kernels: at the set-up 0.4-17 %, after the producer's last load still 1-10 % (64 x 128 at
-      // 8192 x 1024 x 8192: 564 against 620 TFLOP/s), the cooperative ones nothing (docs/perf-notes.md v55, v56).
     } else {
       // ---- consumers ----
       sm90::setmaxnreg_inc<kConsumerRegs>();

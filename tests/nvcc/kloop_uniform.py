@@ -84,24 +84,22 @@ def kloop(ops):
 SECTION = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
 
 
-def launch_problems(sass):
-    """What is wrong with each kernel function's dependent-launch instructions (empty: nothing), and the count."""
+def functions(sass):
+    """{kernel function: its SASS} from nvdisasm -c's .text sections."""
     funcs, cur = {}, None
     for line in sass.splitlines():
         m = SECTION.match(line)
         if m:
             cur = m.group(1)
-            funcs[cur] = collections.Counter()
-            continue
-        if cur is None:
-            continue
-        i = INSTR.match(line)
-        if i:
-            text = i.group(1)
-            if text.startswith("@"):
-                text = text.split(None, 1)[1] if " " in text else ""
-            if text:
-                funcs[cur][text.split()[0]] += 1
+            funcs[cur] = []
+        elif cur is not None:
+            funcs[cur].append(line)
+    return {f: "\n".join(lines) for f, lines in funcs.items()}
+
+
+def launch_problems(sass):
+    """What is wrong with each kernel function's dependent-launch instructions (empty: nothing), and the count."""
+    funcs = {f: collections.Counter(op for op, _ in opcodes(body)) for f, body in functions(sass).items()}
     problems = []
     for f, c in funcs.items():
         if c["ACQBULK"] == 0:
