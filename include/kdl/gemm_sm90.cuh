@@ -75,7 +75,8 @@
 //     run under the next tile's mainloop, and a buffer is only rewritten once TMA has read it. A
 //     cooperative tile without clusters writes its second pass into the stage of its last k-tile,
 //     held from the producer until that pass's stores have read it (kHoldStage), so its second pass
-//     need not wait for the first pass's store.
+//     need not wait for the first pass's store. The pingpong 128 x 128 conv patch kernels pace their
+//     epilogue's shared-memory writes beside the other consumer's wgmmas (kPaceEpilogue).
 //     run() takes this path when TMA can describe D (16-byte aligned, ld and batch stride
 //     multiples of 16 bytes) and N x sizeof(D) is a multiple of 16 bytes (the TMA store clips at N in
 //     16-byte granules); otherwise, and for functors with apply<V> only, the staged path:
@@ -427,6 +428,18 @@ struct GemmSm90 {
   // whose epilogue runs beside no wgmma, were level (v25, v54) and keep the 4-byte writes.
   static constexpr bool kStmatrixD = kTmaStoreD && kPingpong &&
                                      (std::is_same_v<ElementD, half> || std::is_same_v<ElementD, __nv_bfloat16>);
+  // A pingpong consumer's epilogue runs beside the other consumer's mainloop and slows its wgmmas (docs/perf-notes.md
+  // v50: ~330 cycles of a 20 k-cycle unit on the conv patch kernel). Paced, it writes one stmatrix.x4 (512 bytes per
+  // warp) at a time and sleeps kPaceCyclesPerKtile cycles per k-tile of its unit (at most kPaceMaxCycles) after each:
+  // 16 pauses of 252 cycles stretch a 128 x 128 tile's epilogue from ~4.7 k to ~9 k cycles, inside the other's 20 k
+  // (36 k-tiles), so its wgmmas meet the epilogue's shared-memory traffic spread out instead of in bursts. Only while
+  // the other consumer has a unit beside it (the CTA's last epilogue is not paced). Where it measured faster (v57,
+  // beside cuDNN in one process): the 128 x 128 conv patch kernels, +0.7 % on N32 C256 56x56 K256, +0.2 % on N32 C512
+  // 28x28 K512, +4.8 % on N128 C64 56x56 K64 (pauses of 150-600 cycles alike). Not elsewhere: the 128 x 64 patch
+  // kernels lost 1.4-5.5 %, the pingpong 64 x 128 GEMMs 1-3 %, the 128 x 128 GEMMs level at K = 4096-8192 and -2 % at
+  // K = 1024 (whose other mainloop is too short to hide the stretched epilogue).
+  static constexpr bool kPaceEpilogue = kStmatrixD && kPatch && TileM == 128 && TileN == 128;
+  static constexpr int kPaceCyclesPerKtile = 7, kPaceMaxCycles = 256;
   // Straight-line interior chunks where the functor can say its tile needs no checks (whole<2>).
   // KDL_SM90_EPILOGUE_CHECKED turns them off: `kdlc build`'s second try for a kernel whose first
   // compile ptxas reported spilling (codegen/build_ptxas.h, kSm90CheckedEpilogueFlag).
@@ -1160,7 +1173,7 @@ struct GemmSm90 {
               }
             }
             store_tile_tma(P, epilogue, state, acc, cols, epi_smem + consumer * kEpiWgBytes, consumer, wg_thread, w.batch,
-                           w.tm * TileM + row_off, w.tn * TileN, pass2);
+                           w.tm * TileM + row_off, w.tn * TileN, pass2, epilogue_pace(w, j + 1 < n_walk));
             if (wg_thread == 0) KDL_TRACE_AT(consumer, j, 3);
             continue;
           }
@@ -1441,6 +1454,13 @@ struct GemmSm90 {
     }
   }
 
+  // The pause after each of the epilogue's stmatrix.x4 for unit w (kPaceEpilogue): 0 unless the other consumer
+  // runs a mainloop beside it (`beside`).
+  __device__ __forceinline__ static int epilogue_pace(const Unit& w, bool beside) {
+    if constexpr (!kPaceEpilogue) return 0;
+    const int p = kPaceCyclesPerKtile * (w.kt_end - w.kt_begin);
+    return beside ? (p < kPaceMaxCycles ? p : kPaceMaxCycles) : 0;
+  }
   // One consumer warpgroup's epilogue through the TMA store of D: per m64 block of its rows, kChunkBoxes
   // boxes (64 rows x 128 bytes of D) at a time, every thread hands its accumulator pairs (row g / g + 8,
   // columns 8j + 2t + {0, 1}) to Epilogue::compute<2> (in range only), converts the results to D's type
@@ -1452,7 +1472,7 @@ struct GemmSm90 {
                                                         typename Epilogue::State& state, const Acc (&acc)[kMmaM][kAccRegs],
                                                         const ColRegs& cols, uint8_t* buf, int consumer, int wg_thread,
                                                         int batch, int row0,
-                                                        int col0, uint8_t* pass2 = nullptr) {
+                                                        int col0, uint8_t* pass2 = nullptr, int pace = 0) {
     const int bar = kEpiBarrier + consumer;
     // Interior chunks of a tile whose epilogue tensors all take pair accesses (the functor's
     // whole<2>, once per tile) run without any per-pair check (EpilogueCoordWhole).
@@ -1484,9 +1504,10 @@ struct GemmSm90 {
         // and with whole<2> also the functor's null and alignment checks.
         if (block_row + 64 <= P.m && chunk_col + kChunkBoxes * kBoxCols <= P.n && (!kEpiWhole || whole))
           write_chunk<kEpiWhole ? kChunkWhole : kChunkInterior>(P, epilogue, state, acc[i], cols, pbuf, ch, wg_thread,
-                                                                 batch, block_row, chunk_col);
+                                                                 batch, block_row, chunk_col, pace);
         else
-          write_chunk<kChunkChecked>(P, epilogue, state, acc[i], cols, pbuf, ch, wg_thread, batch, block_row, chunk_col);
+          write_chunk<kChunkChecked>(P, epilogue, state, acc[i], cols, pbuf, ch, wg_thread, batch, block_row, chunk_col,
+                                     pace);
         sm90::fence_proxy_async_shared();  // the writes are visible to the TMA (async proxy)
         sm90::named_barrier_sync(bar, 128);
         if (wg_thread == 0) {
@@ -1513,7 +1534,7 @@ struct GemmSm90 {
   __device__ __forceinline__ static void write_chunk(const KernelParams& P, Epilogue& epilogue,
                                                      typename Epilogue::State& state, const Acc (&a)[kAccRegs],
                                                      const ColRegs& cols, uint8_t* buf, int ch, int wg_thread, int batch,
-                                                     int block_row, int chunk_col) {
+                                                     int block_row, int chunk_col, int pace = 0) {
     const int lane = wg_thread % 32, warp = wg_thread / 32;
     // kStmatrixD: the box row and 16-byte unit (from the x4's first group) this lane addresses for stmatrix.
     const sm90::AccCoord x4 = sm90::stmatrix_x4_lane_coord(lane, false);
@@ -1580,6 +1601,7 @@ struct GemmSm90 {
             const int r = warp * 16 + x4.row, unit = jj - 1 + x4.col / 8;
             sm90::stmatrix_x4(smem_u32(buf + bx * kBoxBytes + r * 128 + Swizzle128::chunk_in_row(r, unit)), packed[0], packed[1],
                               packed[2], packed[3]);
+            if (pace > 0) sm90::sleep_cycles(pace);  // kPaceEpilogue: one x4 at a time beside the other's wgmmas
           }
         } else {
 #pragma unroll

@@ -53,6 +53,13 @@ __device__ __forceinline__ void griddep_launch_dependents() {
 #endif
 }
 
+// Waits about `cycles` SM cycles (clock64), sleeping between reads of the clock instead of spinning, so that the
+// waiting warp leaves its scheduler's issue slots to the others. (GemmSm90's paced pingpong epilogue.)
+__device__ __forceinline__ void sleep_cycles(int cycles) {
+  const long long t0 = clock64();
+  while (clock64() - t0 < cycles) __nanosleep(32);
+}
+
 // ---------------------------------------------------------------- mbarriers ----
 // A stage's "full" barrier counts the producer's arrival plus the bytes TMA delivers
 // (expect_tx); its "empty" barrier counts the consumers that have finished reading the stage.

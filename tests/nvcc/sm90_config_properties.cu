@@ -1,8 +1,8 @@
 // Which configurations take GemmSm90's special paths, held by static_asserts (nvcc compiles this file for
 // sm_90a in CI; nothing runs, no kernel is instantiated): the held-stage epilogue (docs/perf-notes.md v21),
-// the stage loader's issuers and clusters (v18, v22), the named barriers' ids, D's stores by stmatrix (v54). A
-// change to a condition that silently moves a kernel off its fast path (or onto a path it cannot take) fails here
-// by name.
+// the stage loader's issuers and clusters (v18, v22), the named barriers' ids, D's stores by stmatrix (v54), the
+// paced epilogue (v57). A change to a condition that silently moves a kernel off its fast path (or onto a path it
+// cannot take) fails here by name.
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 
@@ -57,6 +57,16 @@ static_assert(Fprop<128, 128, 6, Pp>::kStmatrixD && G<bf16, 128, 128, 64, 6, Pp>
                   G<bf16, 64, 256, 64, 4, Pp>::kStmatrixD,
               "the pingpong im2col conv and the pingpong GEMMs write D with stmatrix");
 static_assert(!G<bf16, 128, 256, 64, 4, Co>::kStmatrixD, "cooperative GEMMs keep the 4-byte writes (measured level)");
+
+// The paced epilogue (v57): the pingpong 128 x 128 patch kernels only, where it measured faster.
+static_assert(FpropPatch<128, 128, 6, Pp>::kPaceEpilogue && FpropPatch<128, 128, 6, Pp, __half>::kPaceEpilogue,
+              "the pingpong 128 x 128 patch kernels pace their epilogue");
+static_assert(!FpropPatch<128, 64, 8, Pp>::kPaceEpilogue && !FpropPatch<128, 256, 4, Co>::kPaceEpilogue &&
+                  !FpropPatch<128, 128, 6, Pp, float>::kPaceEpilogue,
+              "128 x 64 patch tiles (measured slower), cooperative tiles and a 32-bit D do not");
+static_assert(!Fprop<128, 128, 6, Pp>::kPaceEpilogue && !G<bf16, 128, 128, 64, 6, Pp>::kPaceEpilogue &&
+                  !G<bf16, 64, 128, 64, 8, Pp>::kPaceEpilogue,
+              "the im2col conv and the pingpong GEMMs do not (level at long K, slower at K = 1024 and on 64 x 128)");
 
 // The held stage: cooperative, one m64 block per consumer, two passes, no cluster, no promotion.
 static_assert(G<bf16, 128, 256, 64, 4, Co>::kHoldStage, "cooperative 128x256 bf16 holds its last stage");

@@ -271,11 +271,16 @@ enum Variant : int {
   kSlotGap64 = 24,      // the kernel's two slots, slot 1 64 KB after slot 0 instead of 40 KB (no fixed region)
   kSlotGap48 = 25,      // the same, 48 KB apart
   kSlotGap32 = 26,      // the same, 32 KB apart: the slots overlap by 8 KB (racy data, timing only)
+  kSlotGap40 = 27,      // the kernel's two slots 40 KB apart, no fixed region (the kSlotGap variants' control)
+  kSlotGap80 = 28,      // the same, 80 KB apart
+  kSlotGap56 = 29,      // the same, 56 KB apart
 };
 // The distance from slot 0 to slot 1 (the slot size but for the kSlotGap variants)
 __host__ __device__ constexpr int slot_gap(int var, int slot) {
-  return var == kSlotGap64 ? 65536 : var == kSlotGap48 ? 49152 : var == kSlotGap32 ? 32768 : slot;
+  return var == kSlotGap64 ? 65536 : var == kSlotGap48 ? 49152 : var == kSlotGap32 ? 32768
+         : var == kSlotGap80 ? 81920 : var == kSlotGap56 ? 57344 : slot;
 }
+__host__ __device__ constexpr bool slot_gap_variant(int var) { return var >= kSlotGap64 && var <= kSlotGap56; }
 // kPairRing: the byte offset of channel block g's patch row j (this CTA's g-th block)
 __host__ __device__ constexpr uint32_t pair_row(int g, int j) {
   return uint32_t(((3 - g % 3) % 3 + (j >= 2 ? 1 : 0)) % 3) * 20480u + uint32_t(j & 1) * 10240u;
@@ -291,7 +296,7 @@ template <int A, bool Coop, int Var = kPlain>
 struct MainloopLayout {
   static constexpr int kStages = Coop ? 4 : 6, kStage = Coop || A == 4 ? 32768 : 16384;
   static constexpr int kSlot = A == 4 ? 0 : wide16(Var) ? 55296 : 40960;
-  static constexpr int kFixed = Coop || wide16(Var) || slot_gap(Var, kSlot) != kSlot ? 0 : 32768;
+  static constexpr int kFixed = Coop || wide16(Var) || slot_gap_variant(Var) ? 0 : 32768;
   static constexpr int kBarriers = kFixed + kStages * kStage + slot_gap(Var, kSlot) + kSlot;  // offset of the barriers
   static constexpr int kBytes = 1024 + kBarriers + 2 * kStages * 8;
 };
@@ -568,6 +573,10 @@ int main() {
       run_mainloop<3, true, kKt, false, kSlotGap48>("two slots 48 KB apart", sms, mw, mx, mxa);
       run_mainloop<3, true, kKt, false, kSlotGap32>("two slots 32 KB apart (overlapping, racy)", sms, mw, mx, mxa);
       run_mainloop<3, false, kKt, false, kSlotGap64>("two slots 64 KB apart, no patch loads", sms, mw, mx, mxa);
+      run_mainloop<3, true, kKt, false, kSlotGap40>("two slots 40 KB apart, no fixed region", sms, mw, mx, mxa);
+      run_mainloop<3, true, kKt, false, kSlotGap56>("two slots 56 KB apart", sms, mw, mx, mxa);
+      run_mainloop<3, true, kKt, false, kSlotGap80>("two slots 80 KB apart", sms, mw, mx, mxa);
+      run_mainloop<3, false, kKt, false, kSlotGap40>("two slots 40 KB apart, no patch loads", sms, mw, mx, mxa);
       run_mainloop<3, true, kKt, false, kPairRing>("a ring of 3 row pairs (60 KB, 27 places)", sms, mw, mx, mxr);
       run_mainloop<3, false, kKt, false, kPairRing>("a ring of 3 row pairs, no patch loads", sms, mw, mx, mxr);
       run_mainloop<4, false, kKt>("the stage (X's rows loaded with W each k-tile)", sms, mw, mx, mxa);
