@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Two builds of the conv benchmark's kernels, A and B, timed in one process beside cuDNN (docs/perf-notes.md v47).
 
-  python3 bench/conv_ab.py --a-list bench.list --b-list bench_b.list [--b-rename FROM:TO] [--carry .carry/gpu]
+  python3 bench/conv_ab.py --a-list ab_a.list --b-list ab_b.list [--b-rename FROM:TO] [--carry .carry/gpu]
                            [--case SUBSTRING]... [--kernel SUBSTRING]... [--rounds 3] [--runs 7] [--iters 20] [--out DIR]
 
 A and B are two libraries of the same kernels (e.g. bench/specs/conv.kdl as it is, and the same spec built another
