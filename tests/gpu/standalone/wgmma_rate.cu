@@ -275,12 +275,13 @@ enum Variant : int {
   kSlotGap80 = 28,      // the same, 80 KB apart
   kSlotGap56 = 29,      // the same, 56 KB apart
 };
-// The distance from slot 0 to slot 1 (the slot size but for the kSlotGap variants)
-__host__ __device__ constexpr int slot_gap(int var, int slot) {
+// The kSlotGap variants' distance from slot 0 to slot 1 (no fixed region in their layout); 0 for every other variant
+__host__ __device__ constexpr int slot_gap_of(int var) {
   return var == kSlotGap64 ? 65536 : var == kSlotGap48 ? 49152 : var == kSlotGap32 ? 32768
-         : var == kSlotGap80 ? 81920 : var == kSlotGap56 ? 57344 : slot;
+         : var == kSlotGap40 ? 40960 : var == kSlotGap80 ? 81920 : var == kSlotGap56 ? 57344 : 0;
 }
-__host__ __device__ constexpr bool slot_gap_variant(int var) { return var >= kSlotGap64 && var <= kSlotGap56; }
+// The distance from slot 0 to slot 1: the slot size but for the kSlotGap variants
+__host__ __device__ constexpr int slot_gap(int var, int slot) { return slot_gap_of(var) ? slot_gap_of(var) : slot; }
 // kPairRing: the byte offset of channel block g's patch row j (this CTA's g-th block)
 __host__ __device__ constexpr uint32_t pair_row(int g, int j) {
   return uint32_t(((3 - g % 3) % 3 + (j >= 2 ? 1 : 0)) % 3) * 20480u + uint32_t(j & 1) * 10240u;
@@ -296,7 +297,7 @@ template <int A, bool Coop, int Var = kPlain>
 struct MainloopLayout {
   static constexpr int kStages = Coop ? 4 : 6, kStage = Coop || A == 4 ? 32768 : 16384;
   static constexpr int kSlot = A == 4 ? 0 : wide16(Var) ? 55296 : 40960;
-  static constexpr int kFixed = Coop || wide16(Var) || slot_gap_variant(Var) ? 0 : 32768;
+  static constexpr int kFixed = Coop || wide16(Var) || slot_gap_of(Var) ? 0 : 32768;
   static constexpr int kBarriers = kFixed + kStages * kStage + slot_gap(Var, kSlot) + kSlot;  // offset of the barriers
   static constexpr int kBytes = 1024 + kBarriers + 2 * kStages * 8;
 };
