@@ -9,6 +9,9 @@
 //           {64 channels, 1 tap, 128 filters} of a {c, r*s, k} map (N32 C256 56x56 K256's W), per channel block X's
 //           patch {64 channels, 8 images, 10 pixels, 4 rows} of an {c, n, w, h} map (its X, 51 MB) into one of two
 //           slots; the wgmmas read B from the stage and A from one of several places (the variants).
+//   Part 3 (KDL_RATE_C32=1), the half-block patch (docs/perf-notes.md v58): 32-channel patch blocks, 64-byte swizzled,
+//           read as two half-taps per k-tile, against the kernel's 64-channel patch, at several ring depths and slot
+//           counts (c32_kernel).
 // Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I include -I tests/gpu/standalone \
 //        tests/gpu/standalone/wgmma_rate.cu -o wgmma_rate (tests/gpu/standalone/run_wgmma.sh builds and runs it).
 // KDL_RATE_WIDE16=1: part 2's kernel figure and the 1 x 16 x 8 tile's patch variants only (kWide16, kSwapN128: the
@@ -274,6 +277,8 @@ enum Variant : int {
   kSlotGap40 = 27,      // the kernel's two slots 40 KB apart, no fixed region (the kSlotGap variants' control)
   kSlotGap80 = 28,      // the same, 80 KB apart
   kSlotGap56 = 29,      // the same, 56 KB apart
+  kStages4 = 30,        // the kernel's mainloop with 4 stages instead of 6
+  kStages5 = 31,        // the same, 5 stages
 };
 // The kSlotGap variants' distance from slot 0 to slot 1 (no fixed region in their layout); 0 for every other variant
 __host__ __device__ constexpr int slot_gap_of(int var) {
@@ -295,7 +300,7 @@ __host__ __device__ constexpr bool wide16(int var) { return var == kWide16 || va
 // two patch slots (not with A from the stage), the full and empty barriers; kBytes with the 1 KB of alignment.
 template <int A, bool Coop, int Var = kPlain>
 struct MainloopLayout {
-  static constexpr int kStages = Coop ? 4 : 6, kStage = Coop || A == 4 ? 32768 : 16384;
+  static constexpr int kStages = Coop || Var == kStages4 ? 4 : Var == kStages5 ? 5 : 6, kStage = Coop || A == 4 ? 32768 : 16384;
   static constexpr int kSlot = A == 4 ? 0 : wide16(Var) ? 55296 : 40960;
   static constexpr int kFixed = Coop || wide16(Var) || slot_gap_of(Var) ? 0 : 32768;
   static constexpr int kBarriers = kFixed + kStages * kStage + slot_gap(Var, kSlot) + kSlot;  // offset of the barriers
@@ -477,13 +482,13 @@ __global__ void __launch_bounds__(A == 5 ? 384 : 288, 1) mainloop_kernel(const _
 // A bf16 tensor map with the 128-byte swizzle (the conv kernel's kind): dims and box innermost first, the byte
 // strides of dimensions 1 .. rank - 1. Exits on failure.
 CUtensorMap encode_map(const char* what, bf16* base, int rank, const cuuint64_t* dims, const cuuint64_t* strides,
-                       const cuuint32_t* box) {
+                       const cuuint32_t* box, CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B) {
   const cuuint32_t es[4] = {1, 1, 1, 1};
   CUtensorMap m;
   const auto& api = kdl::driver_api();
   if (api.cuTensorMapEncodeTiled == nullptr ||
       api.cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, rank, base, dims, strides, box, es,
-                                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                 CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
     fprintf(stderr, "wgmma_rate: encoding %s's map failed\n", what);
@@ -503,6 +508,246 @@ void run_mainloop(const char* name, int sms, const CUtensorMap& mw, const CUtens
                           smem));
   report(name, sms, 1, KT, Coop ? 1024.0 : 512.0, dc,
          [&] { mainloop_kernel<A, Patch, KT, Coop, Var, Step><<<sms, A == 5 ? 384 : 288, smem>>>(mw, mx, mxa, dc, ds); });
+  CK(cudaFree(dc));
+  CK(cudaFree(ds));
+}
+
+
+// ---- part 3: a patch of 32 channels (64-byte swizzle), docs/perf-notes.md v58 ----
+// The pingpong 128 x 128 patch mainloop with channel blocks of 32 instead of 64: X's patch {32 channels, 8 images,
+// 10 pixels, 4 rows} is 20 KB (a 64-byte row per pixel: tap (r, s)'s window at r * 5 KB + s * 512 B, the second m64
+// block 5 KB further), W's box {32 channels, 1 tap, 128 filters} 8 KB, both with the 64-byte swizzle (SBO 512). The
+// question: does the patch's smaller footprint (20 KB per slot against 40) take away the loss that appears when A
+// ranges over more than ~24 KB (v53)? Modes:
+//   kC32Fixed:  a fixed 8 KB A region, W loads only (the loop's own cost at 32-channel k-tiles: 2 k-steps)
+//   kC32Taps:   a k-tile is one tap of one 32-channel block (2 k-steps, ideal 256 cycles), 9 stages of 8 KB, two slots
+//   kC32OneSlot: the same with one slot (racy data, timing only)
+//   kC32Pairs:  a k-tile is two such half-taps (4 k-steps, ideal 512 cycles: the kernel's commit granularity), 4
+//               stages of 16 KB (two W boxes each), two slots
+//   kC32Halves: the kernel's k-tiles (one tap of a 64-channel block, W's 128-byte-swizzled {64, 1, 128} box, 6
+//               stages) with the block's patch as two 32-channel halves of 20 KB (k-steps 0-1 read half 0, 2-3 half
+//               1): the footprint per channel block is 40 KB again, only the layout changes
+//   kC32Pairs6: kC32Pairs with 6 stages (a slot may be rewritten while read: racy data, timing only)
+//   kC32Ordered: kC32Halves' patches, slots and 6 stages, but each k-tile two taps of one half (k-tiles 0-3: half 0's
+//               taps (0, 1) .. (6, 7); 4-7: half 1's; 8: tap 8 of both), W as two 64-byte-swizzled {32, 1, 128} boxes
+//               of those (half, tap)s: the 64-channel block's schedule, the pairs' footprint
+enum C32Mode : int { kC32Fixed = 0, kC32Taps = 1, kC32OneSlot = 2, kC32Pairs = 3, kC32Halves = 4, kC32Pairs6 = 5,
+                     kC32Ordered = 6 };
+// kC32Ordered: the (half, tap) of k-step pair e (0, 1) of k-tile j (0 .. 8) of a 3 x 3 block
+__host__ __device__ constexpr int ordered_half(int j, int e) { return j < 4 ? 0 : j < 8 ? 1 : e; }
+__host__ __device__ constexpr int ordered_tap(int j, int e) { return j < 8 ? (j % 4) * 2 + e : 8; }
+
+// Lay: 0 the fixed region, the slots, the ring; 1 the fixed region, the ring, the slots (GemmSm90's order); 2 the
+// ring, the slots, the fixed region
+// NS: the slots (2; 3 lets a slot wait a whole block longer before it is rewritten)
+template <int Mode, int St = 0, int Lay = 0, int NS = 2>
+struct C32Layout {
+  static constexpr bool kPairs = Mode == kC32Pairs || Mode == kC32Pairs6;
+  static constexpr bool kHalves = Mode == kC32Halves || Mode == kC32Ordered;
+  static constexpr int kStages = St ? St : Mode == kC32Pairs ? 4 : Mode == kC32Pairs6 || kHalves ? 6 : 9;
+  static constexpr int kStage = kPairs || kHalves ? 16384 : 8192;
+  static constexpr int kSlot = kHalves ? 40960 : 20480, kFixed = 8192;
+  static constexpr int kFixedAt = Lay == 2 ? kStages * kStage + NS * kSlot : 0;
+  static constexpr int kSlots = Lay == 0 ? kFixed : Lay == 1 ? kFixed + kStages * kStage : kStages * kStage;
+  static constexpr int kRing = Lay == 0 ? kFixed + NS * kSlot : Lay == 1 ? kFixed : 0;
+  static constexpr int kBarriers = kStages * kStage + NS * kSlot + kFixed;
+  static constexpr int kBytes = 1024 + kBarriers + 2 * kStages * 8;
+};
+
+__device__ __forceinline__ SmemDesc desc_sw64(uint32_t addr) { return make_smem_desc(addr, 16, 512, Swizzle::B64); }
+
+// One k-step (k16) of the 128 x 128 consumer with 64-byte-swizzled operands: A's two m64 blocks at a0 and a0 + 5 KB.
+__device__ __forceinline__ void kstep_sw64(float (&acc)[2][64], uint32_t a0, uint32_t a_block, uint32_t b0) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) wgmma_ss<128, bf16>(acc[i], desc_sw64(a0 + i * a_block), desc_sw64(b0), true);
+}
+
+template <int Mode, int KT, int St = 0, int Lay = 0, int NS = 2>
+__global__ void __launch_bounds__(288, 1) c32_kernel(const __grid_constant__ CUtensorMap mw,
+                                                     const __grid_constant__ CUtensorMap mx,
+                                                     const __grid_constant__ CUtensorMap mw64, long long* cycles,
+                                                     float* sink) {
+  using L = C32Layout<Mode, St, Lay, NS>;
+  constexpr int kStages = L::kStages, kStage = L::kStage, kSlot = L::kSlot;
+  constexpr int kHalf = L::kPairs ? 2 : 1;  // half-taps (one tap of one 32-channel block) per k-tile
+  extern __shared__ uint8_t smem_raw[];
+  if constexpr (L::kHalves) {  // the kernel's k-tiles, the patch in two 32-channel halves
+    uint8_t* smem = aligned_smem(smem_raw);
+    uint8_t* slots = smem + L::kSlots;
+    uint8_t* ring = smem + L::kRing;
+    uint64_t* full = reinterpret_cast<uint64_t*>(smem + L::kBarriers);
+    uint64_t* empty = full + kStages;
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < kStages; ++s) {
+        mbarrier_init(&full[s], 1);
+        mbarrier_init(&empty[s], 4);
+      }
+      fence_mbarrier_init();
+    }
+    __syncthreads();
+    if (threadIdx.x >= 128) {
+      if (threadIdx.x != 256) return;
+      int tap = 0, cb = 0, unit = blockIdx.x, slot = 0;  // units of 36 k-tiles (4 channel blocks x 9 taps)
+      for (int t = 0; t < KT; ++t) {
+        const int s = t % kStages;
+        mbarrier_wait(&empty[s], ((t / kStages) & 1) ^ 1);
+        mbarrier_arrive_expect_tx(&full[s], kStage + (tap == 0 ? kSlot : 0));
+        if (Mode == kC32Ordered) {
+          for (int e = 0; e < 2; ++e)
+            tma_load_3d(ring + s * kStage + e * 8192, &mw, &full[s], cb * 64 + ordered_half(tap, e) * 32,
+                        ordered_tap(tap, e), (unit & 1) * 128);
+        } else {
+          tma_load_3d(ring + s * kStage, &mw64, &full[s], cb * 64, tap, (unit & 1) * 128);
+        }
+        if (tap == 0) {
+          const int u = unit >> 1;
+          for (int h = 0; h < 2; ++h)
+            tma_load_4d(slots + slot * kSlot + h * 20480, &mx, &full[s], cb * 64 + h * 32, (u % 4) * 8,
+                        (u / 112) % 7 * 8 - 1, (u / 4) % 28 * 2 - 1);
+          slot ^= 1;
+        }
+        if (++tap == 9) {
+          tap = 0;
+          if (++cb == 4) {
+            cb = 0;
+            unit += gridDim.x;
+          }
+        }
+      }
+      return;
+    }
+    float acc[2][64] = {};
+    const long long t0 = clock64();
+    int prev = -1;
+    for (int t = 0; t < KT; ++t) {
+      const int s = t % kStages, tap = t % 9;
+      mbarrier_wait(&full[s], (t / kStages) & 1);
+      const uint32_t a0 = smem_addr(slots) + uint32_t((t / 9) & 1) * kSlot + uint32_t(tap / 3) * 5120u +
+                          uint32_t(tap % 3) * 512u;
+      const uint32_t b0 = smem_addr(ring + s * kStage);
+      warpgroup_fence_acc(acc[0]);
+      warpgroup_fence_acc(acc[1]);
+      wgmma_fence();
+      if constexpr (Mode == kC32Ordered) {
+        const uint32_t slot0 = smem_addr(slots) + uint32_t((t / 9) & 1) * kSlot;
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int tp = ordered_tap(tap, e);
+          const uint32_t ae = slot0 + uint32_t(ordered_half(tap, e)) * 20480u + uint32_t(tp / 3) * 5120u +
+                              uint32_t(tp % 3) * 512u;
+#pragma unroll
+          for (int ks = 0; ks < 2; ++ks) kstep_sw64(acc, ae + ks * 32, 5120u, b0 + e * 8192 + ks * 32);
+        }
+      } else {
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+          for (int i = 0; i < 2; ++i)
+            wgmma_ss<128, bf16>(acc[i], desc_sw64(a0 + (ks / 2) * 20480u + (ks % 2) * 32u + i * 5120u),
+                                make_desc_kmajor_sw128<bf16>(b0, 128, ks), true);
+      }
+      wgmma_commit_group();
+      warpgroup_fence_acc(acc[0]);
+      warpgroup_fence_acc(acc[1]);
+      wgmma_wait_group<1>();
+      if (prev >= 0 && threadIdx.x % 32 == 0) mbarrier_arrive(&empty[prev]);
+      prev = s;
+    }
+    finish(acc, sink);
+    const long long t1 = clock64();
+    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+    return;
+  }
+  uint8_t* smem = aligned_smem(smem_raw);
+  uint8_t* slots = smem + L::kSlots;
+  uint8_t* ring = smem + L::kRing;
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + L::kBarriers);
+  uint64_t* empty = full + kStages;
+  for (int i = threadIdx.x; i < L::kFixed / 2; i += blockDim.x)
+    reinterpret_cast<bf16*>(smem + L::kFixedAt)[i] = small_value(i);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(&full[s], 1);
+      mbarrier_init(&empty[s], 4);
+    }
+    fence_mbarrier_init();
+  }
+  __syncthreads();
+  if (threadIdx.x >= 128) {
+    if (threadIdx.x != 256) return;
+    tma_prefetch(&mw);
+    tma_prefetch(&mx);
+    int tap = 0, cb = 0, unit = blockIdx.x, slot = 0;  // units of 72 half-taps (8 channel blocks x 9 taps)
+    for (int t = 0; t < KT; ++t) {
+      const int s = t % kStages;
+      mbarrier_wait(&empty[s], ((t / kStages) & 1) ^ 1);
+      int patches = 0;
+      for (int h = 0; h < kHalf; ++h) patches += (Mode != kC32Fixed && (tap + h) % 9 == 0) ? 1 : 0;
+      mbarrier_arrive_expect_tx(&full[s], kStage + patches * kSlot);
+#pragma unroll
+      for (int h = 0; h < kHalf; ++h) {
+        tma_load_3d(ring + s * kStage + h * 8192, &mw, &full[s], cb * 32, tap, (unit & 1) * 128);
+        if (Mode != kC32Fixed && tap == 0) {
+          const int u = unit >> 1;  // (image block, row block, pixel block) of 4 x 28 x 7
+          tma_load_4d(slots + (Mode == kC32OneSlot ? 0 : slot) * kSlot, &mx, &full[s], cb * 32, (u % 4) * 8,
+                      (u / 112) % 7 * 8 - 1, (u / 4) % 28 * 2 - 1);
+          slot = slot + 1 == NS ? 0 : slot + 1;
+        }
+        if (++tap == 9) {
+          tap = 0;
+          if (++cb == 8) {
+            cb = 0;
+            unit += gridDim.x;
+          }
+        }
+      }
+    }
+    return;
+  }
+  float acc[2][64] = {};
+  const long long t0 = clock64();
+  int prev = -1, tap = 0, blk = 0;  // blk: the half-tap's channel block count (its slot: blk & 1)
+  for (int t = 0; t < KT; ++t) {
+    const int s = t % kStages;
+    mbarrier_wait(&full[s], (t / kStages) & 1);
+    warpgroup_fence_acc(acc[0]);
+    warpgroup_fence_acc(acc[1]);
+    wgmma_fence();
+#pragma unroll
+    for (int h = 0; h < kHalf; ++h) {
+      const uint32_t a0 = Mode == kC32Fixed ? smem_addr(smem + L::kFixedAt)
+                          : smem_addr(slots) + (Mode == kC32OneSlot ? 0u : uint32_t(blk % NS) * kSlot) +
+                                uint32_t(tap / 3) * 5120u + uint32_t(tap % 3) * 512u;
+      const uint32_t b0 = smem_addr(ring + s * kStage + h * 8192);
+#pragma unroll
+      for (int ks = 0; ks < 2; ++ks) kstep_sw64(acc, a0 + ks * 32, Mode == kC32Fixed ? 4096u : 5120u, b0 + ks * 32);
+      if (++tap == 9) {
+        tap = 0;
+        ++blk;
+      }
+    }
+    wgmma_commit_group();
+    warpgroup_fence_acc(acc[0]);
+    warpgroup_fence_acc(acc[1]);
+    wgmma_wait_group<1>();
+    if (prev >= 0 && threadIdx.x % 32 == 0) mbarrier_arrive(&empty[prev]);
+    prev = s;
+  }
+  finish(acc, sink);
+  const long long t1 = clock64();
+  if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+}
+
+template <int Mode, int KT, int St = 0, int Lay = 0, int NS = 2>
+void run_c32(const char* name, int sms, const CUtensorMap& mw, const CUtensorMap& mx, const CUtensorMap& mw64) {
+  constexpr int smem = C32Layout<Mode, St, Lay, NS>::kBytes;
+  long long* dc;
+  float* ds;
+  CK(cudaMalloc(&dc, sms * sizeof(long long)));
+  CK(cudaMalloc(&ds, sms * 384 * sizeof(float)));
+  CK(cudaFuncSetAttribute(c32_kernel<Mode, KT, St, Lay, NS>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  report(name, sms, 1, KT, C32Layout<Mode>::kPairs || C32Layout<Mode>::kHalves ? 512.0 : 256.0, dc,
+         [&] { c32_kernel<Mode, KT, St, Lay, NS><<<sms, 288, smem>>>(mw, mx, mw64, dc, ds); });
   CK(cudaFree(dc));
   CK(cudaFree(ds));
 }
@@ -581,6 +826,36 @@ int main() {
       run_mainloop<3, true, kKt, false, kPairRing>("a ring of 3 row pairs (60 KB, 27 places)", sms, mw, mx, mxr);
       run_mainloop<3, false, kKt, false, kPairRing>("a ring of 3 row pairs, no patch loads", sms, mw, mx, mxr);
       run_mainloop<4, false, kKt>("the stage (X's rows loaded with W each k-tile)", sms, mw, mx, mxa);
+    }
+    return 0;
+  }
+  if (getenv("KDL_RATE_C32") != nullptr) {  // part 3 only: 32-channel patches (64-byte swizzle), three times
+    const cuuint32_t w32_box[3] = {32, 1, 128}, x32_box[4] = {32, 8, 10, 4};
+    const CUtensorMap mw32 = encode_map("W (32 channels)", w, 3, w_dims, w_strides, w32_box, CU_TENSOR_MAP_SWIZZLE_64B);
+    const CUtensorMap mx32 = encode_map("X (32 channels)", x, 4, x_dims, x_strides, x32_box, CU_TENSOR_MAP_SWIZZLE_64B);
+    for (int rep = 0; rep < 3; ++rep) {
+      run_mainloop<3, true, kKt>("the tap's window of the patch (the kernel's)", sms, mw, mx, mxa);
+      run_mainloop<0, true, kKt>("a fixed region, W and patch loads", sms, mw, mx, mxa);
+      if (rep == 0) {
+        run_c32<kC32Fixed, 2 * kKt>("32 ch: a fixed A, W loads (2 k-steps a k-tile)", sms, mw32, mx32, mw);
+        run_c32<kC32Taps, 2 * kKt>("32 ch: the taps' windows, two 20 KB slots", sms, mw32, mx32, mw);
+      }
+      run_c32<kC32Pairs, kKt>("32 ch: two half-taps a k-tile, two slots", sms, mw32, mx32, mw);
+      run_c32<kC32Pairs6, kKt>("32 ch: two half-taps, 6 stages (racy)", sms, mw32, mx32, mw);
+      run_c32<kC32Halves, kKt>("32 ch halves: the kernel's k-tiles, 2 x 20 KB", sms, mw32, mx32, mw);
+      run_c32<kC32Pairs, kKt, 4, 1>("32 ch pairs, 4 stages, ring before the slots", sms, mw32, mx32, mw);
+      run_c32<kC32Pairs, kKt, 4, 2>("32 ch pairs, 4 stages, ring first, no gap", sms, mw32, mx32, mw);
+      run_c32<kC32Pairs, kKt, 5, 1>("32 ch pairs, 5 stages, ring before the slots", sms, mw32, mx32, mw);
+      run_c32<kC32Pairs, kKt, 5, 2>("32 ch pairs, 5 stages, ring first, no gap", sms, mw32, mx32, mw);
+      run_c32<kC32Pairs, kKt, 5>("32 ch: two half-taps a k-tile, 5 stages", sms, mw32, mx32, mw);
+      run_c32<kC32Pairs, kKt, 3>("32 ch: two half-taps a k-tile, 3 stages", sms, mw32, mx32, mw);
+      run_c32<kC32Pairs, kKt, 6, 0, 3>("32 ch pairs, three slots, 6 stages (the kernel's)", sms, mw32, mx32, mw);
+      run_c32<kC32Pairs, kKt, 7, 0, 3>("32 ch pairs, three slots, 7 stages", sms, mw32, mx32, mw);
+      run_c32<kC32Pairs, kKt, 4, 0, 3>("32 ch pairs, three slots, 4 stages", sms, mw32, mx32, mw);
+      run_c32<kC32Ordered, kKt>("32 ch halves, k-tiles in half order (6 stages)", sms, mw32, mx32, mw);
+      run_c32<kC32Ordered, kKt, 4>("32 ch halves, k-tiles in half order, 4 stages", sms, mw32, mx32, mw);
+      run_mainloop<3, true, kKt, false, kStages4>("the kernel's, 4 stages", sms, mw, mx, mxa);
+      run_mainloop<3, true, kKt, false, kStages5>("the kernel's, 5 stages", sms, mw, mx, mxa);
     }
     return 0;
   }
