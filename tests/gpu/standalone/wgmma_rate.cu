@@ -562,6 +562,21 @@ __device__ __forceinline__ void kstep_sw64(float (&acc)[2][64], uint32_t a0, uin
   for (int i = 0; i < 2; ++i) wgmma_ss<128, bf16>(acc[i], desc_sw64(a0 + i * a_block), desc_sw64(b0), true);
 }
 
+// The producer's walk: the next tap, and past the last tap the next of `blocks` channel blocks, past the last block
+// the CTA's next unit.
+__device__ __forceinline__ void advance_walk(int& tap, int& cb, int& unit, int blocks) {
+  if (++tap == 9) {
+    tap = 0;
+    if (++cb == blocks) {
+      cb = 0;
+      unit += gridDim.x;
+    }
+  }
+}
+
+// Part 3's kernel: one consumer warpgroup, one producer thread (as mainloop_kernel). The half-tap modes walk
+// (32-channel block, tap) pairs, kHalf per k-tile; the halves modes (kC32Halves, kC32Ordered) walk the kernel's
+// 64-channel k-tiles (a tap of a block whose patch is two 32-channel halves).
 template <int Mode, int KT, int St = 0, int Lay = 0, int NS = 2>
 __global__ void __launch_bounds__(288, 1) c32_kernel(const __grid_constant__ CUtensorMap mw,
                                                      const __grid_constant__ CUtensorMap mx,
@@ -569,95 +584,10 @@ __global__ void __launch_bounds__(288, 1) c32_kernel(const __grid_constant__ CUt
                                                      float* sink) {
   using L = C32Layout<Mode, St, Lay, NS>;
   constexpr int kStages = L::kStages, kStage = L::kStage, kSlot = L::kSlot;
-  constexpr int kHalf = L::kPairs ? 2 : 1;  // half-taps (one tap of one 32-channel block) per k-tile
+  constexpr int kHalf = L::kPairs ? 2 : 1;       // half-taps per k-tile (the half-tap modes)
+  constexpr int kBlocks = L::kHalves ? 4 : 8;   // channel blocks of a unit (C = 256)
+  static_assert(!L::kHalves || NS == 2, "the halves modes take two slots");
   extern __shared__ uint8_t smem_raw[];
-  if constexpr (L::kHalves) {  // the kernel's k-tiles, the patch in two 32-channel halves
-    uint8_t* smem = aligned_smem(smem_raw);
-    uint8_t* slots = smem + L::kSlots;
-    uint8_t* ring = smem + L::kRing;
-    uint64_t* full = reinterpret_cast<uint64_t*>(smem + L::kBarriers);
-    uint64_t* empty = full + kStages;
-    if (threadIdx.x == 0) {
-      for (int s = 0; s < kStages; ++s) {
-        mbarrier_init(&full[s], 1);
-        mbarrier_init(&empty[s], 4);
-      }
-      fence_mbarrier_init();
-    }
-    __syncthreads();
-    if (threadIdx.x >= 128) {
-      if (threadIdx.x != 256) return;
-      int tap = 0, cb = 0, unit = blockIdx.x, slot = 0;  // units of 36 k-tiles (4 channel blocks x 9 taps)
-      for (int t = 0; t < KT; ++t) {
-        const int s = t % kStages;
-        mbarrier_wait(&empty[s], ((t / kStages) & 1) ^ 1);
-        mbarrier_arrive_expect_tx(&full[s], kStage + (tap == 0 ? kSlot : 0));
-        if (Mode == kC32Ordered) {
-          for (int e = 0; e < 2; ++e)
-            tma_load_3d(ring + s * kStage + e * 8192, &mw, &full[s], cb * 64 + ordered_half(tap, e) * 32,
-                        ordered_tap(tap, e), (unit & 1) * 128);
-        } else {
-          tma_load_3d(ring + s * kStage, &mw64, &full[s], cb * 64, tap, (unit & 1) * 128);
-        }
-        if (tap == 0) {
-          const int u = unit >> 1;
-          for (int h = 0; h < 2; ++h)
-            tma_load_4d(slots + slot * kSlot + h * 20480, &mx, &full[s], cb * 64 + h * 32, (u % 4) * 8,
-                        (u / 112) % 7 * 8 - 1, (u / 4) % 28 * 2 - 1);
-          slot ^= 1;
-        }
-        if (++tap == 9) {
-          tap = 0;
-          if (++cb == 4) {
-            cb = 0;
-            unit += gridDim.x;
-          }
-        }
-      }
-      return;
-    }
-    float acc[2][64] = {};
-    const long long t0 = clock64();
-    int prev = -1;
-    for (int t = 0; t < KT; ++t) {
-      const int s = t % kStages, tap = t % 9;
-      mbarrier_wait(&full[s], (t / kStages) & 1);
-      const uint32_t a0 = smem_addr(slots) + uint32_t((t / 9) & 1) * kSlot + uint32_t(tap / 3) * 5120u +
-                          uint32_t(tap % 3) * 512u;
-      const uint32_t b0 = smem_addr(ring + s * kStage);
-      warpgroup_fence_acc(acc[0]);
-      warpgroup_fence_acc(acc[1]);
-      wgmma_fence();
-      if constexpr (Mode == kC32Ordered) {
-        const uint32_t slot0 = smem_addr(slots) + uint32_t((t / 9) & 1) * kSlot;
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int tp = ordered_tap(tap, e);
-          const uint32_t ae = slot0 + uint32_t(ordered_half(tap, e)) * 20480u + uint32_t(tp / 3) * 5120u +
-                              uint32_t(tp % 3) * 512u;
-#pragma unroll
-          for (int ks = 0; ks < 2; ++ks) kstep_sw64(acc, ae + ks * 32, 5120u, b0 + e * 8192 + ks * 32);
-        }
-      } else {
-#pragma unroll
-        for (int ks = 0; ks < 4; ++ks)
-#pragma unroll
-          for (int i = 0; i < 2; ++i)
-            wgmma_ss<128, bf16>(acc[i], desc_sw64(a0 + (ks / 2) * 20480u + (ks % 2) * 32u + i * 5120u),
-                                make_desc_kmajor_sw128<bf16>(b0, 128, ks), true);
-      }
-      wgmma_commit_group();
-      warpgroup_fence_acc(acc[0]);
-      warpgroup_fence_acc(acc[1]);
-      wgmma_wait_group<1>();
-      if (prev >= 0 && threadIdx.x % 32 == 0) mbarrier_arrive(&empty[prev]);
-      prev = s;
-    }
-    finish(acc, sink);
-    const long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    return;
-  }
   uint8_t* smem = aligned_smem(smem_raw);
   uint8_t* slots = smem + L::kSlots;
   uint8_t* ring = smem + L::kRing;
@@ -677,28 +607,41 @@ __global__ void __launch_bounds__(288, 1) c32_kernel(const __grid_constant__ CUt
     if (threadIdx.x != 256) return;
     tma_prefetch(&mw);
     tma_prefetch(&mx);
-    int tap = 0, cb = 0, unit = blockIdx.x, slot = 0;  // units of 72 half-taps (8 channel blocks x 9 taps)
+    int tap = 0, cb = 0, unit = blockIdx.x, slot = 0;
     for (int t = 0; t < KT; ++t) {
       const int s = t % kStages;
       mbarrier_wait(&empty[s], ((t / kStages) & 1) ^ 1);
-      int patches = 0;
-      for (int h = 0; h < kHalf; ++h) patches += (Mode != kC32Fixed && (tap + h) % 9 == 0) ? 1 : 0;
-      mbarrier_arrive_expect_tx(&full[s], kStage + patches * kSlot);
-#pragma unroll
-      for (int h = 0; h < kHalf; ++h) {
-        tma_load_3d(ring + s * kStage + h * 8192, &mw, &full[s], cb * 32, tap, (unit & 1) * 128);
-        if (Mode != kC32Fixed && tap == 0) {
-          const int u = unit >> 1;  // (image block, row block, pixel block) of 4 x 28 x 7
-          tma_load_4d(slots + (Mode == kC32OneSlot ? 0 : slot) * kSlot, &mx, &full[s], cb * 32, (u % 4) * 8,
-                      (u / 112) % 7 * 8 - 1, (u / 4) % 28 * 2 - 1);
-          slot = slot + 1 == NS ? 0 : slot + 1;
+      if constexpr (L::kHalves) {
+        mbarrier_arrive_expect_tx(&full[s], kStage + (tap == 0 ? kSlot : 0));
+        if (Mode == kC32Ordered) {
+          for (int e = 0; e < 2; ++e)
+            tma_load_3d(ring + s * kStage + e * 8192, &mw, &full[s], cb * 64 + ordered_half(tap, e) * 32,
+                        ordered_tap(tap, e), (unit & 1) * 128);
+        } else {
+          tma_load_3d(ring + s * kStage, &mw64, &full[s], cb * 64, tap, (unit & 1) * 128);
         }
-        if (++tap == 9) {
-          tap = 0;
-          if (++cb == 8) {
-            cb = 0;
-            unit += gridDim.x;
+        if (tap == 0) {
+          const int u = unit >> 1;  // (image block, row block, pixel block) of 4 x 28 x 7
+          for (int h = 0; h < 2; ++h)
+            tma_load_4d(slots + slot * kSlot + h * 20480, &mx, &full[s], cb * 64 + h * 32, (u % 4) * 8,
+                        (u / 112) % 7 * 8 - 1, (u / 4) % 28 * 2 - 1);
+          slot ^= 1;
+        }
+        advance_walk(tap, cb, unit, kBlocks);
+      } else {
+        int patches = 0;
+        for (int h = 0; h < kHalf; ++h) patches += (Mode != kC32Fixed && (tap + h) % 9 == 0) ? 1 : 0;
+        mbarrier_arrive_expect_tx(&full[s], kStage + patches * kSlot);
+#pragma unroll
+        for (int h = 0; h < kHalf; ++h) {
+          tma_load_3d(ring + s * kStage + h * 8192, &mw, &full[s], cb * 32, tap, (unit & 1) * 128);
+          if (Mode != kC32Fixed && tap == 0) {
+            const int u = unit >> 1;
+            tma_load_4d(slots + (Mode == kC32OneSlot ? 0 : slot) * kSlot, &mx, &full[s], cb * 32, (u % 4) * 8,
+                        (u / 112) % 7 * 8 - 1, (u / 4) % 28 * 2 - 1);
+            slot = slot + 1 == NS ? 0 : slot + 1;
           }
+          advance_walk(tap, cb, unit, kBlocks);
         }
       }
     }
@@ -706,24 +649,46 @@ __global__ void __launch_bounds__(288, 1) c32_kernel(const __grid_constant__ CUt
   }
   float acc[2][64] = {};
   const long long t0 = clock64();
-  int prev = -1, tap = 0, blk = 0;  // blk: the half-tap's channel block count (its slot: blk & 1)
+  int prev = -1, tap = 0, blk = 0;  // the half-tap modes: the next half-tap's tap and channel block count
   for (int t = 0; t < KT; ++t) {
     const int s = t % kStages;
     mbarrier_wait(&full[s], (t / kStages) & 1);
     warpgroup_fence_acc(acc[0]);
     warpgroup_fence_acc(acc[1]);
     wgmma_fence();
+    const uint32_t b0 = smem_addr(ring + s * kStage);
+    if constexpr (Mode == kC32Ordered) {  // two taps of one half per k-tile (a block's 9 k-tiles)
+      const int j = t % 9;
+      const uint32_t slot0 = smem_addr(slots) + uint32_t((t / 9) & 1) * kSlot;
 #pragma unroll
-    for (int h = 0; h < kHalf; ++h) {
-      const uint32_t a0 = Mode == kC32Fixed ? smem_addr(smem + L::kFixedAt)
-                          : smem_addr(slots) + (Mode == kC32OneSlot ? 0u : uint32_t(blk % NS) * kSlot) +
-                                uint32_t(tap / 3) * 5120u + uint32_t(tap % 3) * 512u;
-      const uint32_t b0 = smem_addr(ring + s * kStage + h * 8192);
+      for (int e = 0; e < 2; ++e) {
+        const int tp = ordered_tap(j, e);
+        const uint32_t ae = slot0 + uint32_t(ordered_half(j, e)) * 20480u + uint32_t(tp / 3) * 5120u + uint32_t(tp % 3) * 512u;
 #pragma unroll
-      for (int ks = 0; ks < 2; ++ks) kstep_sw64(acc, a0 + ks * 32, Mode == kC32Fixed ? 4096u : 5120u, b0 + ks * 32);
-      if (++tap == 9) {
-        tap = 0;
-        ++blk;
+        for (int ks = 0; ks < 2; ++ks) kstep_sw64(acc, ae + ks * 32, 5120u, b0 + e * 8192 + ks * 32);
+      }
+    } else if constexpr (Mode == kC32Halves) {  // tap j of both halves, W's 128-byte-swizzled box
+      const int j = t % 9;
+      const uint32_t a0 = smem_addr(slots) + uint32_t((t / 9) & 1) * kSlot + uint32_t(j / 3) * 5120u + uint32_t(j % 3) * 512u;
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+          wgmma_ss<128, bf16>(acc[i], desc_sw64(a0 + (ks / 2) * 20480u + (ks % 2) * 32u + i * 5120u),
+                              make_desc_kmajor_sw128<bf16>(b0, 128, ks), true);
+    } else {
+#pragma unroll
+      for (int h = 0; h < kHalf; ++h) {
+        const uint32_t a0 = Mode == kC32Fixed ? smem_addr(smem + L::kFixedAt)
+                            : smem_addr(slots) + (Mode == kC32OneSlot ? 0u : uint32_t(blk % NS) * kSlot) +
+                                  uint32_t(tap / 3) * 5120u + uint32_t(tap % 3) * 512u;
+#pragma unroll
+        for (int ks = 0; ks < 2; ++ks)
+          kstep_sw64(acc, a0 + ks * 32, Mode == kC32Fixed ? 4096u : 5120u, b0 + h * 8192 + ks * 32);
+        if (++tap == 9) {
+          tap = 0;
+          ++blk;
+        }
       }
     }
     wgmma_commit_group();
