@@ -547,9 +547,10 @@ struct C32Layout {
   static constexpr int kStages = St ? St : Mode == kC32Pairs ? 4 : Mode == kC32Pairs6 || kHalves ? 6 : 9;
   static constexpr int kStage = kPairs || kHalves ? 16384 : 8192;
   static constexpr int kSlot = kHalves ? 40960 : 20480, kFixed = 8192;
+  // Byte offsets of the three regions (kFixedAt, kSlotsAt, kRingAt) and of the barriers after all three.
   static constexpr int kFixedAt = Lay == 2 ? kStages * kStage + NS * kSlot : 0;
-  static constexpr int kSlots = Lay == 0 ? kFixed : Lay == 1 ? kFixed + kStages * kStage : kStages * kStage;
-  static constexpr int kRing = Lay == 0 ? kFixed + NS * kSlot : Lay == 1 ? kFixed : 0;
+  static constexpr int kSlotsAt = Lay == 0 ? kFixed : Lay == 1 ? kFixed + kStages * kStage : kStages * kStage;
+  static constexpr int kRingAt = Lay == 0 ? kFixed + NS * kSlot : Lay == 1 ? kFixed : 0;
   static constexpr int kBarriers = kStages * kStage + NS * kSlot + kFixed;
   static constexpr int kBytes = 1024 + kBarriers + 2 * kStages * 8;
 };
@@ -589,8 +590,8 @@ __global__ void __launch_bounds__(288, 1) c32_kernel(const __grid_constant__ CUt
   static_assert(!L::kHalves || NS == 2, "the halves modes take two slots");
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = aligned_smem(smem_raw);
-  uint8_t* slots = smem + L::kSlots;
-  uint8_t* ring = smem + L::kRing;
+  uint8_t* slots = smem + L::kSlotsAt;
+  uint8_t* ring = smem + L::kRingAt;
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + L::kBarriers);
   uint64_t* empty = full + kStages;
   for (int i = threadIdx.x; i < L::kFixed / 2; i += blockDim.x)
