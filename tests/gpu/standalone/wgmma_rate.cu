@@ -12,6 +12,8 @@
 //   Part 3 (KDL_RATE_C32=1), the half-block patch (docs/perf-notes.md v58): 32-channel patch blocks, 64-byte swizzled,
 //           read as two half-taps per k-tile, against the kernel's 64-channel patch, at several ring depths and slot
 //           counts (c32_kernel).
+//   Part 4 (KDL_RATE_SWAP=1), the operands' roles swapped on 64-filter x 256-pixel units (docs/perf-notes.md v59): A
+//           W's 64 filters, B two n128 (or n112) windows of a pixel-major patch, the same A for both (swap_kernel).
 // Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I include -I tests/gpu/standalone \
 //        tests/gpu/standalone/wgmma_rate.cu -o wgmma_rate (tests/gpu/standalone/run_wgmma.sh builds and runs it).
 // KDL_RATE_WIDE16=1: part 2's kernel figure and the 1 x 16 x 8 tile's patch variants only (kWide16, kSwapN128: the
@@ -718,6 +720,111 @@ void run_c32(const char* name, int sms, const CUtensorMap& mw, const CUtensorMap
   CK(cudaFree(ds));
 }
 
+// ---- part 4: the roles swapped on a 64-filter x 256-pixel unit (docs/perf-notes.md v59) ----
+// D transposed: A is W's 64 filters of the k-tile's (channel block, tap) -- a {64 channels, 1 tap, 64 filters} box, 8 KB
+// a stage -- and B two n128 windows of the tap in a pixel-major patch of 2 output rows x 16 columns x 8 images
+// ({c, n, h, w}: 4 rows x 18 columns x 8 images, 72 KB; atom (h, w) at (4 w + h) KB, so output row i's window for tap
+// (r, s) is 16 atoms 4 KB apart from (4 s + r + i) KB). Per k-step two m64n128k16 with the same A: A's bytes per
+// multiply-add are half the pingpong 128 x 128's, W's load a quarter of its stage. The question: does the loss the
+// patch kernels show (A changing from k-tile to k-tile while TMA writes; v52-v55) shrink with A's bytes?
+//   SwMode 0: the patch windows (the design);  1: no patch loads (W only);  2: a fixed B (slot 0's start), W loads;
+//   3: a fixed A (slot 1's start) and the patch windows as B, with the loads.
+// SwN: the pixels of a window (SwN / 8 columns of 8 images; 112: 14 columns, which tile 56- and 28-wide images
+// exactly, in m64n112k16 instructions; the patch then 4 rows x 16 columns, 64 KB).
+template <int SwMode, int KT, int St = 6, int SwN = 128>
+struct SwapLayout {
+  static constexpr int kCols = SwN / 8;  // a window's columns
+  static constexpr int kStages = St, kStage = 8192, kSlot = 4 * (kCols + 2) * 1024;
+  static constexpr int kBarriers = kStages * kStage + 2 * kSlot;
+  static constexpr int kBytes = 1024 + kBarriers + 2 * kStages * 8;
+};
+template <int SwMode, int KT, int St = 6, int SwN = 128>
+__global__ void __launch_bounds__(288, 1) swap_kernel(const __grid_constant__ CUtensorMap mw64,
+                                                      const __grid_constant__ CUtensorMap mxw, long long* cycles,
+                                                      float* sink) {
+  using L = SwapLayout<SwMode, KT, St, SwN>;
+  constexpr int kStages = L::kStages, kStage = L::kStage, kSlot = L::kSlot, kColBlocks = 48 / L::kCols + 1;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = aligned_smem(smem_raw);
+  uint8_t* ring = smem;
+  uint8_t* slots = smem + kStages * kStage;
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + L::kBarriers);
+  uint64_t* empty = full + kStages;
+  for (int i = threadIdx.x; i < kSlot; i += blockDim.x) reinterpret_cast<bf16*>(slots)[i] = small_value(i);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(&full[s], 1);
+      mbarrier_init(&empty[s], 4);
+    }
+    fence_mbarrier_init();
+  }
+  __syncthreads();
+  if (threadIdx.x >= 128) {
+    if (threadIdx.x != 256) return;
+    tma_prefetch(&mw64);
+    tma_prefetch(&mxw);
+    int tap = 0, cb = 0, unit = blockIdx.x, slot = 0;  // units: (filter block of 4, image block of 4, row pair of 28,
+                                                        // column block of 3 or 4) -- 36 k-tiles each
+    for (int t = 0; t < KT; ++t) {
+      const int s = t % kStages;
+      mbarrier_wait(&empty[s], ((t / kStages) & 1) ^ 1);
+      const bool patch = SwMode != 1 && SwMode != 2 && tap == 0;
+      mbarrier_arrive_expect_tx(&full[s], kStage + (patch ? kSlot : 0));
+      tma_load_3d(ring + s * kStage, &mw64, &full[s], cb * 64, tap, (unit % 4) * 64);
+      if (patch) {
+        const int u = unit / 4;
+        tma_load_4d(slots + slot * kSlot, &mxw, &full[s], cb * 64, (u % 4) * 8, (u / 4) % 28 * 2 - 1,
+                    (u / 112) % kColBlocks * L::kCols - 1);
+        slot ^= 1;
+      }
+      advance_walk(tap, cb, unit, 4);
+    }
+    return;
+  }
+  float acc[2][64] = {};
+  const long long t0 = clock64();
+  int prev = -1;
+  for (int t = 0; t < KT; ++t) {
+    const int s = t % kStages, tap = t % 9, r = tap / 3, sx = tap % 3;
+    mbarrier_wait(&full[s], (t / kStages) & 1);
+    const uint32_t slot = smem_addr(slots) + uint32_t((t / 9) & 1) * kSlot;
+    const uint32_t a = SwMode == 3 ? smem_addr(slots) + kSlot : smem_addr(ring + s * kStage);
+    const uint32_t b = SwMode == 2 ? smem_addr(slots) : slot + uint32_t(4 * sx + r) * 1024u;
+    warpgroup_fence_acc(acc[0]);
+    warpgroup_fence_acc(acc[1]);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+        wgmma_ss<SwN, bf16>(*reinterpret_cast<float(*)[SwN / 2]>(&acc[i][0]), make_desc_kmajor_sw128<bf16>(a, 64, ks),
+                            make_smem_desc(b + uint32_t(i) * 1024u + uint32_t(ks) * kWgmmaKBytes, 16, 4096), true);
+    wgmma_commit_group();
+    warpgroup_fence_acc(acc[0]);
+    warpgroup_fence_acc(acc[1]);
+    wgmma_wait_group<1>();
+    if (prev >= 0 && threadIdx.x % 32 == 0) mbarrier_arrive(&empty[prev]);
+    prev = s;
+  }
+  finish(acc, sink);
+  const long long t1 = clock64();
+  if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+}
+
+template <int SwMode, int KT, int St = 6, int SwN = 128>
+void run_swap(const char* name, int sms, const CUtensorMap& mw64, const CUtensorMap& mxw) {
+  constexpr int smem = SwapLayout<SwMode, KT, St, SwN>::kBytes;
+  long long* dc;
+  float* ds;
+  CK(cudaMalloc(&dc, sms * sizeof(long long)));
+  CK(cudaMalloc(&ds, sms * 384 * sizeof(float)));
+  CK(cudaFuncSetAttribute(swap_kernel<SwMode, KT, St, SwN>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  report(name, sms, 1, KT, 512.0 * SwN / 128, dc,
+         [&] { swap_kernel<SwMode, KT, St, SwN><<<sms, 288, smem>>>(mw64, mxw, dc, ds); });
+  CK(cudaFree(dc));
+  CK(cudaFree(ds));
+}
+
 }  // namespace
 
 int main() {
@@ -792,6 +899,25 @@ int main() {
       run_mainloop<3, true, kKt, false, kPairRing>("a ring of 3 row pairs (60 KB, 27 places)", sms, mw, mx, mxr);
       run_mainloop<3, false, kKt, false, kPairRing>("a ring of 3 row pairs, no patch loads", sms, mw, mx, mxr);
       run_mainloop<4, false, kKt>("the stage (X's rows loaded with W each k-tile)", sms, mw, mx, mxa);
+    }
+    return 0;
+  }
+  if (getenv("KDL_RATE_SWAP") != nullptr) {  // part 4 only: the roles swapped on 64 x 256 units, three times
+    const cuuint32_t w64_box[3] = {64, 1, 64}, xw_box[4] = {64, 8, 4, 18};
+    const CUtensorMap mw64 = encode_map("W (64 filters)", w, 3, w_dims, w_strides, w64_box);
+    const CUtensorMap mxw = encode_map("X (2 x 16 x 8 tile's patch)", x, 4, xp_dims, xp_strides, xw_box);
+    const cuuint32_t xw14_box[4] = {64, 8, 4, 16};
+    const CUtensorMap mxw14 = encode_map("X (2 x 14 x 8 tile's patch)", x, 4, xp_dims, xp_strides, xw14_box);
+    for (int rep = 0; rep < 3; ++rep) {
+      run_mainloop<3, true, kKt>("the tap's window of the patch (the kernel's)", sms, mw, mx, mxa);
+      run_swap<0, kKt>("swapped 64 x 256: B the patch windows", sms, mw64, mxw);
+      run_swap<1, kKt>("swapped 64 x 256: no patch loads", sms, mw64, mxw);
+      run_swap<2, kKt>("swapped 64 x 256: a fixed B, W loads", sms, mw64, mxw);
+      run_swap<3, kKt>("swapped 64 x 256: a fixed A, patch windows", sms, mw64, mxw);
+      run_swap<0, kKt, 4>("swapped 64 x 256: B the patch windows, 4 stages", sms, mw64, mxw);
+      run_swap<0, kKt, 6, 112>("swapped 64 x 224 (n112): B the patch windows", sms, mw64, mxw14);
+      run_swap<1, kKt, 6, 112>("swapped 64 x 224 (n112): no patch loads", sms, mw64, mxw14);
+      run_swap<2, kKt, 6, 112>("swapped 64 x 224 (n112): a fixed B, W loads", sms, mw64, mxw14);
     }
     return 0;
   }
