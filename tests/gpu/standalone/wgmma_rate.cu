@@ -173,6 +173,52 @@ __device__ __forceinline__ void finish(float (&acc)[2][64], float* sink) {
   sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
 }
 
+// A consumer loop's end: finish, then thread 0 stores the CTA's cycles since t0.
+__device__ __forceinline__ void finish(float (&acc)[2][64], float* sink, long long* cycles, long long t0) {
+  finish(acc, sink);
+  const long long t1 = clock64();
+  if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+}
+
+// A loaded k-tile's end (parts 3-4, whose k-tiles issue their own wgmmas): commit, wait for the k-tile before, and
+// release that k-tile's stage (one arrival per warp).
+__device__ __forceinline__ void ktile_end(float (&acc)[2][64], uint64_t* empty, int& prev, int s) {
+  wgmma_commit_group();
+  warpgroup_fence_acc(acc[0]);
+  warpgroup_fence_acc(acc[1]);
+  wgmma_wait_group<1>();
+  if (prev >= 0 && threadIdx.x % 32 == 0) mbarrier_arrive(&empty[prev]);
+  prev = s;
+}
+
+// The ring's full barriers (one producer arrival plus the bytes) and empty barriers (`arrivals`: one per consumer
+// warp), initialized by thread 0 before the block's threads split into producer and consumers.
+__device__ __forceinline__ void init_ring(uint64_t* full, uint64_t* empty, int stages, int arrivals) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) {
+      mbarrier_init(&full[s], 1);
+      mbarrier_init(&empty[s], arrivals);
+    }
+    fence_mbarrier_init();
+  }
+  __syncthreads();
+}
+
+// Parts 2-4's launcher: one CTA per SM of `threads` threads with `smem` bytes, kernel(maps..., cycles, sink), reported
+// per k-tile against `ideal`.
+template <class Kernel, class... Maps>
+void run_loaded(const char* name, int sms, int ktiles, double ideal, int threads, int smem, Kernel kernel,
+                const Maps&... maps) {
+  long long* dc;
+  float* ds;
+  CK(cudaMalloc(&dc, sms * sizeof(long long)));
+  CK(cudaMalloc(&ds, sms * 384 * sizeof(float)));
+  CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  report(name, sms, 1, ktiles, ideal, dc, [&] { kernel<<<sms, threads, smem>>>(maps..., dc, ds); });
+  CK(cudaFree(dc));
+  CK(cudaFree(ds));
+}
+
 // ---- part 1 ----
 // Shape 0: pingpong 128 x 128 (one warpgroup; a stage: A 16 KB, B 16 KB); 1: cooperative 128 x 256 (two warpgroups,
 // m64n256 each; A 16 KB, B 32 KB); 2: cooperative 256 x 128, cuDNN's tile (two warpgroups, two m64n128 each; A 32 KB,
@@ -336,14 +382,7 @@ __global__ void __launch_bounds__(A == 5 ? 384 : 288, 1) mainloop_kernel(const _
     }
   if (Var == kSlotsByThreads)
     for (int i = threadIdx.x; i < 2 * kSlot / 2; i += blockDim.x) reinterpret_cast<bf16*>(slots)[i] = small_value(i);
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      mbarrier_init(&full[s], 1);
-      mbarrier_init(&empty[s], Coop ? 8 : 4);  // one arrival per consumer warp
-    }
-    fence_mbarrier_init();
-  }
-  __syncthreads();
+  init_ring(full, empty, kStages, Coop ? 8 : 4);
   // A == 5 (RS): 3 warpgroups, the consumer's in-flight A fragments need registers past 168
   if (threadIdx.x >= (Coop ? 256 : 128)) {  // the producer thread (the 9th warp's first); the rest leave
     if constexpr (A == 5) setmaxnreg_dec<64>();
@@ -476,9 +515,7 @@ __global__ void __launch_bounds__(A == 5 ? 384 : 288, 1) mainloop_kernel(const _
     if (prev >= 0 && threadIdx.x % 32 == 0) mbarrier_arrive(&empty[prev]);
     prev = s;
   }
-  finish(acc, sink);
-  const long long t1 = clock64();
-  if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+  finish(acc, sink, cycles, t0);
 }
 
 // A bf16 tensor map with the 128-byte swizzle (the conv kernel's kind): dims and box innermost first, the byte
@@ -501,17 +538,8 @@ CUtensorMap encode_map(const char* what, bf16* base, int rank, const cuuint64_t*
 
 template <int A, bool Patch, int KT, bool Coop = false, int Var = kPlain, int Step = 0>
 void run_mainloop(const char* name, int sms, const CUtensorMap& mw, const CUtensorMap& mx, const CUtensorMap& mxa) {
-  constexpr int smem = MainloopLayout<A, Coop, Var>::kBytes;
-  long long* dc;
-  float* ds;
-  CK(cudaMalloc(&dc, sms * sizeof(long long)));
-  CK(cudaMalloc(&ds, sms * 384 * sizeof(float)));
-  CK(cudaFuncSetAttribute(mainloop_kernel<A, Patch, KT, Coop, Var, Step>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                          smem));
-  report(name, sms, 1, KT, Coop ? 1024.0 : 512.0, dc,
-         [&] { mainloop_kernel<A, Patch, KT, Coop, Var, Step><<<sms, A == 5 ? 384 : 288, smem>>>(mw, mx, mxa, dc, ds); });
-  CK(cudaFree(dc));
-  CK(cudaFree(ds));
+  run_loaded(name, sms, KT, Coop ? 1024.0 : 512.0, A == 5 ? 384 : 288, MainloopLayout<A, Coop, Var>::kBytes,
+             mainloop_kernel<A, Patch, KT, Coop, Var, Step>, mw, mx, mxa);
 }
 
 
@@ -598,14 +626,7 @@ __global__ void __launch_bounds__(288, 1) c32_kernel(const __grid_constant__ CUt
   uint64_t* empty = full + kStages;
   for (int i = threadIdx.x; i < L::kFixed / 2; i += blockDim.x)
     reinterpret_cast<bf16*>(smem + L::kFixedAt)[i] = small_value(i);
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      mbarrier_init(&full[s], 1);
-      mbarrier_init(&empty[s], 4);
-    }
-    fence_mbarrier_init();
-  }
-  __syncthreads();
+  init_ring(full, empty, kStages, 4);
   if (threadIdx.x >= 128) {
     if (threadIdx.x != 256) return;
     tma_prefetch(&mw);
@@ -694,30 +715,15 @@ __global__ void __launch_bounds__(288, 1) c32_kernel(const __grid_constant__ CUt
         }
       }
     }
-    wgmma_commit_group();
-    warpgroup_fence_acc(acc[0]);
-    warpgroup_fence_acc(acc[1]);
-    wgmma_wait_group<1>();
-    if (prev >= 0 && threadIdx.x % 32 == 0) mbarrier_arrive(&empty[prev]);
-    prev = s;
+    ktile_end(acc, empty, prev, s);
   }
-  finish(acc, sink);
-  const long long t1 = clock64();
-  if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+  finish(acc, sink, cycles, t0);
 }
 
 template <int Mode, int KT, int St = 0, int Lay = 0, int NS = 2>
 void run_c32(const char* name, int sms, const CUtensorMap& mw, const CUtensorMap& mx, const CUtensorMap& mw64) {
-  constexpr int smem = C32Layout<Mode, St, Lay, NS>::kBytes;
-  long long* dc;
-  float* ds;
-  CK(cudaMalloc(&dc, sms * sizeof(long long)));
-  CK(cudaMalloc(&ds, sms * 384 * sizeof(float)));
-  CK(cudaFuncSetAttribute(c32_kernel<Mode, KT, St, Lay, NS>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  report(name, sms, 1, KT, C32Layout<Mode>::kPairs || C32Layout<Mode>::kHalves ? 512.0 : 256.0, dc,
-         [&] { c32_kernel<Mode, KT, St, Lay, NS><<<sms, 288, smem>>>(mw, mx, mw64, dc, ds); });
-  CK(cudaFree(dc));
-  CK(cudaFree(ds));
+  run_loaded(name, sms, KT, C32Layout<Mode>::kPairs || C32Layout<Mode>::kHalves ? 512.0 : 256.0, 288,
+             C32Layout<Mode, St, Lay, NS>::kBytes, c32_kernel<Mode, KT, St, Lay, NS>, mw, mx, mw64);
 }
 
 // ---- part 4: the roles swapped on a 64-filter x 256-pixel unit (docs/perf-notes.md v59) ----
@@ -751,14 +757,7 @@ __global__ void __launch_bounds__(288, 1) swap_kernel(const __grid_constant__ CU
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + L::kBarriers);
   uint64_t* empty = full + kStages;
   for (int i = threadIdx.x; i < kSlot; i += blockDim.x) reinterpret_cast<bf16*>(slots)[i] = small_value(i);
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      mbarrier_init(&full[s], 1);
-      mbarrier_init(&empty[s], 4);
-    }
-    fence_mbarrier_init();
-  }
-  __syncthreads();
+  init_ring(full, empty, kStages, 4);
   if (threadIdx.x >= 128) {
     if (threadIdx.x != 256) return;
     tma_prefetch(&mw64);
@@ -799,30 +798,15 @@ __global__ void __launch_bounds__(288, 1) swap_kernel(const __grid_constant__ CU
       for (int i = 0; i < 2; ++i)
         wgmma_ss<SwN, bf16>(*reinterpret_cast<float(*)[SwN / 2]>(&acc[i][0]), make_desc_kmajor_sw128<bf16>(a, 64, ks),
                             make_smem_desc(b + uint32_t(i) * 1024u + uint32_t(ks) * kWgmmaKBytes, 16, 4096), true);
-    wgmma_commit_group();
-    warpgroup_fence_acc(acc[0]);
-    warpgroup_fence_acc(acc[1]);
-    wgmma_wait_group<1>();
-    if (prev >= 0 && threadIdx.x % 32 == 0) mbarrier_arrive(&empty[prev]);
-    prev = s;
+    ktile_end(acc, empty, prev, s);
   }
-  finish(acc, sink);
-  const long long t1 = clock64();
-  if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+  finish(acc, sink, cycles, t0);
 }
 
 template <int SwMode, int KT, int St = 6, int SwN = 128>
 void run_swap(const char* name, int sms, const CUtensorMap& mw64, const CUtensorMap& mxw) {
-  constexpr int smem = SwapLayout<SwMode, KT, St, SwN>::kBytes;
-  long long* dc;
-  float* ds;
-  CK(cudaMalloc(&dc, sms * sizeof(long long)));
-  CK(cudaMalloc(&ds, sms * 384 * sizeof(float)));
-  CK(cudaFuncSetAttribute(swap_kernel<SwMode, KT, St, SwN>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  report(name, sms, 1, KT, 512.0 * SwN / 128, dc,
-         [&] { swap_kernel<SwMode, KT, St, SwN><<<sms, 288, smem>>>(mw64, mxw, dc, ds); });
-  CK(cudaFree(dc));
-  CK(cudaFree(ds));
+  run_loaded(name, sms, KT, 512.0 * SwN / 128, 288, SwapLayout<SwMode, KT, St, SwN>::kBytes, swap_kernel<SwMode, KT, St, SwN>,
+             mw64, mxw);
 }
 
 }  // namespace
