@@ -52,15 +52,28 @@ __device__ __forceinline__ bf16 small_value(uint32_t i) {  // 6-bit values: no i
   return __float2bfloat16(float(int(h >> 20 & 63) - 32) / 64.f);
 }
 
+// A k-tile's wgmmas are issued between these two: ktile_begin fences the accumulators and orders the operands'
+// shared-memory writes before the wgmmas; ktile_wait commits the k-tile's group and waits for the one before it
+// (wgmma.wait_group 1), as GemmSm90's consumer does.
+__device__ __forceinline__ void ktile_begin(float (&acc)[2][64]) {
+  warpgroup_fence_acc(acc[0]);
+  warpgroup_fence_acc(acc[1]);
+  wgmma_fence();
+}
+__device__ __forceinline__ void ktile_wait(float (&acc)[2][64]) {
+  wgmma_commit_group();
+  warpgroup_fence_acc(acc[0]);
+  warpgroup_fence_acc(acc[1]);
+  wgmma_wait_group<1>();
+}
+
 // One k-tile of a consumer: two m64n128k16 per k-step (a 128 x 128 tile: Wide false) or one m64n256k16 (a 64 x 256
 // tile: Wide true), A K-major at a_base (a second m64 block a_block bytes further), B K-major at b_base.
 // a_sbo: the bytes from one 8-row atom of A to the next (1024: the rows contiguous); BSbo the same for B (not Wide).
 template <bool Wide, uint32_t BSbo = 1024>
 __device__ __forceinline__ void ktile(float (&acc)[2][64], uint32_t a_base, uint32_t a_block, uint32_t b_base,
                                       uint32_t a_sbo = 1024) {
-  warpgroup_fence_acc(acc[0]);
-  warpgroup_fence_acc(acc[1]);
-  wgmma_fence();
+  ktile_begin(acc);
 #pragma unroll
   for (int ks = 0; ks < 4; ++ks) {
     if constexpr (Wide) {
@@ -77,10 +90,7 @@ __device__ __forceinline__ void ktile(float (&acc)[2][64], uint32_t a_base, uint
                               make_smem_desc(b_base + ks * kWgmmaKBytes, 16, BSbo), true);
     }
   }
-  wgmma_commit_group();
-  warpgroup_fence_acc(acc[0]);
-  warpgroup_fence_acc(acc[1]);
-  wgmma_wait_group<1>();
+  ktile_wait(acc);
 }
 
 // (kdl/wgmma_sm90.cuh has the shared-memory form only: A from registers measured slower here, so its one instruction
@@ -110,17 +120,12 @@ __device__ __forceinline__ void ktile_rs(float (&acc)[2][64], uint32_t a_base, u
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks)
       ldmatrix_x4(a[i][ks], a_base + i * a_block + row * 128 + (((ks * 2 + lane / 16) ^ (row % 8)) * 16));
-  warpgroup_fence_acc(acc[0]);
-  warpgroup_fence_acc(acc[1]);
-  wgmma_fence();
+  ktile_begin(acc);
 #pragma unroll
   for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
     for (int i = 0; i < 2; ++i) wgmma_rs128(acc[i], a[i][ks], make_desc_kmajor_sw128<bf16>(b_base, 128, ks).bits);
-  wgmma_commit_group();
-  warpgroup_fence_acc(acc[0]);
-  warpgroup_fence_acc(acc[1]);
-  wgmma_wait_group<1>();
+  ktile_wait(acc);
 }
 
 // A k-tile of the 128 x 128 tile as four m64n64k16 per k-step: D[i][j] += A block i (64 rows at a_base + i * a_block)
@@ -129,9 +134,7 @@ __device__ __forceinline__ void ktile_rs(float (&acc)[2][64], uint32_t a_base, u
 __device__ __forceinline__ void ktile_n64(float (&acc)[2][64], uint32_t a_base, uint32_t a_block, uint32_t b_base,
                                           uint32_t b_block) {
   float(&d)[4][32] = *reinterpret_cast<float(*)[4][32]>(&acc[0][0]);
-  warpgroup_fence_acc(acc[0]);
-  warpgroup_fence_acc(acc[1]);
-  wgmma_fence();
+  ktile_begin(acc);
 #pragma unroll
   for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
@@ -140,10 +143,7 @@ __device__ __forceinline__ void ktile_n64(float (&acc)[2][64], uint32_t a_base, 
       for (int j = 0; j < 2; ++j)
         wgmma_ss<64, bf16>(d[i * 2 + j], make_desc_kmajor_sw128<bf16>(a_base + i * a_block, 64, ks),
                            make_desc_kmajor_sw128<bf16>(b_base + j * b_block, 64, ks), true);
-  wgmma_commit_group();
-  warpgroup_fence_acc(acc[0]);
-  warpgroup_fence_acc(acc[1]);
-  wgmma_wait_group<1>();
+  ktile_wait(acc);
 }
 
 // Launches `launch` twice (the first warms up) and prints the second's mean cycles per k-tile over the CTAs (CTA b's
@@ -183,10 +183,7 @@ __device__ __forceinline__ void finish(float (&acc)[2][64], float* sink, long lo
 // A loaded k-tile's end (parts 3-4, whose k-tiles issue their own wgmmas): commit, wait for the k-tile before, and
 // release that k-tile's stage (one arrival per warp).
 __device__ __forceinline__ void ktile_end(float (&acc)[2][64], uint64_t* empty, int& prev, int s) {
-  wgmma_commit_group();
-  warpgroup_fence_acc(acc[0]);
-  warpgroup_fence_acc(acc[1]);
-  wgmma_wait_group<1>();
+  ktile_wait(acc);
   if (prev >= 0 && threadIdx.x % 32 == 0) mbarrier_arrive(&empty[prev]);
   prev = s;
 }
@@ -677,9 +674,7 @@ __global__ void __launch_bounds__(288, 1) c32_kernel(const __grid_constant__ CUt
   for (int t = 0; t < KT; ++t) {
     const int s = t % kStages;
     mbarrier_wait(&full[s], (t / kStages) & 1);
-    warpgroup_fence_acc(acc[0]);
-    warpgroup_fence_acc(acc[1]);
-    wgmma_fence();
+    ktile_begin(acc);
     const uint32_t b0 = smem_addr(ring + s * kStage);
     if constexpr (Mode == kC32Ordered) {  // two taps of one half per k-tile (a block's 9 k-tiles)
       const int j = t % 9;
@@ -737,7 +732,7 @@ void run_c32(const char* name, int sms, const CUtensorMap& mw, const CUtensorMap
 //   3: a fixed A (slot 1's start) and the patch windows as B, with the loads.
 // SwN: the pixels of a window (SwN / 8 columns of 8 images; 112: 14 columns, which tile 56- and 28-wide images
 // exactly, in m64n112k16 instructions; the patch then 4 rows x 16 columns, 64 KB).
-template <int SwMode, int KT, int St = 6, int SwN = 128>
+template <int St = 6, int SwN = 128>
 struct SwapLayout {
   static constexpr int kCols = SwN / 8;  // a window's columns
   static constexpr int kStages = St, kStage = 8192, kSlot = 4 * (kCols + 2) * 1024;
@@ -748,8 +743,8 @@ template <int SwMode, int KT, int St = 6, int SwN = 128>
 __global__ void __launch_bounds__(288, 1) swap_kernel(const __grid_constant__ CUtensorMap mw64,
                                                       const __grid_constant__ CUtensorMap mxw, long long* cycles,
                                                       float* sink) {
-  using L = SwapLayout<SwMode, KT, St, SwN>;
-  constexpr int kStages = L::kStages, kStage = L::kStage, kSlot = L::kSlot, kColBlocks = 48 / L::kCols + 1;
+  using L = SwapLayout<St, SwN>;
+  constexpr int kStages = L::kStages, kStage = L::kStage, kSlot = L::kSlot, kColBlocks = (56 + L::kCols - 1) / L::kCols;  // X is 56 columns wide
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = aligned_smem(smem_raw);
   uint8_t* ring = smem;
@@ -789,9 +784,7 @@ __global__ void __launch_bounds__(288, 1) swap_kernel(const __grid_constant__ CU
     const uint32_t slot = smem_addr(slots) + uint32_t((t / 9) & 1) * kSlot;
     const uint32_t a = SwMode == 3 ? smem_addr(slots) + kSlot : smem_addr(ring + s * kStage);
     const uint32_t b = SwMode == 2 ? smem_addr(slots) : slot + uint32_t(4 * sx + r) * 1024u;
-    warpgroup_fence_acc(acc[0]);
-    warpgroup_fence_acc(acc[1]);
-    wgmma_fence();
+    ktile_begin(acc);
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
@@ -805,7 +798,7 @@ __global__ void __launch_bounds__(288, 1) swap_kernel(const __grid_constant__ CU
 
 template <int SwMode, int KT, int St = 6, int SwN = 128>
 void run_swap(const char* name, int sms, const CUtensorMap& mw64, const CUtensorMap& mxw) {
-  run_loaded(name, sms, KT, 512.0 * SwN / 128, 288, SwapLayout<SwMode, KT, St, SwN>::kBytes, swap_kernel<SwMode, KT, St, SwN>,
+  run_loaded(name, sms, KT, 512.0 * SwN / 128, 288, SwapLayout<St, SwN>::kBytes, swap_kernel<SwMode, KT, St, SwN>,
              mw64, mxw);
 }
 
