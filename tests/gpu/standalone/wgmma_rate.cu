@@ -14,6 +14,9 @@
 //           counts (c32_kernel).
 //   Part 4 (KDL_RATE_SWAP=1), the operands' roles swapped on 64-filter x 256-pixel units (docs/perf-notes.md v59): A
 //           W's 64 filters, B two n128 (or n112) windows of a pixel-major patch, the same A for both (swap_kernel).
+//   Part 5 (KDL_RATE_SWAP16=1), part 4's unit with the kernel's patch order at G = 16 images per pixel (v60): each
+//           window 16 contiguous atoms, 56-wide images tiled exactly (swap_kernel<..., G16 = true>;
+//           conv_swap_proto.cu builds it into a whole kernel).
 // Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I include -I tests/gpu/standalone \
 //        tests/gpu/standalone/wgmma_rate.cu -o wgmma_rate (tests/gpu/standalone/run_wgmma.sh builds and runs it).
 // KDL_RATE_WIDE16=1: part 2's kernel figure and the 1 x 16 x 8 tile's patch variants only (kWide16, kSwapN128: the
@@ -732,18 +735,23 @@ void run_c32(const char* name, int sms, const CUtensorMap& mw, const CUtensorMap
 //   3: a fixed A (slot 1's start) and the patch windows as B, with the loads.
 // SwN: the pixels of a window (SwN / 8 columns of 8 images; 112: 14 columns, which tile 56- and 28-wide images
 // exactly, in m64n112k16 instructions; the patch then 4 rows x 16 columns, 64 KB).
-template <int St = 6, int SwN = 128>
+// G16 (part 5, docs/perf-notes.md v60: 94.4 %, as the pixel-major form): the kernel's own patch order instead, X as
+// {c, n, w, h} at 16 images per pixel; a unit is 2 output rows x 8 columns x 16 images, its patch 4 rows x 10 columns
+// x 16 images (80 KB), and output row i's window for tap (r, s) 16 contiguous 1 KB atoms from ((r + i) * 10 + s) * 2 KB:
+// 56-wide images tile exactly (tests/gpu/standalone/conv_swap_proto.cu builds it into a whole kernel).
+template <int St = 6, int SwN = 128, bool G16 = false>
 struct SwapLayout {
-  static constexpr int kCols = SwN / 8;  // a window's columns
-  static constexpr int kStages = St, kStage = 8192, kSlot = 4 * (kCols + 2) * 1024;
+  static_assert(!G16 || SwN == 128, "part 5's windows are 8 columns of 16 images");
+  static constexpr int kCols = SwN / 8;  // a window's columns (pixel-major form)
+  static constexpr int kStages = St, kStage = 8192, kSlot = G16 ? 4 * 10 * 16 * 128 : 4 * (kCols + 2) * 1024;
   static constexpr int kBarriers = kStages * kStage + 2 * kSlot;
   static constexpr int kBytes = 1024 + kBarriers + 2 * kStages * 8;
 };
-template <int SwMode, int KT, int St = 6, int SwN = 128>
+template <int SwMode, int KT, int St = 6, int SwN = 128, bool G16 = false>
 __global__ void __launch_bounds__(288, 1) swap_kernel(const __grid_constant__ CUtensorMap mw64,
                                                       const __grid_constant__ CUtensorMap mxw, long long* cycles,
                                                       float* sink) {
-  using L = SwapLayout<St, SwN>;
+  using L = SwapLayout<St, SwN, G16>;
   constexpr int kStages = L::kStages, kStage = L::kStage, kSlot = L::kSlot, kColBlocks = (56 + L::kCols - 1) / L::kCols;  // X is 56 columns wide
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = aligned_smem(smem_raw);
@@ -767,8 +775,12 @@ __global__ void __launch_bounds__(288, 1) swap_kernel(const __grid_constant__ CU
       tma_load_3d(ring + s * kStage, &mw64, &full[s], cb * 64, tap, (unit % 4) * 64);
       if (patch) {
         const int u = unit / 4;
-        tma_load_4d(slots + slot * kSlot, &mxw, &full[s], cb * 64, (u % 4) * 8, (u / 4) % 28 * 2 - 1,
-                    (u / 112) % kColBlocks * L::kCols - 1);
+        if constexpr (G16)  // (image block of 2, column block of 7, row pair of 28)
+          tma_load_4d(slots + slot * kSlot, &mxw, &full[s], cb * 64, (u % 2) * 16, (u / 2) % 7 * 8 - 1,
+                      (u / 14) % 28 * 2 - 1);
+        else
+          tma_load_4d(slots + slot * kSlot, &mxw, &full[s], cb * 64, (u % 4) * 8, (u / 4) % 28 * 2 - 1,
+                      (u / 112) % kColBlocks * L::kCols - 1);
         slot ^= 1;
       }
       advance_walk(tap, cb, unit, 4);
@@ -783,23 +795,25 @@ __global__ void __launch_bounds__(288, 1) swap_kernel(const __grid_constant__ CU
     mbarrier_wait(&full[s], (t / kStages) & 1);
     const uint32_t slot = smem_addr(slots) + uint32_t((t / 9) & 1) * kSlot;
     const uint32_t a = SwMode == 3 ? smem_addr(slots) + kSlot : smem_addr(ring + s * kStage);
-    const uint32_t b = SwMode == 2 ? smem_addr(slots) : slot + uint32_t(4 * sx + r) * 1024u;
+    constexpr uint32_t kRowStep = G16 ? 20480u : 1024u, kSbo = G16 ? 1024u : 4096u;  // output row i's window, atoms
+    const uint32_t tap_at = G16 ? uint32_t(10 * r + sx) * 2048u : uint32_t(4 * sx + r) * 1024u;
+    const uint32_t b = SwMode == 2 ? smem_addr(slots) : slot + tap_at;
     ktile_begin(acc);
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
       for (int i = 0; i < 2; ++i)
         wgmma_ss<SwN, bf16>(*reinterpret_cast<float(*)[SwN / 2]>(&acc[i][0]), make_desc_kmajor_sw128<bf16>(a, 64, ks),
-                            make_smem_desc(b + uint32_t(i) * 1024u + uint32_t(ks) * kWgmmaKBytes, 16, 4096), true);
+                            make_smem_desc(b + uint32_t(i) * kRowStep + uint32_t(ks) * kWgmmaKBytes, 16, kSbo), true);
     ktile_end(acc, empty, prev, s);
   }
   finish(acc, sink, cycles, t0);
 }
 
-template <int SwMode, int KT, int St = 6, int SwN = 128>
+template <int SwMode, int KT, int St = 6, int SwN = 128, bool G16 = false>
 void run_swap(const char* name, int sms, const CUtensorMap& mw64, const CUtensorMap& mxw) {
-  run_loaded(name, sms, KT, 512.0 * SwN / 128, 288, SwapLayout<St, SwN>::kBytes, swap_kernel<SwMode, KT, St, SwN>,
-             mw64, mxw);
+  run_loaded(name, sms, KT, 512.0 * SwN / 128, 288, SwapLayout<St, SwN, G16>::kBytes,
+             swap_kernel<SwMode, KT, St, SwN, G16>, mw64, mxw);
 }
 
 }  // namespace
@@ -876,6 +890,23 @@ int main() {
       run_mainloop<3, true, kKt, false, kPairRing>("a ring of 3 row pairs (60 KB, 27 places)", sms, mw, mx, mxr);
       run_mainloop<3, false, kKt, false, kPairRing>("a ring of 3 row pairs, no patch loads", sms, mw, mx, mxr);
       run_mainloop<4, false, kKt>("the stage (X's rows loaded with W each k-tile)", sms, mw, mx, mxa);
+    }
+    return 0;
+  }
+  if (getenv("KDL_RATE_SWAP16") != nullptr) {  // part 5 only: part 4's unit with images innermost at G = 16
+    const cuuint32_t w64_box[3] = {64, 1, 64}, x16g_box[4] = {64, 16, 10, 4};
+    const CUtensorMap mw64 = encode_map("W (64 filters)", w, 3, w_dims, w_strides, w64_box);
+    const CUtensorMap mx16g = encode_map("X (2 x 8 x 16 tile's patch)", x, 4, x_dims, x_strides, x16g_box);
+    const cuuint32_t xw_box[4] = {64, 8, 4, 18};
+    const CUtensorMap mxw = encode_map("X (2 x 16 x 8 tile's patch)", x, 4, xp_dims, xp_strides, xw_box);
+    for (int rep = 0; rep < 3; ++rep) {
+      run_mainloop<3, true, kKt>("the tap's window of the patch (the kernel's)", sms, mw, mx, mxa);
+      run_swap<0, kKt>("part 4: swapped 64 x 256, pixel-major 2 x 16 x 8 windows", sms, mw64, mxw);
+      run_swap<0, kKt, 6, 128, true>("swapped 64 x 256, G 16: B the 2 x 8 x 16 windows", sms, mw64, mx16g);
+      run_swap<1, kKt, 6, 128, true>("swapped 64 x 256, G 16: no patch loads", sms, mw64, mx16g);
+      run_swap<2, kKt, 6, 128, true>("swapped 64 x 256, G 16: a fixed B, W loads", sms, mw64, mx16g);
+      run_swap<3, kKt, 6, 128, true>("swapped 64 x 256, G 16: a fixed A, the windows", sms, mw64, mx16g);
+      run_swap<0, kKt, 5, 128, true>("swapped 64 x 256, G 16: the windows, 5 stages", sms, mw64, mx16g);
     }
     return 0;
   }

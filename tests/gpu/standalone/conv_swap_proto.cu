@@ -1,0 +1,347 @@
+// A whole-kernel prototype of the swapped patch mainloop (docs/perf-notes.md v60): conv fprop 3x3, pad 1, stride 1,
+// bf16 NHWC X [32][56][56][256], KRSC W [256][3][3][256], Y = acc (bf16), as implicit GEMM with the operands' roles
+// swapped -- each unit is 64 filters x 256 output pixels, D transposed:
+//   * A: W's 64 filters of the k-tile's (channel block, tap), one {64 c, 1 tap, 64 k} box, 8 KB a stage (6 stages);
+//   * B: two n128 windows of a patch laid out as the kernel's (X as {c, n, w, h}, images innermost) at G = 16 images per
+//     pixel: a unit is 2 output rows x 8 columns x 16 images, its patch 4 rows x 10 columns x 16 images (80 KB, two
+//     slots); output row i's window for tap (r, s) is 16 contiguous 1 KB atoms from ((r + i) * 10 + s) * 2 KB;
+//   * per k-step two m64n128k16 with the same A; pingpong (two consumer warpgroups take the CTA's units by turns; the
+//     ring in unit order serialises their mainloops, each epilogue runs under the other's);
+//   * the epilogue: stmatrix.trans into a 16 KB staging tile [pixel][64 filters] (128-byte swizzle), one TMA store
+//     per output row through Y as {k, n, q, p}; the staging tile is shared by the two consumers (an mbarrier hands it
+//     over).
+// It is a timing prototype with one shape built in, not a kernel of the library: the patch slots are not guarded by
+// their own barriers (the ring's depth keeps a slot's reuse 4 k-tiles behind its last reader, as in wgmma_rate).
+// Launched as a programmatic dependent, as the library's kernels are (-DKDL_PROTO_NO_PDL: plainly); -DKDL_PROTO_PACE=N
+// pauses N cycles after each stmatrix as the library's paced epilogue does; -DKDL_PROTO_WATCHDOG traps a wait that
+// lasts ~4 G cycles, printing where it hung.
+// It checks its Y against the library's pingpong 128 x 128 patch kernel (the spec of the benchmark's
+// cb_fprop3x3_sm90a_128x128x64p, emitted by kdlc into pp.cu / pp.h and linked in) on every output and both against an
+// fp64 CPU reference on sampled outputs, then times the two alternating in batches (median per-launch time of each,
+// and of the per-pair ratios). Usage: conv_swap_proto [BATCHES=9] [LAUNCHES PER BATCH=20]; tests/gpu/standalone/
+// run_swap_proto.sh builds and runs it. Measured on the H200 (docs/perf-notes.md v60): bit for bit the library's
+// outputs; library / prototype 1.012-1.014 per pair with the dependent launch, 1.000-1.012 without, 0.992-0.997 paced.
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "kdl/ptx_sm90.cuh"
+#include "kdl/runtime.h"
+#include "kdl/wgmma_sm90.cuh"
+#include "common.cuh"  // CK, fill_rand
+#include "pp.h"
+
+using namespace kdl::sm90;
+using bf16 = __nv_bfloat16;
+
+namespace {
+
+constexpr int kN = 32, kH = 56, kW = 56, kC = 256, kK = 256;
+constexpr int kUnits = (kK / 64) * (kN / 16) * (kW / 8) * (kH / 2);  // 4 x 2 x 7 x 28 = 1568
+constexpr int kKtiles = (kC / 64) * 9;                               // 36 per unit
+constexpr int kStages = 6, kStage = 8192, kSlot = 4 * 10 * 16 * 128, kStaging = 16384;
+constexpr int kRing = 0, kSlots = kStages * kStage, kStg = kSlots + 2 * kSlot, kBars = kStg + kStaging;
+constexpr int kSmem = 1024 + kBars + (2 * kStages + 3) * 8;
+
+// mbarrier_wait with a watchdog (KDL_PROTO_WATCHDOG builds): a wait longer than ~4 G cycles prints where and traps.
+__device__ __forceinline__ void wait(uint64_t* bar, uint32_t parity, int tag, int a) {
+#ifdef KDL_PROTO_WATCHDOG
+  const long long t0 = clock64();
+  while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+    if (clock64() - t0 > 4000000000ll) {
+      printf("stuck: block %d thread %d tag %d at %d parity %u\n", blockIdx.x, threadIdx.x, tag, a, parity);
+      __trap();
+    }
+  }
+#else
+  (void)tag, (void)a;
+  mbarrier_wait(bar, parity);
+#endif
+}
+
+struct Unit {
+  int fb, ib, qb, pb;  // filter block (64), image block (16), column block (8), row pair
+};
+__device__ __forceinline__ Unit unit_of(int u) {
+  Unit x;
+  x.fb = u % 4;
+  const int pt = u / 4;
+  x.ib = pt % 2;
+  x.qb = (pt / 2) % 7;
+  x.pb = pt / 14;
+  return x;
+}
+
+__global__ void __launch_bounds__(384, 1) swap_proto(const __grid_constant__ CUtensorMap mw,
+                                                     const __grid_constant__ CUtensorMap mx,
+                                                     const __grid_constant__ CUtensorMap my) {
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kBars);
+  uint64_t* empty = full + kStages;
+  uint64_t* stg_free = empty + kStages;
+  uint64_t* turn = stg_free + 1;  // turn[c]: consumer c may wait on its next unit's k-tiles (the ring's parity
+                                  // tells phases apart only one apart: the other consumer's unit must have seen its
+                                  // last k-tile loaded first)
+  const int tid = threadIdx.x, wg = tid / 128;
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(&full[s], 1);
+      mbarrier_init(&empty[s], 4);
+    }
+    mbarrier_init(stg_free, 1);
+    mbarrier_init(&turn[0], 1);
+    mbarrier_init(&turn[1], 1);
+    fence_mbarrier_init();
+  }
+  __syncthreads();
+#ifndef KDL_PROTO_NO_PDL
+  griddep_wait();  // launched as a programmatic dependent (the library's kernels are): nothing global before
+#endif
+  if (wg == 0) {
+    setmaxnreg_dec<40>();
+    if (tid != 0) return;
+    tma_prefetch(&mw);
+    tma_prefetch(&mx);
+    int t = 0;
+    for (int u = blockIdx.x, j = 0; u < kUnits; u += gridDim.x, ++j) {
+      const Unit x = unit_of(u);
+      for (int kt = 0; kt < kKtiles; ++kt, ++t) {
+        const int s = t % kStages, cb = kt / 9, tap = kt - cb * 9;
+        wait(&empty[s], ((t / kStages) & 1) ^ 1, 1, t);
+        mbarrier_arrive_expect_tx(&full[s], kStage + (tap == 0 ? kSlot : 0));
+        tma_load_3d(smem + kRing + s * kStage, &mw, &full[s], cb * 64, tap, x.fb * 64);
+        if (tap == 0)
+          tma_load_4d(smem + kSlots + (cb & 1) * kSlot, &mx, &full[s], cb * 64, x.ib * 16, x.qb * 8 - 1, x.pb * 2 - 1);
+      }
+    }
+    return;
+  }
+  setmaxnreg_inc<232>();
+  const int c = wg - 1, ct = tid - 128 * wg, warp = ct / 32, lane = ct % 32;
+  float acc[2][64];
+  // The lane's stmatrix.trans row in the staging tile: pixel 16 jj + col, filters' 16-byte chunk 2 warp + (lane / 8) % 2.
+  const AccCoord lc = stmatrix_x4_lane_coord(lane, true);
+  for (int u = blockIdx.x + c * gridDim.x, j = c; u < kUnits; u += 2 * gridDim.x, j += 2) {
+    const Unit x = unit_of(u);
+    int prev = -1;
+    if (j > 0) wait(&turn[c], ((j - 1) / 2) & 1, 4, j);
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int r = 0; r < 64; ++r) acc[i][r] = 0.f;
+    for (int kt = 0; kt < kKtiles; ++kt) {
+      const int t = j * kKtiles + kt, s = t % kStages, cb = kt / 9, tap = kt - cb * 9, r = tap / 3, sx = tap - r * 3;
+      wait(&full[s], (t / kStages) & 1, 2, t);
+      if (kt == kKtiles - 1 && ct == 0) mbarrier_arrive(&turn[c ^ 1]);
+      const uint32_t a = smem_addr(smem + kRing + s * kStage);
+      const uint32_t b = smem_addr(smem + kSlots + (cb & 1) * kSlot) + uint32_t(10 * r + sx) * 2048u;
+      warpgroup_fence_acc(acc[0]);
+      warpgroup_fence_acc(acc[1]);
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+          wgmma_ss<128, bf16>(acc[i], make_desc_kmajor_sw128<bf16>(a, 64, ks),
+                              make_smem_desc(b + uint32_t(i) * 20480u + uint32_t(ks) * kWgmmaKBytes, 16, 1024), true);
+      wgmma_commit_group();
+      wgmma_wait_group<1>();
+      warpgroup_fence_acc(acc[0]);
+      warpgroup_fence_acc(acc[1]);
+      if (prev >= 0 && lane == 0) mbarrier_arrive(&empty[prev]);
+      prev = s;
+    }
+    wgmma_wait_group<0>();
+    warpgroup_fence_acc(acc[0]);
+    warpgroup_fence_acc(acc[1]);
+    if (lane == 0) mbarrier_arrive(&empty[prev]);
+    // Epilogue: the staging tile is free once the previous unit's (the other consumer's) stores have read it.
+    if (j > 0) wait(stg_free, (j - 1) & 1, 3, j);
+    uint8_t* stg = smem + kStg;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      if (i == 1) named_barrier_sync(1 + c, 128);  // row 0's store has read the tile
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj) {
+        const int px = 16 * jj + lc.col, chunk = 2 * warp + lc.row / 8;
+        stmatrix_acc_x4<bf16, true>(acc[i], jj, smem_addr(stg + px * 128 + ((chunk ^ (px & 7)) << 4)));
+#ifdef KDL_PROTO_PACE
+        // Paced as the library's pingpong 128 x 128 patch epilogue (kPaceEpilogue, docs/perf-notes.md v57): a pause
+        // after each stmatrix while the other consumer has a unit beside this one.
+        if (u + gridDim.x < kUnits) {
+          const long long p0 = clock64();
+          while (clock64() - p0 < KDL_PROTO_PACE) __nanosleep(32);
+        }
+#endif
+      }
+      fence_proxy_async_shared();
+      named_barrier_sync(1 + c, 128);
+      if (ct == 0) {
+        tma_store_4d(&my, stg, x.fb * 64, x.ib * 16, x.qb * 8, x.pb * 2 + i);
+        tma_store_commit();
+        tma_store_wait_read<0>();
+      }
+    }
+    if (ct == 0) mbarrier_arrive(stg_free);
+  }
+  if (ct == 0) tma_store_wait<0>();
+}
+
+CUtensorMap encode(const char* what, void* base, const cuuint64_t* dims, const cuuint64_t* strides, int rank,
+                   const cuuint32_t* box) {
+  const cuuint32_t es[4] = {1, 1, 1, 1};
+  CUtensorMap m;
+  const auto& api = kdl::driver_api();
+  if (api.cuTensorMapEncodeTiled == nullptr ||
+      api.cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, rank, base, dims, strides, box, es,
+                                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+    fprintf(stderr, "conv_swap_proto: encoding %s's map failed\n", what);
+    exit(1);
+  }
+  return m;
+}
+
+float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int batches = argc > 1 ? atoi(argv[1]) : 9, per = argc > 2 ? atoi(argv[2]) : 20;
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  const size_t xn = (size_t)kN * kH * kW * kC, wn = (size_t)kK * 9 * kC, yn = (size_t)kN * kH * kW * kK;
+  bf16 *x, *w, *y0, *y1;
+  CK(cudaMalloc(&x, xn * 2));
+  CK(cudaMalloc(&w, wn * 2));
+  CK(cudaMalloc(&y0, yn * 2));
+  CK(cudaMalloc(&y1, yn * 2));
+  fill_rand<<<1024, 256>>>(x, xn, 11);
+  fill_rand<<<1024, 256>>>(w, wn, 29);
+  CK(cudaMemset(y0, 0xFF, yn * 2));  // NaN: an unwritten output shows
+  CK(cudaMemset(y1, 0xFF, yn * 2));
+  const cuuint64_t w_dims[3] = {kC, 9, kK}, w_str[2] = {kC * 2, 9 * kC * 2};
+  const cuuint32_t w_box[3] = {64, 1, 64};
+  const cuuint64_t x_dims[4] = {kC, kN, kW, kH}, x_str[3] = {(cuuint64_t)kH * kW * kC * 2, kC * 2, (cuuint64_t)kW * kC * 2};
+  const cuuint32_t x_box[4] = {64, 16, 10, 4};
+  const cuuint64_t y_dims[4] = {kK, kN, kW, kH}, y_str[3] = {(cuuint64_t)kH * kW * kK * 2, kK * 2, (cuuint64_t)kW * kK * 2};
+  const cuuint32_t y_box[4] = {64, 16, 8, 1};
+  const CUtensorMap mw = encode("W", w, w_dims, w_str, 3, w_box), mx = encode("X", x, x_dims, x_str, 4, x_box),
+                    my = encode("Y", y1, y_dims, y_str, 4, y_box);
+  CK(cudaFuncSetAttribute(swap_proto, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  auto proto = [&] {
+#ifndef KDL_PROTO_NO_PDL
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(sms);
+    cfg.blockDim = dim3(384);
+    cfg.dynamicSmemBytes = kSmem;
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    CK(cudaLaunchKernelEx(&cfg, swap_proto, mw, mx, my));
+#else
+    swap_proto<<<sms, 384, kSmem>>>(mw, mx, my);
+#endif
+  };
+  kdl_kernels::pp::Arguments args;
+  args.n = kN, args.h = kH, args.w = kW, args.c = kC, args.k = kK, args.pad_h = 1, args.pad_w = 1;
+  args.X = x, args.W = w, args.Y = y0;
+  if (const char* why = kdl_kernels::pp::can_implement(args)) {
+    fprintf(stderr, "pp: %s\n", why);
+    return 1;
+  }
+  auto lib = [&] { CK(kdl_kernels::pp::run(args)); };
+  lib();
+  CK(cudaDeviceSynchronize());
+  printf("library kernel ran\n");
+  fflush(stdout);
+  proto();
+  CK(cudaGetLastError());
+  CK(cudaDeviceSynchronize());
+  // Check: the prototype against the library kernel on every output, both against fp64 on sampled outputs.
+  std::vector<bf16> h0(yn), h1(yn), hx(xn), hw(wn);
+  CK(cudaMemcpy(h0.data(), y0, yn * 2, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(h1.data(), y1, yn * 2, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(hx.data(), x, xn * 2, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(hw.data(), w, wn * 2, cudaMemcpyDeviceToHost));
+  double num = 0, den = 0;
+  size_t bad = 0;
+  for (size_t i = 0; i < yn; ++i) {
+    const double a = __bfloat162float(h0[i]), b = __bfloat162float(h1[i]);
+    if (!std::isfinite(b) || !std::isfinite(a)) {
+      ++bad;
+      continue;
+    }
+    num += (a - b) * (a - b);
+    den += a * a;
+  }
+  const double rel = std::sqrt(num / (den > 0 ? den : 1));
+  double rnum[2] = {0, 0}, rden = 0;
+  uint32_t h = 12345;
+  for (int sample = 0; sample < 4000; ++sample) {
+    h = h * 1664525u + 1013904223u;
+    const size_t o = (size_t)(h >> 4) % yn;
+    const int k = int(o % kK), q = int((o / kK) % kW), p = int((o / kK / kW) % kH), n = int(o / kK / kW / kH);
+    double ref = 0;
+    for (int r = 0; r < 3; ++r)
+      for (int s = 0; s < 3; ++s) {
+        const int ih = p + r - 1, iw = q + s - 1;
+        if (ih < 0 || ih >= kH || iw < 0 || iw >= kW) continue;
+        const bf16* xp = &hx[(((size_t)n * kH + ih) * kW + iw) * kC];
+        const bf16* wp = &hw[((size_t)k * 9 + r * 3 + s) * kC];
+        for (int ch = 0; ch < kC; ++ch) ref += (double)__bfloat162float(xp[ch]) * (double)__bfloat162float(wp[ch]);
+      }
+    const double v0 = __bfloat162float(h0[o]), v1 = __bfloat162float(h1[o]);
+    rnum[0] += (v0 - ref) * (v0 - ref);
+    rnum[1] += (v1 - ref) * (v1 - ref);
+    rden += ref * ref;
+  }
+  const double e0 = std::sqrt(rnum[0] / rden), e1 = std::sqrt(rnum[1] / rden);
+  const bool ok = bad == 0 && rel < 1e-2 && e1 < 1e-2 && std::isfinite(e1);
+  printf("conv_swap_proto: %s, %d SMs; N%d C%d %dx%d K%d 3x3 pad 1 bf16\n", prop.name, sms, kN, kC, kH, kW, kK);
+  printf("check: %zu unwritten / non-finite outputs; prototype vs library kernel |d|/|y| %.2e; vs fp64 (4000 samples): "
+         "library %.2e, prototype %.2e -> %s\n",
+         bad, rel, e0, e1, ok ? "OK" : "FAIL");
+  cudaEvent_t ev[3];
+  for (auto& e : ev) CK(cudaEventCreate(&e));
+  for (int i = 0; i < 10; ++i) {
+    lib();
+    proto();
+  }
+  std::vector<float> tl, tp, ratio;
+  for (int b = 0; b < batches; ++b) {
+    CK(cudaEventRecord(ev[0]));
+    for (int i = 0; i < per; ++i) lib();
+    CK(cudaEventRecord(ev[1]));
+    for (int i = 0; i < per; ++i) proto();
+    CK(cudaEventRecord(ev[2]));
+    CK(cudaEventSynchronize(ev[2]));
+    float a = 0, c = 0;
+    CK(cudaEventElapsedTime(&a, ev[0], ev[1]));
+    CK(cudaEventElapsedTime(&c, ev[1], ev[2]));
+    tl.push_back(a * 1000 / per);
+    tp.push_back(c * 1000 / per);
+    ratio.push_back(a / c);
+  }
+  CK(cudaGetLastError());
+  printf("time (median of %d batches of %d, alternating): library pingpong 128x128 patch %.1f us, swapped prototype %.1f us;"
+         " library / prototype per pair: median %.3f (min %.3f, max %.3f)\n",
+         batches, per, median(tl), median(tp), median(ratio), *std::min_element(ratio.begin(), ratio.end()),
+         *std::max_element(ratio.begin(), ratio.end()));
+  return ok ? 0 : 1;
+}
