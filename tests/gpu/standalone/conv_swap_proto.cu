@@ -26,6 +26,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -266,6 +267,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto lib = [&] { CK(kdl_kernels::pp::run(args)); };
+  printf("library kernel's mainloop for this problem: %s\n", kdl_kernels::pp::path(args));
   lib();
   CK(cudaDeviceSynchronize());
   printf("library kernel ran\n");
@@ -322,6 +324,17 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 10; ++i) {
     lib();
     proto();
+  }
+  {  // the library's host time per launch (launches queued without waiting)
+    CK(cudaDeviceSynchronize());
+    const auto h0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 50; ++i) lib();
+    const auto h1 = std::chrono::steady_clock::now();
+    CK(cudaDeviceSynchronize());
+    const auto h2 = std::chrono::steady_clock::now();
+    printf("host: %.1f us per library launch queued; %.1f us per launch to the end\n",
+           std::chrono::duration<double, std::micro>(h1 - h0).count() / 50,
+           std::chrono::duration<double, std::micro>(h2 - h0).count() / 50);
   }
   std::vector<float> tl, tp, ratio;
   for (int b = 0; b < batches; ++b) {
