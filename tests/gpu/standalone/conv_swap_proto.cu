@@ -49,7 +49,7 @@ constexpr int kUnits = (kK / 64) * (kN / 16) * (kW / 8) * (kH / 2);  // 4 x 2 x 
 constexpr int kKtiles = (kC / 64) * 9;                               // 36 per unit
 constexpr int kStages = 6, kStage = 8192, kSlot = 4 * 10 * 16 * 128, kStaging = 16384;
 constexpr int kRing = 0, kSlots = kStages * kStage, kStg = kSlots + 2 * kSlot, kBars = kStg + kStaging;
-constexpr int kSmem = 1024 + kBars + (2 * kStages + 3) * 8;
+constexpr int kSmem = 1024 + kBars + (2 * kStages + 5) * 8;
 
 // mbarrier_wait with a watchdog (KDL_PROTO_WATCHDOG builds): a wait longer than ~4 G cycles prints where and traps.
 __device__ __forceinline__ void wait(uint64_t* bar, uint32_t parity, int tag, int a) {
@@ -70,27 +70,57 @@ __device__ __forceinline__ void wait(uint64_t* bar, uint32_t parity, int tag, in
 struct Unit {
   int fb, ib, qb, pb;  // filter block (64), image block (16), column block (8), row pair
 };
-__device__ __forceinline__ Unit unit_of(int u) {
+// The library's needs, one at a time (docs/perf-notes.md v60: the library's general form ran 15-22 % slower):
+//   -DKDL_PROTO_RUNTIME  the counts and the walk's divisors as kernel arguments (Shape) instead of constants;
+//   -DKDL_PROTO_COMPUTE  the epilogue computes each accumulator's output coordinate, checks it and scales by alpha;
+//   -DKDL_PROTO_SLOTS    two mbarriers hand a patch slot back once its last tap has been read (the producer waits);
+//   -DKDL_PROTO_ITER     the ring's stage and phase kept as counters instead of derived from the k-tile's index;
+//   -DKDL_PROTO_NEST     (with ITER) the channel blocks an outer loop, the 9 taps a constant inner one.
+// Measured (H200, beside the library's patch GEMM): ITER + NEST 6 % faster than it, RUNTIME + ITER + NEST 4 %, all five
+// level (docs/perf-notes.md v60, bench/results/2026-12-01-h200-v60-swap-in-library.txt).
+struct Shape {
+  int ktiles, units, fblocks, nblocks, qblocks, n, p, q, k;
+  float alpha;
+};
+#ifdef KDL_PROTO_RUNTIME
+#define KDL_KT (sh.ktiles)
+#define KDL_UNITS (sh.units)
+#else
+#define KDL_KT kKtiles
+#define KDL_UNITS kUnits
+#endif
+__device__ __forceinline__ Unit unit_of(int u, const Shape& sh) {
   Unit x;
+#ifdef KDL_PROTO_RUNTIME
+  x.fb = u % sh.fblocks;
+  const int pt = u / sh.fblocks;
+  x.ib = pt % sh.nblocks;
+  x.qb = (pt / sh.nblocks) % sh.qblocks;
+  x.pb = pt / (sh.nblocks * sh.qblocks);
+#else
+  (void)sh;
   x.fb = u % 4;
   const int pt = u / 4;
   x.ib = pt % 2;
   x.qb = (pt / 2) % 7;
   x.pb = pt / 14;
+#endif
   return x;
 }
 
 __global__ void __launch_bounds__(384, 1) swap_proto(const __grid_constant__ CUtensorMap mw,
                                                      const __grid_constant__ CUtensorMap mx,
-                                                     const __grid_constant__ CUtensorMap my) {
+                                                     const __grid_constant__ CUtensorMap my,
+                                                     const __grid_constant__ Shape sh) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + kBars);
   uint64_t* empty = full + kStages;
   uint64_t* stg_free = empty + kStages;
-  uint64_t* turn = stg_free + 1;  // turn[c]: consumer c may wait on its next unit's k-tiles (the ring's parity
-                                  // tells phases apart only one apart: the other consumer's unit must have seen its
-                                  // last k-tile loaded first)
+  uint64_t* turn = stg_free + 1;
+  uint64_t* slot_empty = turn + 2;  // KDL_PROTO_SLOTS
+  // turn[c]: consumer c may wait on its next unit's k-tiles (the ring's parity tells phases apart only one apart: the
+  // other consumer's unit must have seen its last k-tile loaded first)
   const int tid = threadIdx.x, wg = tid / 128;
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
@@ -100,6 +130,8 @@ __global__ void __launch_bounds__(384, 1) swap_proto(const __grid_constant__ CUt
     mbarrier_init(stg_free, 1);
     mbarrier_init(&turn[0], 1);
     mbarrier_init(&turn[1], 1);
+    mbarrier_init(&slot_empty[0], 4);
+    mbarrier_init(&slot_empty[1], 4);
     fence_mbarrier_init();
   }
   __syncthreads();
@@ -111,16 +143,31 @@ __global__ void __launch_bounds__(384, 1) swap_proto(const __grid_constant__ CUt
     if (tid != 0) return;
     tma_prefetch(&mw);
     tma_prefetch(&mx);
-    int t = 0;
-    for (int u = blockIdx.x, j = 0; u < kUnits; u += gridDim.x, ++j) {
-      const Unit x = unit_of(u);
-      for (int kt = 0; kt < kKtiles; ++kt, ++t) {
+    int t = 0, patch = 0;
+#ifdef KDL_PROTO_ITER
+    int s = 0, ph = 0;
+#endif
+    for (int u = blockIdx.x, j = 0; u < KDL_UNITS; u += gridDim.x, ++j) {
+      const Unit x = unit_of(u, sh);
+      for (int kt = 0; kt < KDL_KT; ++kt, ++t) {
+#ifdef KDL_PROTO_ITER
+        const int cb = kt / 9, tap = kt - cb * 9;
+        wait(&empty[s], ph ^ 1, 1, t);
+#else
         const int s = t % kStages, cb = kt / 9, tap = kt - cb * 9;
         wait(&empty[s], ((t / kStages) & 1) ^ 1, 1, t);
+#endif
+#ifdef KDL_PROTO_SLOTS
+        if (tap == 0 && patch >= 2) wait(&slot_empty[patch & 1], ((patch / 2) - 1) & 1, 5, patch);
+#endif
+        patch += tap == 0;
         mbarrier_arrive_expect_tx(&full[s], kStage + (tap == 0 ? kSlot : 0));
         tma_load_3d(smem + kRing + s * kStage, &mw, &full[s], cb * 64, tap, x.fb * 64);
         if (tap == 0)
           tma_load_4d(smem + kSlots + (cb & 1) * kSlot, &mx, &full[s], cb * 64, x.ib * 16, x.qb * 8 - 1, x.pb * 2 - 1);
+#ifdef KDL_PROTO_ITER
+        if (++s == kStages) s = 0, ph ^= 1;
+#endif
       }
     }
     return;
@@ -130,18 +177,35 @@ __global__ void __launch_bounds__(384, 1) swap_proto(const __grid_constant__ CUt
   float acc[2][64];
   // The lane's stmatrix.trans row in the staging tile: pixel 16 jj + col, filters' 16-byte chunk 2 warp + (lane / 8) % 2.
   const AccCoord lc = stmatrix_x4_lane_coord(lane, true);
-  for (int u = blockIdx.x + c * gridDim.x, j = c; u < kUnits; u += 2 * gridDim.x, j += 2) {
-    const Unit x = unit_of(u);
-    int prev = -1;
+  for (int u = blockIdx.x + c * gridDim.x, j = c; u < KDL_UNITS; u += 2 * gridDim.x, j += 2) {
+    const Unit x = unit_of(u, sh);
+    int prev = -1, prev_end = -1;
     if (j > 0) wait(&turn[c], ((j - 1) / 2) & 1, 4, j);
 #pragma unroll
     for (int i = 0; i < 2; ++i)
 #pragma unroll
       for (int r = 0; r < 64; ++r) acc[i][r] = 0.f;
-    for (int kt = 0; kt < kKtiles; ++kt) {
-      const int t = j * kKtiles + kt, s = t % kStages, cb = kt / 9, tap = kt - cb * 9, r = tap / 3, sx = tap - r * 3;
+#ifdef KDL_PROTO_ITER
+    // -DKDL_PROTO_ITER: the stage and its phase as counters (one division per unit, none per k-tile)
+    int s = (j * KDL_KT) % kStages, ph = ((j * KDL_KT) / kStages) & 1;
+#endif
+#ifdef KDL_PROTO_NEST
+    // -DKDL_PROTO_NEST (with ITER): channel blocks outside (a run-time count), the 9 taps inside (a constant count)
+    for (int cb = 0, kt = 0; cb < KDL_KT / 9; ++cb)
+      for (int tap = 0; tap < 9; ++tap, ++kt) {
+      const int r = tap / 3, sx = tap - r * 3;
+      wait(&full[s], ph, 2, kt);
+#else
+    for (int kt = 0; kt < KDL_KT; ++kt) {
+#endif
+#if defined(KDL_PROTO_ITER) && !defined(KDL_PROTO_NEST)
+      const int cb = kt / 9, tap = kt - cb * 9, r = tap / 3, sx = tap - r * 3;
+      wait(&full[s], ph, 2, kt);
+#elif !defined(KDL_PROTO_ITER)
+      const int t = j * KDL_KT + kt, s = t % kStages, cb = kt / 9, tap = kt - cb * 9, r = tap / 3, sx = tap - r * 3;
       wait(&full[s], (t / kStages) & 1, 2, t);
-      if (kt == kKtiles - 1 && ct == 0) mbarrier_arrive(&turn[c ^ 1]);
+#endif
+      if (kt == KDL_KT - 1 && ct == 0) mbarrier_arrive(&turn[c ^ 1]);
       const uint32_t a = smem_addr(smem + kRing + s * kStage);
       const uint32_t b = smem_addr(smem + kSlots + (cb & 1) * kSlot) + uint32_t(10 * r + sx) * 2048u;
       warpgroup_fence_acc(acc[0]);
@@ -157,13 +221,47 @@ __global__ void __launch_bounds__(384, 1) swap_proto(const __grid_constant__ CUt
       wgmma_wait_group<1>();
       warpgroup_fence_acc(acc[0]);
       warpgroup_fence_acc(acc[1]);
-      if (prev >= 0 && lane == 0) mbarrier_arrive(&empty[prev]);
+      if (prev >= 0 && lane == 0) {
+        mbarrier_arrive(&empty[prev]);
+#ifdef KDL_PROTO_SLOTS
+        if (prev_end >= 0) mbarrier_arrive(&slot_empty[prev_end]);
+#endif
+      }
       prev = s;
+      prev_end = tap == 8 ? (cb & 1) : -1;
+#ifdef KDL_PROTO_ITER
+      if (++s == kStages) s = 0, ph ^= 1;
+#endif
     }
     wgmma_wait_group<0>();
     warpgroup_fence_acc(acc[0]);
     warpgroup_fence_acc(acc[1]);
-    if (lane == 0) mbarrier_arrive(&empty[prev]);
+    if (lane == 0) {
+      mbarrier_arrive(&empty[prev]);
+#ifdef KDL_PROTO_SLOTS
+      mbarrier_arrive(&slot_empty[prev_end]);
+#endif
+    }
+    (void)prev_end;
+#ifdef KDL_PROTO_COMPUTE
+    {  // each accumulator's output coordinate, checked, and alpha (as the library's compute<1> loop)
+      const int f0 = x.fb * 64 + warp * 16 + (lane >> 2), t4 = lane & 3;
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int jn = 0; jn < 16; ++jn)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int px = 8 * jn + 2 * t4 + e, n = x.ib * 16 + (px & 15), q = x.qb * 8 + (px >> 4), p = x.pb * 2 + i;
+            const bool in = n < sh.n && p < sh.p && q < sh.q;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              float& v = acc[i][4 * jn + 2 * h + e];
+              v = in && f0 + 8 * h < sh.k ? sh.alpha * v : 0.f;
+            }
+          }
+    }
+#endif
     // Epilogue: the staging tile is free once the previous unit's (the other consumer's) stores have read it.
     if (j > 0) wait(stg_free, (j - 1) & 1, 3, j);
     uint8_t* stg = smem + kStg;
@@ -177,7 +275,7 @@ __global__ void __launch_bounds__(384, 1) swap_proto(const __grid_constant__ CUt
 #ifdef KDL_PROTO_PACE
         // Paced as the library's pingpong 128 x 128 patch epilogue (kPaceEpilogue, docs/perf-notes.md v57): a pause
         // after each stmatrix while the other consumer has a unit beside this one.
-        if (u + gridDim.x < kUnits) {
+        if (u + gridDim.x < KDL_UNITS) {
           const long long p0 = clock64();
           while (clock64() - p0 < KDL_PROTO_PACE) __nanosleep(32);
         }
@@ -243,6 +341,7 @@ int main(int argc, char** argv) {
   const CUtensorMap mw = encode("W", w, w_dims, w_str, 3, w_box), mx = encode("X", x, x_dims, x_str, 4, x_box),
                     my = encode("Y", y1, y_dims, y_str, 4, y_box);
   CK(cudaFuncSetAttribute(swap_proto, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  const Shape shape{kKtiles, kUnits, kK / 64, kN / 16, kW / 8, kN, kH, kW, kK, 1.0f};
   auto proto = [&] {
 #ifndef KDL_PROTO_NO_PDL
     cudaLaunchConfig_t cfg = {};
@@ -254,9 +353,9 @@ int main(int argc, char** argv) {
     attr.val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
-    CK(cudaLaunchKernelEx(&cfg, swap_proto, mw, mx, my));
+    CK(cudaLaunchKernelEx(&cfg, swap_proto, mw, mx, my, shape));
 #else
-    swap_proto<<<sms, 384, kSmem>>>(mw, mx, my);
+    swap_proto<<<sms, 384, kSmem>>>(mw, mx, my, shape);
 #endif
   };
   kdl_kernels::pp::Arguments args;

@@ -3,7 +3,10 @@
 # 128 x 128 patch kernel; docs/perf-notes.md v60): kdlc emits the library kernel's spec (the benchmark's
 # cb_fprop3x3_sm90a_128x128x64p), nvcc links it into the prototype, which checks its outputs and times both.
 # KDL_BUILD_ONLY=1 builds without running (build here, carry $OUT/bin, run there with KDL_PREBUILT=$OUT/bin).
-# Env: KDLC (default build/kdlc), NVCC, OUT (default tests/gpu/standalone/out), PROTO_ARGS (batches, launches).
+# Env: KDLC (default build/kdlc), NVCC, OUT (default tests/gpu/standalone/out), PROTO_ARGS (batches, launches),
+#   PROTO_VARIANTS ("NAME:FLAGS;NAME:FLAGS...", each NAME beginning conv_swap_proto; default: as committed, without
+#   the dependent launch, counted (ITER + NEST), and counted with the shape at run time -- the -D flags are listed in
+#   conv_swap_proto.cu).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../../.." && pwd)"
@@ -21,7 +24,11 @@ kernel pp {
 }
 KDL
   "$KDLC" emit "$OUTDIR/swap_proto/pp.kdl" -o "$OUTDIR/swap_proto" >/dev/null
-  for v in "conv_swap_proto:" "conv_swap_proto_nopdl:-DKDL_PROTO_NO_PDL"; do
+  variants=("conv_swap_proto:" "conv_swap_proto_nopdl:-DKDL_PROTO_NO_PDL"
+            "conv_swap_proto_counted:-DKDL_PROTO_ITER -DKDL_PROTO_NEST"
+            "conv_swap_proto_runtime:-DKDL_PROTO_RUNTIME -DKDL_PROTO_ITER -DKDL_PROTO_NEST")
+  if [ -n "${PROTO_VARIANTS:-}" ]; then IFS=';' read -r -a variants <<< "$PROTO_VARIANTS"; fi
+  for v in "${variants[@]}"; do
     "${NVCC:-nvcc}" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v ${v#*:} -I"$ROOT/include" -I"$HERE" \
       -I"$OUTDIR/swap_proto" -o "$BIN/${v%%:*}" "$HERE/conv_swap_proto.cu" "$OUTDIR/swap_proto/pp.cu" \
       > "$OUTDIR/build_${v%%:*}.log" 2>&1 || { cat "$OUTDIR/build_${v%%:*}.log"; exit 1; }
@@ -29,12 +36,12 @@ KDL
       echo "FAIL: ptxas spilled or serialized wgmma in ${v%%:*}"; exit 1
     fi
   done
-  echo "build OK: $BIN/conv_swap_proto $BIN/conv_swap_proto_nopdl"
+  echo "build OK: $(ls "$BIN" | grep conv_swap_proto | tr '\n' ' ')"
 fi
 [ -n "${KDL_BUILD_ONLY:-}" ] && exit 0
 rc=0
 for i in 1 2 3; do
-  for b in conv_swap_proto conv_swap_proto_nopdl; do
+  for b in $(ls "$BIN" | grep '^conv_swap_proto'); do
     echo "== $b, run $i"
     "$BIN/$b" ${PROTO_ARGS:-11 20} || rc=1
   done
