@@ -75,7 +75,8 @@ struct Unit {
 //   -DKDL_PROTO_COMPUTE  the epilogue computes each accumulator's output coordinate, checks it and scales by alpha;
 //   -DKDL_PROTO_SLOTS    two mbarriers hand a patch slot back once its last tap has been read (the producer waits);
 //   -DKDL_PROTO_ITER     the ring's stage and phase kept as counters instead of derived from the k-tile's index;
-//   -DKDL_PROTO_NEST     (with ITER) the channel blocks an outer loop, the 9 taps a constant inner one.
+//   -DKDL_PROTO_NEST     (with ITER) the channel blocks an outer loop, the 9 taps a constant inner one;
+//   -DKDL_PROTO_PARAMS   the maps and the shape in one kernel parameter block, as a library kernel's.
 // Measured (H200, beside the library's patch GEMM): ITER + NEST 6 % faster than it, RUNTIME + ITER + NEST 4 %, all five
 // level (docs/perf-notes.md v60, bench/results/2026-12-01-h200-v60-swap-in-library.txt).
 struct Shape {
@@ -108,10 +109,21 @@ __device__ __forceinline__ Unit unit_of(int u, const Shape& sh) {
   return x;
 }
 
+// -DKDL_PROTO_PARAMS: the maps and the shape in one parameter block, as a library kernel's Params.
+struct Params {
+  CUtensorMap mw, mx, my;
+  Shape sh;
+};
+#ifdef KDL_PROTO_PARAMS
+__global__ void __launch_bounds__(384, 1) swap_proto(const __grid_constant__ Params P) {
+  const CUtensorMap &mw = P.mw, &mx = P.mx, &my = P.my;
+  const Shape& sh = P.sh;
+#else
 __global__ void __launch_bounds__(384, 1) swap_proto(const __grid_constant__ CUtensorMap mw,
                                                      const __grid_constant__ CUtensorMap mx,
                                                      const __grid_constant__ CUtensorMap my,
                                                      const __grid_constant__ Shape sh) {
+#endif
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + kBars);
@@ -353,9 +365,17 @@ int main(int argc, char** argv) {
     attr.val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
+#ifdef KDL_PROTO_PARAMS
+    CK(cudaLaunchKernelEx(&cfg, swap_proto, Params{mw, mx, my, shape}));
+#else
     CK(cudaLaunchKernelEx(&cfg, swap_proto, mw, mx, my, shape));
+#endif
+#else
+#ifdef KDL_PROTO_PARAMS
+    swap_proto<<<sms, 384, kSmem>>>(Params{mw, mx, my, shape});
 #else
     swap_proto<<<sms, 384, kSmem>>>(mw, mx, my, shape);
+#endif
 #endif
   };
   kdl_kernels::pp::Arguments args;
