@@ -37,6 +37,7 @@
 #include "kdl/runtime.h"
 #include "kdl/wgmma_sm90.cuh"
 #include "common.cuh"  // CK, fill_rand
+#include "tma_map.cuh"  // encode_map
 #include "pp.h"
 
 using namespace kdl::sm90;
@@ -306,21 +307,6 @@ __global__ void __launch_bounds__(384, 1) swap_proto(const __grid_constant__ CUt
   if (ct == 0) tma_store_wait<0>();
 }
 
-CUtensorMap encode(const char* what, void* base, const cuuint64_t* dims, const cuuint64_t* strides, int rank,
-                   const cuuint32_t* box) {
-  const cuuint32_t es[4] = {1, 1, 1, 1};
-  CUtensorMap m;
-  const auto& api = kdl::driver_api();
-  if (api.cuTensorMapEncodeTiled == nullptr ||
-      api.cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, rank, base, dims, strides, box, es,
-                                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
-    fprintf(stderr, "conv_swap_proto: encoding %s's map failed\n", what);
-    exit(1);
-  }
-  return m;
-}
-
 float median(std::vector<float> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -350,8 +336,8 @@ int main(int argc, char** argv) {
   const cuuint32_t x_box[4] = {64, 16, 10, 4};
   const cuuint64_t y_dims[4] = {kK, kN, kW, kH}, y_str[3] = {(cuuint64_t)kH * kW * kK * 2, kK * 2, (cuuint64_t)kW * kK * 2};
   const cuuint32_t y_box[4] = {64, 16, 8, 1};
-  const CUtensorMap mw = encode("W", w, w_dims, w_str, 3, w_box), mx = encode("X", x, x_dims, x_str, 4, x_box),
-                    my = encode("Y", y1, y_dims, y_str, 4, y_box);
+  const CUtensorMap mw = encode_map("W", w, 3, w_dims, w_str, w_box), mx = encode_map("X", x, 4, x_dims, x_str, x_box),
+                    my = encode_map("Y", y1, 4, y_dims, y_str, y_box);
   CK(cudaFuncSetAttribute(swap_proto, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   const Shape shape{kKtiles, kUnits, kK / 64, kN / 16, kW / 8, kN, kH, kW, kK, 1.0f};
   auto proto = [&] {

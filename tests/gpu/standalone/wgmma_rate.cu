@@ -39,6 +39,7 @@
 #include "kdl/wgmma_sm90.cuh"
 
 #include "common.cuh"  // CK
+#include "tma_map.cuh"  // encode_map
 
 using namespace kdl::sm90;
 using bf16 = __nv_bfloat16;
@@ -518,24 +519,6 @@ __global__ void __launch_bounds__(A == 5 ? 384 : 288, 1) mainloop_kernel(const _
   finish(acc, sink, cycles, t0);
 }
 
-// A bf16 tensor map with the 128-byte swizzle (the conv kernel's kind): dims and box innermost first, the byte
-// strides of dimensions 1 .. rank - 1. Exits on failure.
-CUtensorMap encode_map(const char* what, bf16* base, int rank, const cuuint64_t* dims, const cuuint64_t* strides,
-                       const cuuint32_t* box, CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B) {
-  const cuuint32_t es[4] = {1, 1, 1, 1};
-  CUtensorMap m;
-  const auto& api = kdl::driver_api();
-  if (api.cuTensorMapEncodeTiled == nullptr ||
-      api.cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, rank, base, dims, strides, box, es,
-                                 CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
-    fprintf(stderr, "wgmma_rate: encoding %s's map failed\n", what);
-    exit(1);
-  }
-  return m;
-}
-
 template <int A, bool Patch, int KT, bool Coop = false, int Var = kPlain, int Step = 0>
 void run_mainloop(const char* name, int sms, const CUtensorMap& mw, const CUtensorMap& mx, const CUtensorMap& mxa) {
   run_loaded(name, sms, KT, Coop ? 1024.0 : 512.0, A == 5 ? 384 : 288, MainloopLayout<A, Coop, Var>::kBytes,
@@ -893,39 +876,35 @@ int main() {
     }
     return 0;
   }
-  if (getenv("KDL_RATE_SWAP16") != nullptr) {  // part 5 only: part 4's unit with images innermost at G = 16
-    const cuuint32_t w64_box[3] = {64, 1, 64}, x16g_box[4] = {64, 16, 10, 4};
-    const CUtensorMap mw64 = encode_map("W (64 filters)", w, 3, w_dims, w_strides, w64_box);
-    const CUtensorMap mx16g = encode_map("X (2 x 8 x 16 tile's patch)", x, 4, x_dims, x_strides, x16g_box);
-    const cuuint32_t xw_box[4] = {64, 8, 4, 18};
-    const CUtensorMap mxw = encode_map("X (2 x 16 x 8 tile's patch)", x, 4, xp_dims, xp_strides, xw_box);
-    for (int rep = 0; rep < 3; ++rep) {
-      run_mainloop<3, true, kKt>("the tap's window of the patch (the kernel's)", sms, mw, mx, mxa);
-      run_swap<0, kKt>("part 4: swapped 64 x 256, pixel-major 2 x 16 x 8 windows", sms, mw64, mxw);
-      run_swap<0, kKt, 6, 128, true>("swapped 64 x 256, G 16: B the 2 x 8 x 16 windows", sms, mw64, mx16g);
-      run_swap<1, kKt, 6, 128, true>("swapped 64 x 256, G 16: no patch loads", sms, mw64, mx16g);
-      run_swap<2, kKt, 6, 128, true>("swapped 64 x 256, G 16: a fixed B, W loads", sms, mw64, mx16g);
-      run_swap<3, kKt, 6, 128, true>("swapped 64 x 256, G 16: a fixed A, the windows", sms, mw64, mx16g);
-      run_swap<0, kKt, 5, 128, true>("swapped 64 x 256, G 16: the windows, 5 stages", sms, mw64, mx16g);
-    }
-    return 0;
-  }
-  if (getenv("KDL_RATE_SWAP") != nullptr) {  // part 4 only: the roles swapped on 64 x 256 units, three times
-    const cuuint32_t w64_box[3] = {64, 1, 64}, xw_box[4] = {64, 8, 4, 18};
+  if (getenv("KDL_RATE_SWAP") != nullptr || getenv("KDL_RATE_SWAP16") != nullptr) {
+    // part 4 (KDL_RATE_SWAP): the roles swapped on 64 x 256 units; part 5 (KDL_RATE_SWAP16): the same unit with images
+    // innermost at G = 16. Three times each.
+    const bool g16 = getenv("KDL_RATE_SWAP16") != nullptr;
+    const cuuint32_t w64_box[3] = {64, 1, 64}, xw_box[4] = {64, 8, 4, 18}, xw14_box[4] = {64, 8, 4, 16},
+                     x16g_box[4] = {64, 16, 10, 4};
     const CUtensorMap mw64 = encode_map("W (64 filters)", w, 3, w_dims, w_strides, w64_box);
     const CUtensorMap mxw = encode_map("X (2 x 16 x 8 tile's patch)", x, 4, xp_dims, xp_strides, xw_box);
-    const cuuint32_t xw14_box[4] = {64, 8, 4, 16};
     const CUtensorMap mxw14 = encode_map("X (2 x 14 x 8 tile's patch)", x, 4, xp_dims, xp_strides, xw14_box);
+    const CUtensorMap mx16g = encode_map("X (2 x 8 x 16 tile's patch)", x, 4, x_dims, x_strides, x16g_box);
     for (int rep = 0; rep < 3; ++rep) {
       run_mainloop<3, true, kKt>("the tap's window of the patch (the kernel's)", sms, mw, mx, mxa);
-      run_swap<0, kKt>("swapped 64 x 256: B the patch windows", sms, mw64, mxw);
-      run_swap<1, kKt>("swapped 64 x 256: no patch loads", sms, mw64, mxw);
-      run_swap<2, kKt>("swapped 64 x 256: a fixed B, W loads", sms, mw64, mxw);
-      run_swap<3, kKt>("swapped 64 x 256: a fixed A, patch windows", sms, mw64, mxw);
-      run_swap<0, kKt, 4>("swapped 64 x 256: B the patch windows, 4 stages", sms, mw64, mxw);
-      run_swap<0, kKt, 6, 112>("swapped 64 x 224 (n112): B the patch windows", sms, mw64, mxw14);
-      run_swap<1, kKt, 6, 112>("swapped 64 x 224 (n112): no patch loads", sms, mw64, mxw14);
-      run_swap<2, kKt, 6, 112>("swapped 64 x 224 (n112): a fixed B, W loads", sms, mw64, mxw14);
+      if (g16) {
+        run_swap<0, kKt>("part 4: swapped 64 x 256, pixel-major 2 x 16 x 8 windows", sms, mw64, mxw);
+        run_swap<0, kKt, 6, 128, true>("swapped 64 x 256, G 16: B the 2 x 8 x 16 windows", sms, mw64, mx16g);
+        run_swap<1, kKt, 6, 128, true>("swapped 64 x 256, G 16: no patch loads", sms, mw64, mx16g);
+        run_swap<2, kKt, 6, 128, true>("swapped 64 x 256, G 16: a fixed B, W loads", sms, mw64, mx16g);
+        run_swap<3, kKt, 6, 128, true>("swapped 64 x 256, G 16: a fixed A, the windows", sms, mw64, mx16g);
+        run_swap<0, kKt, 5, 128, true>("swapped 64 x 256, G 16: the windows, 5 stages", sms, mw64, mx16g);
+      } else {
+        run_swap<0, kKt>("swapped 64 x 256: B the patch windows", sms, mw64, mxw);
+        run_swap<1, kKt>("swapped 64 x 256: no patch loads", sms, mw64, mxw);
+        run_swap<2, kKt>("swapped 64 x 256: a fixed B, W loads", sms, mw64, mxw);
+        run_swap<3, kKt>("swapped 64 x 256: a fixed A, patch windows", sms, mw64, mxw);
+        run_swap<0, kKt, 4>("swapped 64 x 256: B the patch windows, 4 stages", sms, mw64, mxw);
+        run_swap<0, kKt, 6, 112>("swapped 64 x 224 (n112): B the patch windows", sms, mw64, mxw14);
+        run_swap<1, kKt, 6, 112>("swapped 64 x 224 (n112): no patch loads", sms, mw64, mxw14);
+        run_swap<2, kKt, 6, 112>("swapped 64 x 224 (n112): a fixed B, W loads", sms, mw64, mxw14);
+      }
     }
     return 0;
   }
