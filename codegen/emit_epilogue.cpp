@@ -158,6 +158,12 @@ std::string emitEpilogueFunctor(const KernelPlan& p, int indent) {
     w.line("return {};", checks.empty() ? std::string("true") : fmt::format("{}", fmt::join(checks, " && ")));
     w.close();
   }
+  // kPointwise: compute reads no coordinate (no C, no [row] / [col] / [channel] input, no extra output, no amax), so a
+  // kernel may call it on any vector of accumulators without working coordinates out (kdl::detail::EpiloguePointwise).
+  if (isPointwise(e)) w.line("static constexpr bool kPointwise = true;");
+  // kFinishLocal: finish needs no other thread (no amax reduction), so a kernel's idle threads may leave first
+  // (kdl::detail::EpilogueFinishLocal).
+  if (!anyAmax) w.line("static constexpr bool kFinishLocal = true;");
   w.line("template <int V, class Coord = ::kdl::EpilogueCoord>");
   w.open("__device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_{})[V]) const {{", dName);
   bool anyScalarRead = false;  // a [] input some expression reads (s.in_NAME below)

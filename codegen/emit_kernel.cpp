@@ -271,6 +271,9 @@ void kernelStruct(CodeWriter& w, const KernelPlan& p, const std::string& epilogu
   if (p.path == KernelPath::ConvSm90)  // what `kdlc list --plan` says of the producer, held to the template
     w.line("static_assert(Conv::Gemm::kIssuers == {}, \"kdlc's plan: {} producer warp{} issue{} the TMA loads\");",
            p.tmaIssuers, p.tmaIssuers, p.tmaIssuers == 1 ? "" : "s", p.tmaIssuers == 1 ? "s" : "");
+  if (p.path == KernelPath::ConvSm90 && p.convPatch)  // `kdlc list --plan`'s "mainloop swap", held to the template
+    w.line("static_assert(Conv::kSwap == {}, \"kdlc's plan: {}\");", p.convSwap ? "true" : "false",
+           p.convSwap ? "the swapped mainloop beside the patch GEMM" : "no swapped mainloop");
   w.line("static constexpr const char* kName = \"{}\";", p.name);
   w.line("static constexpr const char* kOp = \"{}\";", opWord(p.spec.op.value));
   w.line("static constexpr ::kdl::KernelTarget kTarget = {{\"{}\", {}, {}}};", p.archName, p.minComputeCapability,

@@ -199,6 +199,13 @@ bool hasAmax(const Epilogue& e) {
   return false;
 }
 
+bool isPointwise(const Epilogue& e) {
+  if (e.usesSource || e.outputs.size() != 1) return false;
+  for (const EpiInput& in : e.inputs)
+    if (in.broadcast != Broadcast::Scalar) return false;
+  return true;
+}
+
 bool hasMathOrDivision(const Epilogue& e) {
   for (EpiOp op : {EpiOp::Div, EpiOp::Exp, EpiOp::Log, EpiOp::Sqrt, EpiOp::Rsqrt, EpiOp::Tanh, EpiOp::Sigmoid,
                    EpiOp::Gelu, EpiOp::GeluTanh, EpiOp::Silu})

@@ -26,6 +26,10 @@ std::string renderEpilogueSummary(const Epilogue& e);
 int countOps(const Epilogue& e, EpiOp op);
 // Whether the epilogue reduces an amax (`output amax : f32 = max(abs(...))`).
 bool hasAmax(const Epilogue& e);
+// Whether the epilogue computes D from the accumulator, params and [] inputs alone: no C (a conv's residual), no
+// [row] / [col] / [channel] input (declared, read or not), no extra output, no amax. Its functor's compute then reads
+// no coordinate (the generated `kPointwise`), which the swapped conv mainloop needs (kdl/conv_sm90_swap.cuh).
+bool isPointwise(const Epilogue& e);
 // Whether any let or output divides or calls a math function (exp, log, sqrt, rsqrt, tanh, sigmoid, gelu, gelu_tanh,
 // silu): the ops whose inlined code, or IEEE division's called slow path, costs registers of its own (lowering's
 // register rules).

@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "codegen/epilogue_expr.h"
 #include "codegen/lower_steps.h"
 #include "codegen/support.h"
 #include "include/kdl/gemm_sm90_smem.h"
@@ -257,6 +258,37 @@ bool lowerConvPatch(Lowering& l) {
            "window of the patch; run() takes it for any problem whose images are packed and whose X and Y TMA can "
            "describe and where it measured faster (pingpong, a tile of TileM >= 4 x TileN, or c <= 64; KDL_CONV_MAINLOOP=patch "
            "| im2col forces either), the im2col mainloop for the rest (include/kdl/conv_sm90.cuh, ConvFpropPatchLoader)");
+  // The swapped patch mainloop (kdl::sm90::ConvFpropSwap): the pingpong 128 x 128 patch kernels with 16-bit tensors
+  // and a pointwise epilogue (its functor computes D on whole rows of registers, no coordinates: D is transposed
+  // there), where its two slots leave 4 stages of W.
+  std::string swapWhy;
+  const int r = p.filterR, sf = p.filterS;
+  if (p.schedule != Schedule::Pingpong || p.tileM != 128 || p.tileN != 128)
+    swapWhy = "a pingpong 128 x 128 tile only";
+  else if (p.a.elementBytes != 2 || p.b.elementBytes != 2 || p.d.elementBytes != 2)
+    swapWhy = "16-bit X, W and Y only";
+  else if (!isPointwise(p.epilogue))
+    swapWhy = "a pointwise epilogue only (no residual, [channel] input, extra output or amax)";
+  else if (kdl::conv_swap_stages(r, sf, kdl::kGemmSm90SmemLimit) < 4)
+    swapWhy = fmt::format("shared memory: two {} KB patches leave fewer than 4 stages of W",
+                          kdl::conv_swap_slot_bytes(r, sf) / 1024);
+  if (swapWhy.empty()) {
+    p.convSwap = true;
+    p.swapStages = kdl::conv_swap_stages(r, sf, kdl::kGemmSm90SmemLimit);
+    p.smemBytes = std::max(p.smemBytes, size_t(kdl::conv_swap_smem_bytes(r, sf, kdl::kGemmSm90SmemLimit)));
+    l.decide("mainloop swap",
+             fmt::format("swap where it pays (n a multiple of 16, q of 8, p of 2, k of 64, c and k >= 128): units of 64 "
+                         "filters x 2 output rows x 8 pixels x 16 images, D transposed; two {} KB slots beside {} stages of "
+                         "W's 8 KB",
+                         kdl::conv_swap_slot_bytes(r, sf) / 1024, p.swapStages),
+             "a pingpong 128 x 128 patch kernel with 16-bit tensors and a pointwise epilogue: W is the wgmma's A (64 "
+             "filters), two windows of the patch its B (128 pixels each); it ran 2.7-2.9 % faster than the patch GEMM "
+             "on the first 3x3 shape of ANCHORS.md (H200, docs/perf-notes.md v61); run() takes it at dilation 1 where "
+             "it pays and TMA can describe X and Y, KDL_CONV_MAINLOOP=swap wherever it can run (include/kdl/"
+             "conv_sm90_swap.cuh)");
+  } else {
+    l.decide("mainloop swap", "none", fmt::format("no swapped mainloop: {}", swapWhy));
+  }
   return true;
 }
 

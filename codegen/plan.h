@@ -101,6 +101,10 @@ struct KernelPlan {
   // lowerConvPatch), its W stages and slot bytes.
   bool convPatch = false;
   int patchStages = 0, patchSlotBytes = 0;
+  // ... and the swapped patch mainloop beside them (kdl::Conv2dSm90Fprop::kSwap, kdl::sm90::ConvFpropSwap): the
+  // pingpong 128 x 128 patch kernels with a pointwise epilogue and 16-bit X, W and Y; its W stages.
+  bool convSwap = false;
+  int swapStages = 0;
   const char* convKind() const;  // "Fprop", "Dgrad", "Wgrad" (kdl::ConvKind)
   // The device template: pathTemplate(path), but per op on the sm90a conv path ("kdl::Conv2dSm90Wgrad").
   const char* deviceTemplate() const;

@@ -295,8 +295,9 @@ struct ConvFpropLoader : ConvFpropKOrder {
 };
 
 // Which mainloop a kernel built with both takes: the environment variable KDL_CONV_MAINLOOP when the process first
-// asks -- "patch": the patch mainloop wherever it can run the problem (1), "im2col": never (-1) -- else the
-// measured choice (0, Conv2dSm90Fprop::patch_pays). For tests and comparisons in one build (docs/language.md
+// asks -- "patch": the patch mainloop wherever it can run the problem (1), "im2col": never (-1), "swap": the swapped
+// one wherever it can, else the patch one wherever it can (2) -- else the measured choice (0,
+// Conv2dSm90Fprop::swap_pays and patch_pays). For tests and comparisons in one build (docs/language.md
 // section 9).
 inline int conv_mainloop_override() {
   static const int choice = [] {
@@ -304,6 +305,7 @@ inline int conv_mainloop_override() {
     if (e == nullptr) return 0;
     if (strcmp(e, "patch") == 0) return 1;
     if (strcmp(e, "im2col") == 0) return -1;
+    if (strcmp(e, "swap") == 0) return 2;
     return 0;
   }();
   return choice;
@@ -610,6 +612,11 @@ struct ConvWgradLoader {
 };
 
 }  // namespace sm90
+}  // namespace kdl
+
+#include "kdl/conv_sm90_swap.cuh"  // the swapped patch mainloop (sm90::ConvFpropSwap)
+
+namespace kdl {
 
 // Patch = true (kdlc's plan: a fixed filter of at least 2 taps, stride (1, 1), no cluster, Y stored by
 // TMA; the epilogue's residual, [channel] inputs, extra outputs and amax at each tile row's output row): a second GEMM on sm90::ConvFpropPatchLoader, which run() takes
@@ -669,6 +676,37 @@ struct Conv2dSm90Fprop {
       const int choice = sm90::conv_mainloop_override();
       return choice >= 0 && (choice > 0 || patch_pays(p)) && p.dil_h == 1 && p.dil_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.images_packed &&
              PatchLoader::rows(p) < 0x7fffffffLL;
+    }
+  }
+  // The swapped patch mainloop (kdl/conv_sm90_swap.cuh): a third mainloop of the pingpong 128 x 128 patch kernels
+  // with 16-bit X, W and Y and a pointwise functor, for filters whose patch leaves 4 stages (3 x 3, 1 x 3, 2 x 3, ...;
+  // kdlc's plan says the same: the emitted kernel asserts it).
+  using Swap = sm90::ConvFpropSwap<Element, (FilterR > 0 ? FilterR : 1), (FilterS > 0 ? FilterS : 1), Epilogue>;
+  static constexpr bool kSwap = Patch && Schedule == Sm90Schedule::Pingpong && TileM == 128 && TileN == 128 &&
+                                Swap::kFits && detail::EpilogueD<Epilogue>::kComputes &&
+                                detail::EpilogueD<Epilogue>::kBytes == 2 && Swap::kPointwise;
+  // Where it measured faster than the patch GEMM (H200, docs/perf-notes.md v61: 2.7-2.9 % on the first 3x3 shape of
+  // the benchmark):
+  // units of 16 images x 8 columns x 2 rows x 64 filters with nothing to pad (n a multiple of 16, q of 8, p of 2, k of
+  // 64), and units of at least two channel blocks and two filter blocks (c and k of 128 or more; shorter units were not
+  // measured).
+  static bool swap_pays(const Conv2dProblem& p) {
+    return p.n % 16 == 0 && p.q % 8 == 0 && p.p % 2 == 0 && p.k % 64 == 0 && p.k >= 128 && p.c >= 128;
+  }
+  static bool swap_applies(const Conv2dProblem& p) {
+    if constexpr (!kSwap) {
+      return false;
+    } else {
+      const int choice = sm90::conv_mainloop_override();
+      return (choice == 2 || (choice == 0 && swap_pays(p))) && p.dil_h == 1 && p.dil_w == 1 && p.stride_h == 1 &&
+             p.stride_w == 1 && p.images_packed;
+    }
+  }
+  static bool swap_params(const Conv2dProblem& p, const typename Epilogue::Params& ep, typename Swap::Params& g) {
+    if constexpr (!kSwap) {
+      return false;
+    } else {
+      return swap_applies(p) && p.n > 0 && p.p > 0 && p.q > 0 && p.k > 0 && p.c > 0 && Swap::encode(g, p, ep);
     }
   }
   static GemmProblem gemm_of_patch(const Conv2dProblem& p) {
@@ -746,14 +784,22 @@ struct Conv2dSm90Fprop {
                  cudaSuccess;
     }
   }
-  // The mainloop run() takes for p (its can_implement has passed): "patch" or "im2col" (kdl_NAME_path).
+  // The mainloop run() takes for p (its can_implement has passed): "swap", "patch" or "im2col" (kdl_NAME_path).
   static const char* mainloop(const Conv2dProblem& p, const typename Epilogue::Params& ep) {
+    if constexpr (kSwap) {
+      typename Swap::Params sg{};
+      if (swap_params(p, ep, sg)) return "swap";
+    }
     typename PatchLoader::Params g{};
     return patch_params(p, ep, g) ? "patch" : "im2col";
   }
 
   static cudaError_t run(const Conv2dProblem& p, const typename Epilogue::Params& ep, void* workspace, cudaStream_t stream) {
     if (can_implement(p) != nullptr) return cudaErrorInvalidValue;
+    if constexpr (kSwap) {
+      typename Swap::Params sg{};
+      if (swap_params(p, ep, sg)) return Swap::run(sg, stream);
+    }
     if constexpr (Patch) {
       typename PatchLoader::Params g{};
       if (patch_params(p, ep, g)) return PatchGemm::run(gemm_of_patch(p), ep, workspace, stream, g);

@@ -302,6 +302,20 @@ struct EpilogueD<E, decltype((void)sizeof(typename E::ElementD))> {
   using Element = typename E::ElementD;
   static constexpr int kBytes = (int)sizeof(Element);
 };
+// Whether the functor declares `static constexpr bool kPointwise = true` (kdlc does where compute reads no
+// coordinate: no C, no [row] / [col] inputs, no extra outputs, no amax): a kernel may then call compute on any
+// vector of accumulators, in or past the output, with a coordinate it does not fill.
+template <class E, class = void>
+struct EpiloguePointwise : std::false_type {};
+template <class E>
+struct EpiloguePointwise<E, decltype((void)E::kPointwise)> : std::bool_constant<E::kPointwise> {};
+// Whether the functor declares `static constexpr bool kFinishLocal = true` (kdlc does where it has no amax): its
+// finish needs no other thread of the block (no block-wide reduction), so threads that have nothing more to do may
+// leave the kernel without calling it.
+template <class E, class = void>
+struct EpilogueFinishLocal : std::false_type {};
+template <class E>
+struct EpilogueFinishLocal<E, decltype((void)E::kFinishLocal)> : std::bool_constant<E::kFinishLocal> {};
 }  // namespace detail
 
 // Where the output D of a functor with ElementD lies: Params' D, ldd and batch_stride_D, or what the

@@ -953,6 +953,11 @@ struct GemmSm90 {
       if constexpr (kStageScales) {
         if (wg_thread / 32 == 1 && P.ktiles > 0) produce_scales(P, walker, walkers, wg_thread % 32, rm, rn, full_bar, empty_bar, scale_slot);
       }
+      // The producer warpgroup's threads leave once their loads are issued -- the idle ones at once -- where nothing
+      // below needs them (no cluster barrier, a finish without a block-wide reduction). Kept waiting at the warp
+      // barrier below beside a lane that issues loads for the whole kernel, they cost the swapped conv kernel 2.5 %
+      // (docs/perf-notes.md v61).
+      if constexpr (kClusterSize == 1 && detail::EpilogueFinishLocal<Epilogue>::value) return;
     } else {
       // ---- consumers ----
       sm90::setmaxnreg_inc<kConsumerRegs>();

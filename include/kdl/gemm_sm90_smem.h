@@ -98,6 +98,20 @@ constexpr int conv_patch_stages(int tile_m, int tile_n, int r, int s, int stages
   return fit >= 2 ? fit : 0;
 }
 
+// The swapped patch mainloop (kdl::sm90::ConvFpropSwap, kdl/conv_sm90_swap.cuh) of the pingpong 128 x 128 patch
+// kernels: one patch slot -- (r + 1) rows x (s + 7) columns x 16 images x 64 channels of 2 bytes --, its stages of W
+// (8 KB each: as many as fit beside two slots and the 16 KB staging tile, at most 6; 0 below 4) and the launch's
+// shared memory (stages, slots, staging tile, 2 x stages + 5 mbarriers, 1 KB to align the base).
+constexpr int conv_swap_slot_bytes(int r, int s) { return (r + 1) * (s + 7) * 16 * 128; }
+constexpr int conv_swap_stages(int r, int s, int limit) {
+  const int fit = (limit - 1024 - 2 * conv_swap_slot_bytes(r, s) - 16384 - 256) / 8192;
+  return fit >= 6 ? 6 : (fit >= 4 ? fit : 0);
+}
+constexpr int conv_swap_smem_bytes(int r, int s, int limit) {
+  return 1024 + conv_swap_stages(r, s, limit) * 8192 + 2 * conv_swap_slot_bytes(r, s) + 16384 +
+         (2 * conv_swap_stages(r, s, limit) + 5) * 8;
+}
+
 // `stages = auto`: the deepest pipeline that fits (at most max_stages), except that a block-scaled kernel
 // (scale slots) keeps the full epilogue buffer where that leaves at least 4 stages: its promoting
 // consumers gain more from storing D in one pass than from a sixth stage (128 x 128 x 128 e4m3 on the

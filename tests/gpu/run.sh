@@ -62,7 +62,8 @@ if [ -z "${KDL_SANITIZER_ONLY:-}" ]; then
 fi
 
 # The conv patch mainloop forced on every problem it can run (KDL_CONV_MAINLOOP=patch: by default a kernel takes it
-# only where it measured faster than im2col, include/kdl/conv_sm90.cuh): conv_patch.kdl's kernels once more.
+# only where it measured faster than im2col, include/kdl/conv_sm90.cuh): conv_patch.kdl's kernels once more; and the
+# swapped mainloop (KDL_CONV_MAINLOOP=swap) on conv_swap.kdl's.
 if [ -z "${KDL_SANITIZER_ONLY:-}" ]; then
   while read -r spec lib; do
     case "$spec" in
@@ -71,6 +72,12 @@ if [ -z "${KDL_SANITIZER_ONLY:-}" ]; then
           >"$OUT/gpu_tests_patch.log" 2>&1 || rc=1
         echo "patch mainloop forced ($spec): $(tail -n 1 "$OUT/gpu_tests_patch.log")" | tee -a "$OUT/gpu_tests.log"
         grep "^FAIL" "$OUT/gpu_tests_patch.log" | head -20
+        ;;
+      */conv_swap.kdl)  # the swapped mainloop forced likewise (KDL_CONV_MAINLOOP=swap; by default only where it pays)
+        KDL_CONV_MAINLOOP=swap "$CARRY/bin/kdl_gpu_test" "${lists[@]}" "$@" "$CARRY/$spec" "$CARRY/$lib" \
+          >"$OUT/gpu_tests_swap.log" 2>&1 || rc=1
+        echo "swapped mainloop forced ($spec): $(tail -n 1 "$OUT/gpu_tests_swap.log")" | tee -a "$OUT/gpu_tests.log"
+        grep "^FAIL" "$OUT/gpu_tests_swap.log" | head -20
         ;;
     esac
   done <"$CARRY/tests.list"

@@ -1365,6 +1365,65 @@ TEST_CASE("conv: sm90a fprop carries the patch mainloop beside im2col where the 
   CHECK(conv_patch_stages(128, 64, 2, 2, 8, kGemmSm90SmemLimit) == 5);
 }
 
+TEST_CASE("conv: the pingpong 128 x 128 patch kernels with 16-bit tensors and a pointwise epilogue carry the swapped "
+          "mainloop, and the plan says why not elsewhere",
+          "[codegen][lower][conv]") {
+  const std::string pp = "  schedule = pingpong;\n  tile = (128, 128, 64);\n  stages = 6;\n  filter = (3, 3);\n  stride = (1, 1);\n";
+  const std::string text = convSpec("cs", "conv2d_fprop",
+                                    pp + "  epilogue {\n    param alpha = 1.0;\n    input scale : f32 [];\n    Y = relu(alpha * acc * scale);\n  }",
+                                    "sm90a", "bf16");
+  KernelPlan p = lowerConv(text);
+  REQUIRE(p.convPatch);
+  CHECK(p.convSwap);
+  // Two 80 KB patches (4 rows x 10 columns x 16 images x 128 B) beside 6 stages of W's 8 KB and the 16 KB staging tile.
+  CHECK(conv_swap_slot_bytes(3, 3) == 80 * 1024);
+  CHECK(p.swapStages == 6);
+  CHECK(conv_swap_smem_bytes(3, 3, kGemmSm90SmemLimit) <= kGemmSm90SmemLimit);
+  CHECK(p.smemBytes >= size_t(conv_swap_smem_bytes(3, 3, kGemmSm90SmemLimit)));
+  const Decision* d = decision(p, "mainloop swap");
+  REQUIRE(d != nullptr);
+  CHECK(contains(d->value, "swap where it pays (n a multiple of 16, q of 8, p of 2, k of 64, c and k >= 128)"));
+  CHECK(contains(d->value, "two 80 KB slots beside 6 stages of W's 8 KB"));
+  // The template decides it too; the emitted kernel holds the two to each other, and the functor says it is pointwise.
+  const std::string cu = emitText(text).at("cs.cu");
+  CHECK(contains(cu, "static_assert(Conv::kSwap == true, \"kdlc's plan: the swapped mainloop beside the patch GEMM\");"));
+  CHECK(contains(cu, "static constexpr bool kPointwise = true;"));
+  CHECK(contains(cu, "static constexpr bool kFinishLocal = true;"));
+  // 1 x 3 and 2 x 3 filters fit 6 stages too; 5 x 5 (two 144 KB patches) does not fit 4.
+  CHECK(conv_swap_stages(1, 3, kGemmSm90SmemLimit) == 6);
+  CHECK(conv_swap_stages(2, 3, kGemmSm90SmemLimit) == 6);
+  CHECK(conv_swap_stages(5, 5, kGemmSm90SmemLimit) == 0);
+
+  // Why not, one reason each (the patch mainloop stays).
+  auto whyNot = [&](const std::string& body) {  // a body, or a whole kernel named cz
+    const std::string t = body.rfind("kernel", 0) == 0 ? body : convSpec("cz", "conv2d_fprop", body, "sm90a", "bf16");
+    KernelPlan q = lowerConv(t);
+    CHECK(q.convPatch);
+    CHECK(!q.convSwap);
+    CHECK(contains(emitText(t).at("cz.cu"), "static_assert(Conv::kSwap == false"));
+    const Decision* w = decision(q, "mainloop swap");
+    REQUIRE(w != nullptr);
+    CHECK(w->value == "none");
+    return w->why;
+  };
+  CHECK(contains(whyNot("  schedule = cooperative;\n  tile = (128, 128, 64);\n  filter = (3, 3);\n  stride = (1, 1);"),
+                 "a pingpong 128 x 128 tile only"));
+  CHECK(contains(whyNot("  schedule = pingpong;\n  tile = (128, 64, 64);\n  filter = (3, 3);\n  stride = (1, 1);"),
+                 "a pingpong 128 x 128 tile only"));
+  CHECK(contains(whyNot(pp + "  residual : bf16 nhwc;\n  epilogue {\n    Y = acc + residual;\n  }"),
+                 "a pointwise epilogue only"));
+  CHECK(contains(whyNot(pp + "  epilogue {\n    input b : f32 [channel];\n    Y = acc + b;\n  }"), "a pointwise epilogue only"));
+  CHECK(contains(whyNot(pp + "  epilogue {\n    output amax_y : f32 = max(abs(acc));\n    Y = acc;\n  }"),
+                 "a pointwise epilogue only"));
+  CHECK(contains(whyNot(pp + "  epilogue {\n    output Z : bf16 nhwc = acc;\n    Y = acc;\n  }"), "a pointwise epilogue only"));
+  CHECK(contains(whyNot("kernel cz {\n  op = conv2d_fprop; arch = sm90a;\n  X : bf16 nhwc; W : bf16 krsc; Y : f32 nhwc;\n" + pp +
+                        "}\n"),
+                 "16-bit X, W and Y only"));
+  // 3 x 5: the patch GEMM's two 64 KB slots fit, the swapped mainloop's two 96 KB ones leave 2 stages of W.
+  CHECK(contains(whyNot("  schedule = pingpong;\n  tile = (128, 128, 64);\n  filter = (3, 5);\n  stride = (1, 1);"),
+                 "shared memory: two 96 KB patches leave fewer than 4 stages of W"));
+}
+
 TEST_CASE("conv: emitted files use kdl::ConvHost, conv_input entries and kdl_conv2d_shape", "[codegen][emit][conv]") {
   std::map<std::string, std::string> files =
       emitText(convSpec("cw", "conv2d_wgrad", "  filter = (3, 3);\n  stride = (2, 2);\n  split_k = serial(4);"));

@@ -184,6 +184,21 @@ class ConvKernel:
         self.in0, self.in1, self.out = OPERANDS[self.op]
         self.residual = "residual" in self.operands
         self.epilogue = spec["epilogue"]
+        # The swapped patch mainloop beside the patch GEMM (kdl::Conv2dSm90Fprop::kSwap; `kdlc list --plan`'s "mainloop
+        # swap"): pingpong 128 x 128 with the patch (a fixed filter of 2 taps or more, stride (1, 1), no cluster),
+        # 16-bit X, W and Y, a pointwise epilogue (no residual, no [channel] input, Y its only output) and two slots
+        # that leave 4 stages of W (kdl/gemm_sm90_smem.h's conv_swap_stages).
+        epi = self.epilogue
+        pointwise = (not epi["uses_source"] and len(epi["outputs"]) == 1 and
+                     all(i["broadcast"] == "scalar" for i in epi["inputs"]))
+        cluster = spec.get("cluster", {}).get("value", [1, 1, 1])
+        r, s = self.filter or (0, 0)
+        slot = (r + 1) * (s + 7) * 16 * 128
+        swap_stages = min(6, (232448 - 1024 - 2 * slot - 16384 - 256) // 8192)
+        self.swap = (self.pingpong and self.op == "conv2d_fprop" and list(self.tile[:2]) == [128, 128] and
+                     r * s >= 2 and self.stride == (1, 1) and list(cluster) == [1, 1, 1] and pointwise and
+                     swap_stages >= 4 and
+                     all(self.operands[o]["dtype"] in ("f16", "bf16") for o in ("X", "W", "Y")))
         self.list_name = ""  # tests.list / bench.list: where discover() found it
         pre = "kdl_" + self.name + "_"
         self._info = getattr(lib, pre + "info")  # AttributeError when the library lacks the kernel
@@ -230,7 +245,7 @@ class ConvKernel:
         return "; ".join(p)
 
     def path(self, shape, args):
-        """The mainloop kdl_NAME_run takes ("patch" / "im2col"); None for a kernel with one mainloop."""
+        """The mainloop kdl_NAME_run takes ("swap" / "patch" / "im2col"); None for a kernel with one mainloop."""
         if self._path is None:
             return None
         m = self._path(ctypes.byref(shape), args, len(args))

@@ -18,4 +18,11 @@ fi
 if [ ! -f "$CARRY/tests.list" ]; then echo "no $CARRY/tests.list: run tests/gpu/prepare.sh first (on the build machine)"; exit 2; fi
 export LD_LIBRARY_PATH="$PWD/$CARRY/bin:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 $PYTHON -X faulthandler tests/gpu/conv/test_conv_cudnn.py --carry "$CARRY" "$@" 2>&1 | tee "$OUT/conv_tests.log"
-exit "${PIPESTATUS[0]}"
+rc=${PIPESTATUS[0]}
+# Once more, the kernels with the swapped mainloop forced onto it wherever it can run (KDL_CONV_MAINLOOP=swap: by default
+# it runs only where it pays, include/kdl/conv_sm90.cuh); its summary line joins conv_tests.log.
+KDL_CONV_MAINLOOP=swap $PYTHON -X faulthandler tests/gpu/conv/test_conv_cudnn.py --carry "$CARRY" --swap-only "$@" \
+  >"$OUT/conv_tests_swap.log" 2>&1 || rc=1
+grep -E "^--swap-only|^  FAIL" "$OUT/conv_tests_swap.log" | head -40 | tee -a "$OUT/conv_tests.log"
+echo "swapped mainloop forced (KDL_CONV_MAINLOOP=swap): $(tail -n 1 "$OUT/conv_tests_swap.log")" | tee -a "$OUT/conv_tests.log"
+exit "$rc"

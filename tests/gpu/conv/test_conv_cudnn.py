@@ -129,11 +129,19 @@ def run_case(kernel, pr, split, cpad_extra, seed, default_params):
     # are all TMA-describable, their images back to back) where it pays (a pingpong tile, a tile of TileM >= 4 x
     # TileN, or c <= 64: Conv2dSm90Fprop::patch_pays) or KDL_CONV_MAINLOOP=patch forces it, never with
     # KDL_CONV_MAINLOOP=im2col; the label says which ran.
+    # The swapped mainloop (kernel.swap: pingpong 128 x 128, 16-bit tensors, a pointwise epilogue) comes first where
+    # it pays (n a multiple of 16, q of 8, p of 2, k of 64, c and k >= 128: Conv2dSm90Fprop::swap_pays) or
+    # KDL_CONV_MAINLOOP=swap forces it (then the patch mainloop wherever the swapped one cannot run).
     path = kernel.path(shape, args_c)
     if path is not None:
         force = os.environ.get("KDL_CONV_MAINLOOP", "")
         pays = kernel.pingpong or kernel.tile[0] >= 4 * kernel.tile[1] or pr.c <= 64
-        want = "patch" if pr.dil == (1, 1) and force != "im2col" and (force == "patch" or pays) else "im2col"
+        swap_pays = (pr.n % 16 == 0 and pr.q % 8 == 0 and pr.p % 2 == 0 and pr.k % 64 == 0 and pr.k >= 128 and
+                     pr.c >= 128)
+        want = ("patch" if pr.dil == (1, 1) and force != "im2col" and (force in ("patch", "swap") or pays)
+                else "im2col")
+        if kernel.swap and pr.dil == (1, 1) and (force == "swap" or (force == "" and swap_pays)):
+            want = "swap"
         label += f" [{path}]"
         if path != want:
             report(False, f"{label}: kdl_{kernel.name}_path says {path}, expected {want}")
@@ -300,6 +308,9 @@ PROBLEMS = [
     ca.Problem(2, 56, 56, 64, 64, 7, 7, (3, 3), (2, 2), (1, 1), label="7x7 stride 2"),
     ca.Problem(4, 17, 19, 96, 160, 5, 5, (2, 2), (1, 1), (2, 2), label="5x5 dilation 2"),
     ca.Problem(3, 23, 21, 48, 72, 3, 3, (1, 1), (1, 1), (1, 1), label="padded channels"),
+    # Whole units of the swapped mainloop (n a multiple of 16, q of 8, p of 2, k of 64, c and k >= 128): a kernel
+    # with it takes it here by default (Conv2dSm90Fprop::swap_pays).
+    ca.Problem(16, 12, 16, 128, 128, 3, 3, (1, 1), (1, 1), (1, 1), label="3x3 whole swap units"),
 ]
 
 
@@ -335,6 +346,8 @@ def main():
     ap.add_argument("--lists", default="tests.list,bench.list")
     ap.add_argument("--kernel", action="append", default=[])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--swap-only", action="store_true",
+                    help="only the kernels with the swapped mainloop (with KDL_CONV_MAINLOOP=swap: tests/gpu/conv/run.sh)")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--shrink", type=int, default=1, help="divide the problems' sizes (the CPU smoke test)")
     a = ap.parse_args()
@@ -345,6 +358,9 @@ def main():
     kernels, problems = ca.discover(a.carry, a.lists.split(","), set(a.kernel) or None)
     for p in problems:
         report(False, p)
+    if a.swap_only:
+        kernels = [k for k in kernels if k.swap]
+        print(f"--swap-only: {len(kernels)} kernels with the swapped mainloop: {' '.join(k.name for k in kernels)}")
     nb = os.path.join(a.carry, "not-built.list")
     not_built = 0
     if os.path.exists(nb):

@@ -39,13 +39,38 @@
 #include "common.cuh"  // CK, fill_rand
 #include "tma_map.cuh"  // encode_map
 #include "pp.h"
+#ifdef KDL_PROTO_LIBKERNEL
+#include "kdl/conv_sm90.cuh"
+// -DKDL_PROTO_LIBKERNEL: the "prototype" is the library's swapped kernel (kdl::sm90::ConvFpropSwap), instantiated
+// here with a pointwise functor of its own and launched through its own run(): the library's kernel beside itself
+// and beside the patch GEMM, in this harness.
+struct ProtoEpilogue {
+  struct Params {
+    __nv_bfloat16* Y; int64_t ldy; int64_t batch_stride_Y; float alpha;
+  };
+  struct State {};
+  using ElementD = __nv_bfloat16;
+  static constexpr bool kPointwise = true;
+  static kdl::OutputD<__nv_bfloat16> output_d(const Params& p) { return {p.Y, p.ldy, p.batch_stride_Y}; }
+  template <int V, class Coord = kdl::EpilogueCoord>
+  __device__ __forceinline__ void compute(const Params& p, State&, const Coord&, const float (&acc)[V], float (&out)[V]) const {
+#pragma unroll
+    for (int i = 0; i < V; ++i) out[i] = p.alpha * acc[i];
+  }
+  __device__ __forceinline__ void finish(const Params&, State&) const {}
+};
+using LibSwap = kdl::sm90::ConvFpropSwap<__nv_bfloat16, 3, 3, ProtoEpilogue>;
+#endif
 
 using namespace kdl::sm90;
 using bf16 = __nv_bfloat16;
 
 namespace {
 
-constexpr int kN = 32, kH = 56, kW = 56, kC = 256, kK = 256;
+#ifndef KDL_PROTO_N
+#define KDL_PROTO_N 32  // images (a multiple of 16; other than 32 only with -DKDL_PROTO_RUNTIME)
+#endif
+constexpr int kN = KDL_PROTO_N, kH = 56, kW = 56, kC = 256, kK = 256;
 constexpr int kUnits = (kK / 64) * (kN / 16) * (kW / 8) * (kH / 2);  // 4 x 2 x 7 x 28 = 1568
 constexpr int kKtiles = (kC / 64) * 9;                               // 36 per unit
 constexpr int kStages = 6, kStage = 8192, kSlot = 4 * 10 * 16 * 128, kStaging = 16384;
@@ -77,7 +102,15 @@ struct Unit {
 //   -DKDL_PROTO_SLOTS    two mbarriers hand a patch slot back once its last tap has been read (the producer waits);
 //   -DKDL_PROTO_ITER     the ring's stage and phase kept as counters instead of derived from the k-tile's index;
 //   -DKDL_PROTO_NEST     (with ITER) the channel blocks an outer loop, the 9 taps a constant inner one;
-//   -DKDL_PROTO_PARAMS   the maps and the shape in one kernel parameter block, as a library kernel's.
+//   -DKDL_PROTO_PARAMS   the maps and the shape in one kernel parameter block, as a library kernel's;
+//   -DKDL_PROTO_ALPHA    Y = alpha * acc on every accumulator (the library's pointwise epilogue);
+//   -DKDL_PROTO_N=16|64  (with RUNTIME) another number of images: a fixed cost per launch would move the ratio;
+//   -DKDL_PROTO_LIBKERNEL the "prototype" is the library's own swapped kernel (kdl::sm90::ConvFpropSwap) instantiated in
+//                        this file and launched by its run(): the library's kernel beside itself (run() takes it for
+//                        this shape) or, with KDL_CONV_MAINLOOP=patch, beside the patch GEMM; compile this file
+//                        with -D flags of the header's and link pp.cu built without them to bisect the kernel.
+// v61 (docs/perf-notes.md): RUNTIME + ITER + NEST + ALPHA 1.005-1.012 ahead of the library's swapped kernel, which runs
+// 2.7-2.9 % ahead of the patch GEMM.
 // Measured (H200, beside the library's patch GEMM): ITER + NEST 6 % faster than it, RUNTIME + ITER + NEST 4 %, all five
 // level (docs/perf-notes.md v60, bench/results/2026-12-01-h200-v60-swap-in-library.txt).
 struct Shape {
@@ -256,6 +289,13 @@ __global__ void __launch_bounds__(384, 1) swap_proto(const __grid_constant__ CUt
 #endif
     }
     (void)prev_end;
+#ifdef KDL_PROTO_ALPHA
+    // -DKDL_PROTO_ALPHA: Y = alpha * acc on every accumulator, unchecked (the library's pointwise epilogue)
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int r = 0; r < 64; ++r) acc[i][r] *= sh.alpha;
+#endif
 #ifdef KDL_PROTO_COMPUTE
     {  // each accumulator's output coordinate, checked, and alpha (as the library's compute<1> loop)
       const int f0 = x.fb * 64 + warp * 16 + (lane >> 2), t4 = lane & 3;
@@ -340,6 +380,23 @@ int main(int argc, char** argv) {
                     my = encode_map("Y", y1, 4, y_dims, y_str, y_box);
   CK(cudaFuncSetAttribute(swap_proto, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   const Shape shape{kKtiles, kUnits, kK / 64, kN / 16, kW / 8, kN, kH, kW, kK, 1.0f};
+#ifdef KDL_PROTO_LIBKERNEL
+  LibSwap::Params lg{};
+  {
+    kdl::Conv2dProblem cp{};
+    cp.n = kN, cp.h = kH, cp.w = kW, cp.c = kC, cp.k = kK, cp.r = 3, cp.s = 3, cp.p = kH, cp.q = kW;
+    cp.pad_h = cp.pad_w = 1, cp.stride_h = cp.stride_w = cp.dil_h = cp.dil_w = 1;
+    cp.A = x, cp.lda = kC, cp.batch_stride_a = (int64_t)kH * kW * kC;
+    cp.B = w, cp.ldb = kC, cp.batch_stride_b = 9 * kC;
+    cp.split_k = 1, cp.images_packed = 1;
+    const ProtoEpilogue::Params ep{y1, kK, (int64_t)kH * kW * kK, 1.0f};
+    if (!LibSwap::encode(lg, cp, ep)) {
+      fprintf(stderr, "LibSwap::encode failed\n");
+      return 1;
+    }
+  }
+  auto proto = [&] { CK(LibSwap::run(lg, 0)); };
+#else
   auto proto = [&] {
 #ifndef KDL_PROTO_NO_PDL
     cudaLaunchConfig_t cfg = {};
@@ -364,6 +421,7 @@ int main(int argc, char** argv) {
 #endif
 #endif
   };
+#endif
   kdl_kernels::pp::Arguments args;
   args.n = kN, args.h = kH, args.w = kW, args.c = kC, args.k = kK, args.pad_h = 1, args.pad_w = 1;
   args.X = x, args.W = w, args.Y = y0;

@@ -32,6 +32,7 @@ struct Epilogue {
   __device__ __forceinline__ bool whole(const Params& p, int b) const {
     return ::kdl::col_vector_aligned<float, V>(p.bias, p.batch_stride_bias, b);
   }
+  static constexpr bool kFinishLocal = true;
   template <int V, class Coord = ::kdl::EpilogueCoord>
   __device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_Y)[V]) const {
     (void)s;
@@ -65,6 +66,7 @@ struct Kernel {
   using Params = Epilogue::Params;
   using Conv = ::kdl::Conv2dSm90Fprop<::__nv_bfloat16, 128, 256, 4, ::kdl::Sm90Schedule::Cooperative, 3, 3, 1, 1, Epilogue, true, 1, 1, true>;
   static_assert(Conv::Gemm::kIssuers == 1, "kdlc's plan: 1 producer warp issues the TMA loads");
+  static_assert(Conv::kSwap == false, "kdlc's plan: no swapped mainloop");
   static constexpr const char* kName = "conv_sm90a_wgmma_coop";
   static constexpr const char* kOp = "conv2d_fprop";
   static constexpr ::kdl::KernelTarget kTarget = {"sm90a", 90, true};

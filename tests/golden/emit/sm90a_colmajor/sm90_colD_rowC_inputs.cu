@@ -36,6 +36,7 @@ struct Epilogue {
   __device__ __forceinline__ bool whole(const Params& p, int b) const {
     return p.C != nullptr && ::kdl::col_vector_aligned<float, V>(p.rs, p.batch_stride_rs, b);
   }
+  static constexpr bool kFinishLocal = true;
   template <int V, class Coord = ::kdl::EpilogueCoord>
   __device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_D)[V]) const {
     (void)s;

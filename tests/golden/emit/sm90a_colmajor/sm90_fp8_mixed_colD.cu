@@ -34,6 +34,7 @@ struct Epilogue {
   __device__ __forceinline__ bool whole(const Params& p, int b) const {
     return ::kdl::col_vector_aligned<float, V>(p.sa, p.batch_stride_sa, b);
   }
+  static constexpr bool kFinishLocal = true;
   template <int V, class Coord = ::kdl::EpilogueCoord>
   __device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_D)[V]) const {
     (void)s;

@@ -27,6 +27,7 @@ struct Epilogue {
   __device__ __forceinline__ bool whole(const Params& p, int b) const {
     return p.C != nullptr;
   }
+  static constexpr bool kFinishLocal = true;
   template <int V, class Coord = ::kdl::EpilogueCoord>
   __device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_D)[V]) const {
     (void)s;

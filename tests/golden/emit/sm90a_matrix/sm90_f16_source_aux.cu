@@ -30,6 +30,7 @@ struct Epilogue {
   __device__ __forceinline__ bool whole(const Params& p, int b) const {
     return ::kdl::tile_vector_aligned<::half, V>(p.C, p.ldc, p.batch_stride_C, b) && ::kdl::tile_vector_aligned<float, V>(p.Z, p.ldz, p.batch_stride_Z, b);
   }
+  static constexpr bool kFinishLocal = true;
   template <int V, class Coord = ::kdl::EpilogueCoord>
   __device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_D)[V]) const {
     (void)s;

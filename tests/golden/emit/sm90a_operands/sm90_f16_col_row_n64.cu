@@ -27,6 +27,8 @@ struct Epilogue {
     (void)p; (void)b;
     return true;
   }
+  static constexpr bool kPointwise = true;
+  static constexpr bool kFinishLocal = true;
   template <int V, class Coord = ::kdl::EpilogueCoord>
   __device__ __forceinline__ void compute(const Params& p, State& s, const Coord& c, const float (&acc)[V], float (&out_D)[V]) const {
     (void)s;
