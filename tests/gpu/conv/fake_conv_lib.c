@@ -174,6 +174,18 @@ static T tensor(const kdl_arg* a, int dt, int64_t rows, int64_t cols, int64_t ch
 }
 static int64_t at(const T* t, int64_t b, int64_t y, int64_t x, int64_t ch) { return b * t->bs + (y * t->cols + x) * t->ld + ch; }
 
+/* A tensor's (outer, row, col, channel) elements as packed doubles; NULL when out of memory. */
+static double* dense(const T* t, const int64_t dims[4]) {
+  double* a = malloc((size_t)(dims[0] * dims[1] * dims[2] * dims[3]) * sizeof(double) + 1);
+  if (!a) return NULL;
+  double* o = a;
+  for (int64_t b = 0; b < dims[0]; ++b)
+    for (int64_t y = 0; y < dims[1]; ++y)
+      for (int64_t x = 0; x < dims[2]; ++x)
+        for (int64_t ch = 0; ch < dims[3]; ++ch) *o++ = load(t->dt, t->p, at(t, b, y, x, ch));
+  return a;
+}
+
 static int run_impl(const Fake* f, const kdl_conv2d_shape* sh, const kdl_arg* args, int32_t nargs) {
   Dims d;
   if (check(f, sh, args, nargs, &d)) return KDL_ERR_INVALID;
@@ -192,9 +204,40 @@ static int run_impl(const Fake* f, const kdl_conv2d_shape* sh, const kdl_arg* ar
   const int64_t outer = f->op == WGRAD ? d.k : d.n, rows = f->op == FPROP ? d.p : f->op == DGRAD ? d.h : d.r,
                 cols = f->op == FPROP ? d.q : f->op == DGRAD ? d.w : d.s, chans = f->op == FPROP ? d.k : d.c;
   const int toff = bug == 2 ? 1 : 0;
+  /* The two inputs copied once into dense doubles (the loops below ran a dtype switch per product: the CPU
+   * smoke test's time), indexed (outer, row, col, channel) like at() on a packed tensor. */
+  const T* in0 = f->op == FPROP ? &X : &Y;
+  const T* in1 = f->op == WGRAD ? &X : &W;
+  const int64_t d0[4] = {d.n, f->op == FPROP ? d.h : d.p, f->op == FPROP ? d.w : d.q, f->op == FPROP ? d.c : d.k};
+  const int64_t d1[4] = {f->op == WGRAD ? d.n : d.k, f->op == WGRAD ? d.h : d.r, f->op == WGRAD ? d.w : d.s, d.c};
+  double* a0 = dense(in0, d0);
+  double* a1 = dense(in1, d1);
+  if (!a0 || !a1) {
+    free(a0), free(a1);
+    return KDL_ERR_INVALID;
+  }
+#define A0(b, y, x, ch) a0[(((b) * d0[1] + (y)) * d0[2] + (x)) * d0[3] + (ch)]
+#define A1(b, y, x, ch) a1[(((b) * d1[1] + (y)) * d1[2] + (x)) * d1[3] + (ch)]
+  double* wacc = calloc((size_t)chans + 1, sizeof(double)); /* wgrad: a whole (k, r, s) row of channels at once */
+  if (!wacc) {
+    free(a0), free(a1);
+    return KDL_ERR_INVALID;
+  }
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t y = 0; y < rows; ++y)
-      for (int64_t x = 0; x < cols; ++x)
+      for (int64_t x = 0; x < cols; ++x) {
+        if (f->op == WGRAD) { /* o = k, (y, x) = (r, s): every channel c in the innermost loop (contiguous) */
+          memset(wacc, 0, (size_t)chans * sizeof(double));
+          for (int64_t n = 0; n < d.n; ++n)
+            for (int64_t p = 0; p < d.p; ++p)
+              for (int64_t q = 0; q < d.q; ++q) {
+                int64_t hy = p * d.sh - d.ph + ((y + toff) % d.r) * d.dh, wx = q * d.sw - d.pw + x * d.dw;
+                if (hy < 0 || hy >= d.h || wx < 0 || wx >= d.w) continue;
+                const double g = A0(n, p, q, o);
+                const double* xv = &A1(n, hy, wx, 0);
+                for (int64_t c = 0; c < chans; ++c) wacc[c] += g * xv[c];
+              }
+        }
         for (int64_t ch = 0; ch < chans; ++ch) {
           double acc = 0;
           if (f->op == FPROP) { /* o = n, (y, x) = (p, q), ch = k */
@@ -202,25 +245,20 @@ static int run_impl(const Fake* f, const kdl_conv2d_shape* sh, const kdl_arg* ar
               for (int64_t s = 0; s < d.s; ++s) {
                 int64_t hy = y * d.sh - d.ph + r * d.dh, wx = x * d.sw - d.pw + s * d.dw;
                 if (hy < 0 || hy >= d.h || wx < 0 || wx >= d.w) continue;
-                for (int64_t c = 0; c < d.c; ++c)
-                  acc += load(X.dt, X.p, at(&X, o, hy, wx, c)) * load(W.dt, W.p, at(&W, ch, (r + toff) % d.r, s, c));
+                const double* xv = &A0(o, hy, wx, 0);
+                const double* wv = &A1(ch, (r + toff) % d.r, s, 0);
+                for (int64_t c = 0; c < d.c; ++c) acc += xv[c] * wv[c];
               }
           } else if (f->op == DGRAD) { /* o = n, (y, x) = (h, w), ch = c */
             for (int64_t r = 0; r < d.r; ++r)
               for (int64_t s = 0; s < d.s; ++s) {
                 int64_t ny = y + d.ph - r * d.dh, nx = x + d.pw - s * d.dw;
                 if (ny < 0 || nx < 0 || ny % d.sh || nx % d.sw || ny / d.sh >= d.p || nx / d.sw >= d.q) continue;
-                for (int64_t k = 0; k < d.k; ++k)
-                  acc += load(Y.dt, Y.p, at(&Y, o, ny / d.sh, nx / d.sw, k)) * load(W.dt, W.p, at(&W, k, (r + toff) % d.r, s, ch));
+                const double* yv = &A0(o, ny / d.sh, nx / d.sw, 0);
+                for (int64_t k = 0; k < d.k; ++k) acc += yv[k] * A1(k, (r + toff) % d.r, s, ch);
               }
-          } else { /* o = k, (y, x) = (r, s), ch = c */
-            for (int64_t n = 0; n < d.n; ++n)
-              for (int64_t p = 0; p < d.p; ++p)
-                for (int64_t q = 0; q < d.q; ++q) {
-                  int64_t hy = p * d.sh - d.ph + ((y + toff) % d.r) * d.dh, wx = q * d.sw - d.pw + x * d.dw;
-                  if (hy < 0 || hy >= d.h || wx < 0 || wx >= d.w) continue;
-                  acc += load(Y.dt, Y.p, at(&Y, n, p, q, o)) * load(X.dt, X.p, at(&X, n, hy, wx, ch));
-                }
+          } else { /* wgrad: summed above */
+            acc = wacc[ch];
           }
           const int64_t bi = f->op == WGRAD ? o : o * bias_bs + ch;
           double v = f->epi == EPI_BIAS_RELU ? acc + bias[bi] : alpha * acc + (bias ? bias[bi] : 0.0);
@@ -230,6 +268,10 @@ static int run_impl(const Fake* f, const kdl_conv2d_shape* sh, const kdl_arg* ar
           store(out->dt, out->p, at(out, o, y, x, ch), v);
           if (fabs(v) > amax) amax = fabs(v);
         }
+      }
+#undef A0
+#undef A1
+  free(a0), free(a1), free(wacc);
   if (f->epi == EPI_ALPHA_BIAS_AMAX) *(float*)args[5].data = (float)amax;
   return KDL_OK;
 }
